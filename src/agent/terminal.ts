@@ -1,0 +1,30 @@
+/** Every run ends with exactly one of these codes. */
+export const TERMINAL_CODES = [
+  'COMPLETED',
+  'BUDGET_EXCEEDED',
+  'SCOPE_VIOLATION',
+  'HOOK_DENIED',
+  'LOOP_DETECTED',
+  'NO_TEST_PROGRESS',
+  'VERIFICATION_FAILED',
+  'MODEL_ERROR',
+  'CONFIG_ERROR',
+  'ENVIRONMENT_ERROR',
+  'CANCELLED',
+] as const;
+
+export type TerminalCode = (typeof TERMINAL_CODES)[number];
+
+export type BudgetName = 'max_rounds' | 'max_tokens' | 'max_cost_usd' | 'max_wall_s' | 'max_diff_lines';
+
+/** A failure that ends a run, carrying its terminal code. Only cli/ turns it into an exit status. */
+export class RunError extends Error {
+  constructor(
+    readonly code: TerminalCode,
+    message: string,
+    readonly detail?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'RunError';
+  }
+}

@@ -1,0 +1,35 @@
+/** Where keel keeps user config and state: KEEL_HOME, or the XDG folders. */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+export interface KeelPaths {
+  userConfig: string;
+  stateDir: string;
+  db: string;
+  auditDir: string;
+  runsDir: string;
+}
+
+/** Resolve keel's paths from the environment. */
+export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
+  const home = env.KEEL_HOME;
+  if (home) {
+    return {
+      userConfig: join(home, 'config.toml'),
+      stateDir: home,
+      db: join(home, 'keel.db'),
+      auditDir: join(home, 'audit'),
+      runsDir: join(home, 'runs'),
+    };
+  }
+  const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config');
+  const stateHome = env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
+  const stateDir = join(stateHome, 'keel');
+  return {
+    userConfig: join(configHome, 'keel', 'config.toml'),
+    stateDir,
+    db: join(stateDir, 'keel.db'),
+    auditDir: join(stateDir, 'audit'),
+    runsDir: join(stateDir, 'runs'),
+  };
+}

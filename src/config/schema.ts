@@ -1,0 +1,77 @@
+/** The config schema: every key keel reads, its type and its default. Unknown keys are errors. */
+import { z } from 'zod';
+
+export const MODES = ['ask', 'plan', 'edit', 'auto'] as const;
+export type Mode = (typeof MODES)[number];
+
+export const PROVIDERS = ['openai', 'ollama', 'scripted'] as const;
+export type ProviderName = (typeof PROVIDERS)[number];
+
+const positiveInt = z.number().int().positive();
+const positive = z.number().positive();
+
+export const modelRefSchema = z.strictObject({
+  provider: z.enum(PROVIDERS).optional(),
+  model: z.string().min(1),
+  base_url: z.string().optional(),
+  api_key_env: z.string().optional(),
+  context_window: positiveInt.optional(),
+});
+export type ModelRef = z.infer<typeof modelRefSchema>;
+
+export const priceSchema = z.strictObject({
+  /** USD per million input tokens. */
+  input_per_mtok: z.number().nonnegative(),
+  /** USD per million output tokens. */
+  output_per_mtok: z.number().nonnegative(),
+});
+
+export const configSchema = z.strictObject({
+  provider: z.enum(PROVIDERS).default('openai'),
+  model: z.string().default(''),
+  base_url: z.string().default('http://127.0.0.1:11434/v1'),
+  /** Name of the environment variable holding the API key (never the key itself). */
+  api_key_env: z.string().default('OPENAI_API_KEY'),
+  context_window: positiveInt.optional(),
+  /** The mode `keel` uses when no verb picks one. */
+  permission: z.enum(MODES).default('ask'),
+  /** Writable paths, relative to the workspace root. */
+  scope: z.array(z.string().min(1)).default(['.']),
+  test_command: z.string().optional(),
+  allow_shell: z.boolean().default(false),
+  /** Path of a script for the scripted provider (tests and the offline demo). */
+  script: z.string().optional(),
+  budgets: z
+    .strictObject({
+      max_rounds: positiveInt.default(40),
+      max_tokens: positiveInt.optional(),
+      max_cost_usd: positive.optional(),
+      max_wall_s: positive.optional(),
+      max_diff_lines: positiveInt.optional(),
+    })
+    .prefault({}),
+  /** The same tool call (name and arguments) repeated this many times ends the run. */
+  loop_threshold: positiveInt.default(3),
+  fallback_models: z.array(modelRefSchema).default([]),
+  timeouts: z
+    .strictObject({
+      connect_s: positive.default(10),
+      first_token_s: positive.default(120),
+      idle_s: positive.default(60),
+    })
+    .prefault({}),
+  retries: z
+    .strictObject({
+      max: z.number().int().nonnegative().default(3),
+      base_delay_ms: z.number().int().nonnegative().default(500),
+      max_delay_ms: z.number().int().nonnegative().default(30_000),
+      /** How long a failed model sits out before the chain tries it again. */
+      cooldown_s: z.number().nonnegative().default(60),
+    })
+    .prefault({}),
+  pricing: z.record(z.string(), priceSchema).default({}),
+  max_output_tokens: positiveInt.optional(),
+  temperature: z.number().min(0).max(2).optional(),
+});
+
+export type Config = z.infer<typeof configSchema>;

@@ -1,0 +1,89 @@
+/** The one streaming interface every model provider implements, and the messages it speaks. */
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Raw JSON text of the arguments, exactly as the model produced it. */
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string };
+
+/** A tool as the model sees it: JSON Schema parameters derived from the tool's zod schema. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  /** Context window to ask for (Ollama's num_ctx); ignored by servers that fix it themselves. */
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  temperature?: number;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  /** true when the server reported the counts; false when keel estimated them. */
+  reported: boolean;
+}
+
+export type Delta =
+  | { type: 'text'; text: string }
+  /** A complete native tool call; providers assemble streamed fragments before emitting it. */
+  | { type: 'tool_call'; call: ToolCall }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'done'; finishReason: string };
+
+export interface Provider {
+  readonly name: string;
+  readonly baseUrl: string;
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<Delta>;
+  /** The model's context window as the server reports it, when it does. */
+  contextWindow?(model: string, signal?: AbortSignal): Promise<number | undefined>;
+  /** Models the server offers, when it can say. */
+  listModels?(signal?: AbortSignal): Promise<string[]>;
+}
+
+export type ModelErrorKind =
+  | 'unreachable' // connection refused, DNS, reset
+  | 'auth' // 401/403
+  | 'not_found' // 404: wrong base URL or unknown model
+  | 'rate_limit' // 429
+  | 'timeout' // first-token or idle timeout, 408
+  | 'server' // 5xx
+  | 'bad_request' // 400/422: the request itself is wrong
+  | 'protocol'; // the server answered something that is not the wire format
+
+/** A failure talking to a model, classified so retries, fallback and exit codes can act on it. */
+export class ModelError extends Error {
+  constructor(
+    readonly kind: ModelErrorKind,
+    message: string,
+    readonly url: string,
+    readonly status?: number,
+    /** Seconds the server asked us to wait (Retry-After), when it said. */
+    readonly retryAfterS?: number,
+  ) {
+    super(message);
+    this.name = 'ModelError';
+  }
+
+  get retryable(): boolean {
+    return (
+      this.kind === 'unreachable' ||
+      this.kind === 'rate_limit' ||
+      this.kind === 'timeout' ||
+      this.kind === 'server'
+    );
+  }
+}

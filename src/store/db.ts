@@ -1,0 +1,65 @@
+/** The SQLite connection and its migrations. Every part that keeps data goes through here. */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+
+export type Db = Database.Database;
+
+/**
+ * Migrations, in order. A part that needs tables appends one here; never edit a shipped entry.
+ * The index in this array plus one is the schema version.
+ */
+const MIGRATIONS: string[] = [
+  `CREATE TABLE sessions (
+     id TEXT PRIMARY KEY,
+     parent_id TEXT,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     mode TEXT NOT NULL,
+     cwd TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     prompt TEXT NOT NULL,
+     code TEXT,
+     summary TEXT
+   );
+   CREATE INDEX sessions_created ON sessions(created_at);
+   CREATE TABLE events (
+     session_id TEXT NOT NULL REFERENCES sessions(id),
+     seq INTEGER NOT NULL,
+     ts TEXT NOT NULL,
+     type TEXT NOT NULL,
+     data TEXT NOT NULL,
+     PRIMARY KEY (session_id, seq)
+   ) WITHOUT ROWID;`,
+];
+
+/** Open (creating if needed) keel's database and bring its schema up to date. */
+export function openDb(path: string): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  // NORMAL keeps every committed event across a process crash (SIGKILL); only power loss can cost the tail.
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Db): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+  const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
+  const current = row?.version ?? 0;
+  if (current > MIGRATIONS.length) {
+    throw new Error(
+      `database schema version ${current} is newer than this keel understands (${MIGRATIONS.length}); upgrade keel`,
+    );
+  }
+  if (current === MIGRATIONS.length) return;
+  db.transaction(() => {
+    for (let v = current; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v] as string);
+    db.exec('DELETE FROM schema_version');
+    db.prepare('INSERT INTO schema_version (version) VALUES (?)').run(MIGRATIONS.length);
+  }).immediate();
+}

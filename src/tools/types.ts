@@ -1,0 +1,60 @@
+/** What a tool is: a name, a zod schema, an effect class, and an execute function. */
+import type { z } from 'zod';
+
+/** Effect classes the gate decides on. Modes allow a set of these. */
+export type Effect = 'read' | 'write' | 'exec' | 'memory';
+
+export type Access = 'read' | 'write';
+
+/** A path a call will touch, as the model wrote it (resolved by the gate, never trusted). */
+export interface PathAccess {
+  path: string;
+  access: Access;
+}
+
+export interface ToolContext {
+  /** The workspace root (canonical): relative paths resolve against it. */
+  cwd: string;
+  signal: AbortSignal;
+  /**
+   * Canonicalize a path (symlinks resolved) and check it against the scope. Throws a
+   * ScopeError when the path is not allowed. Tools call this again right before touching
+   * the file, so a symlink swapped after the gate's check is still caught.
+   */
+  resolve(path: string, access: Access): string;
+  /** Run a shell command under the session's policy (sandbox, limits). Only `shell` uses it. */
+  exec?(command: string, opts: { timeoutS: number; signal: AbortSignal }): Promise<ExecResult>;
+}
+
+export interface ExecResult {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  truncated: boolean;
+}
+
+export interface ToolResult {
+  output: string;
+  isError?: boolean;
+  /** Workspace-relative paths this call created, changed or deleted. */
+  filesChanged?: string[];
+  /** Lines added + removed, for the diff budget. */
+  diffLines?: number;
+}
+
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  effect: Effect;
+  schema: S;
+  /** Paths the call touches, so the gate can check scope before it runs. */
+  paths?(args: z.infer<S>): PathAccess[];
+  execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
+}
+
+/** Error thrown by a tool for a bad call; its message goes back to the model. */
+export class ToolError extends Error {
+  override name = 'ToolError';
+}
