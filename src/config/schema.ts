@@ -39,6 +39,8 @@ export const configSchema = z.strictObject({
   scope: z.array(z.string().min(1)).default(['.']),
   test_command: z.string().optional(),
   allow_shell: z.boolean().default(false),
+  /** End the run with SCOPE_VIOLATION on a denied path, instead of telling the model and going on. */
+  stop_on_violation: z.boolean().default(false),
   /** Path of a script for the scripted provider (tests and the offline demo). */
   script: z.string().optional(),
   budgets: z

@@ -1,0 +1,67 @@
+/** The events a session's log is made of. The log is the truth; everything else is read from it. */
+import type { ToolCall } from '../model/types.js';
+import type { BudgetName, TerminalCode } from './terminal.js';
+
+export interface TokenCount {
+  input: number;
+  output: number;
+}
+
+export type SessionEvent =
+  | {
+      type: 'session_start';
+      mode: string;
+      provider: string;
+      model: string;
+      cwd: string;
+      scope: string[];
+      instructions: string[];
+      tools: string[];
+    }
+  | { type: 'user_message'; text: string }
+  | { type: 'model_request'; round: number; model: string; messages: number; est_tokens: number; bytes: number }
+  | { type: 'model_retry'; round: number; model: string; attempt: number; error: string; delay_ms: number }
+  | { type: 'model_fallback'; round: number; from: string; to: string; error: string }
+  | {
+      type: 'assistant_message';
+      round: number;
+      model: string;
+      text: string;
+      tool_calls: ToolCall[];
+      recovered: number;
+      usage: TokenCount & { reported: boolean };
+      cost_usd: number | null;
+    }
+  | { type: 'tool_call_invalid'; round: number; call_id: string; tool: string; error: string }
+  | {
+      type: 'gate_decision';
+      call_id: string;
+      tool: string;
+      decision: 'allow' | 'deny' | 'ask';
+      reason?: string;
+      deny?: string;
+    }
+  | { type: 'tool_start'; call_id: string; tool: string; args: unknown }
+  | {
+      type: 'tool_result';
+      call_id: string;
+      tool: string;
+      output: string;
+      is_error: boolean;
+      files_changed: string[];
+      diff_lines: number;
+      duration_ms: number;
+    }
+  | {
+      type: 'session_end';
+      code: TerminalCode;
+      reason: string;
+      budget?: BudgetName;
+      summary: string;
+      rounds: number;
+      tokens: TokenCount;
+      cost_usd: number | null;
+      files_changed: string[];
+    };
+
+export type EventType = SessionEvent['type'];

@@ -1,0 +1,393 @@
+/** The agent loop: a fold over events. Each round streams the model, gates and runs its tool calls. */
+import type { Config, Mode } from '../config/schema.js';
+import type { ModelError } from '../model/types.js';
+import type { ChatMessage, Delta, ToolCall, ToolSpec } from '../model/types.js';
+import { costUsd } from '../model/cost.js';
+import { estimateRequestTokens, estimateTokens } from '../model/tokens.js';
+import { recoverToolCalls } from '../model/text-tool-calls.js';
+import { decide } from '../policy/gate.js';
+import { modeAllows } from '../policy/modes.js';
+import type { Scope } from '../policy/scope.js';
+import { ScopeError } from '../policy/scope.js';
+import { parseArgs, toolSpec, type ToolRegistry } from '../tools/registry.js';
+import { type ToolContext, ToolError } from '../tools/types.js';
+import { exceeded } from './budgets.js';
+import type { SessionEvent, TokenCount } from './events.js';
+import { loadInstructions } from './instructions.js';
+import { systemPrompt } from './prompt.js';
+import { type BudgetName, RunError, type TerminalCode } from './terminal.js';
+
+export interface StreamHooks {
+  onRetry?(info: { attempt: number; error: ModelError; delayMs: number; model: string }): void;
+  onFallback?(info: { from: string; to: string; error: ModelError }): void;
+}
+
+/** What the loop needs from a model client (the fallback chain in model/ implements it). */
+export interface SessionModel {
+  readonly provider: string;
+  currentModel(): string;
+  stream(
+    request: { messages: ChatMessage[]; tools: ToolSpec[]; contextWindow?: number },
+    signal: AbortSignal,
+    hooks: StreamHooks,
+  ): AsyncIterable<Delta>;
+}
+
+/** Where events go: the store appends them (durably) before the action they record happens. */
+export type Record = (event: SessionEvent) => void;
+
+export interface SessionOptions {
+  mode: Mode;
+  prompt: string;
+  config: Config;
+  scope: Scope;
+  model: SessionModel;
+  tools: ToolRegistry;
+  record: Record;
+  signal: AbortSignal;
+  /** Run a shell command under the session's sandbox policy. */
+  exec?: ToolContext['exec'];
+  /** Live assistant text, for rendering. */
+  onText?(text: string): void;
+  contextWindow?: number;
+}
+
+export interface SessionResult {
+  code: TerminalCode;
+  reason: string;
+  budget?: BudgetName;
+  summary: string;
+  rounds: number;
+  tokens: TokenCount;
+  costUsd: number | null;
+  filesChanged: string[];
+}
+
+class Stop extends Error {
+  constructor(
+    readonly code: TerminalCode,
+    readonly reason: string,
+    readonly budget?: BudgetName,
+  ) {
+    super(reason);
+  }
+}
+
+/** Run one session to its terminal code. Never throws for a run that ends badly: the code says it. */
+export async function runSession(opts: SessionOptions): Promise<SessionResult> {
+  const { config, scope, record, tools } = opts;
+  const started = Date.now();
+  const offered = tools.names().filter((name) => {
+    const tool = tools.get(name);
+    return tool !== undefined && modeAllows(opts.mode, tool.effect);
+  });
+  const specs = offered.map((name) => toolSpec(tools.get(name) as NonNullable<ReturnType<ToolRegistry['get']>>));
+  const instructions = loadInstructions(scope.root);
+  const messages: ChatMessage[] = [
+    { role: 'system', content: systemPrompt({ mode: opts.mode, root: scope.root, instructions: instructions.text }) },
+    { role: 'user', content: opts.prompt },
+  ];
+  const tokens: TokenCount = { input: 0, output: 0 };
+  let cost: number | null = 0;
+  let rounds = 0;
+  let diffLines = 0;
+  let lastText = '';
+  const filesChanged = new Set<string>();
+  const seenCalls = new Map<string, number>();
+
+  // one controller for the run: the user's Ctrl+C and the wall-clock budget both abort it
+  const run = new AbortController();
+  const onAbort = () => run.abort(new Stop('CANCELLED', 'interrupted by the user'));
+  if (opts.signal.aborted) onAbort();
+  opts.signal.addEventListener('abort', onAbort, { once: true });
+  const wall = config.budgets.max_wall_s;
+  const wallTimer =
+    wall === undefined
+      ? undefined
+      : setTimeout(
+          () => run.abort(new Stop('BUDGET_EXCEEDED', `ran past max_wall_s (${wall} s)`, 'max_wall_s')),
+          wall * 1000,
+        );
+
+  record({
+    type: 'session_start',
+    mode: opts.mode,
+    provider: opts.model.provider,
+    model: opts.model.currentModel(),
+    cwd: scope.root,
+    scope: scope.writable.map((p) => scope.display(p)),
+    instructions: instructions.files,
+    tools: offered,
+  });
+  record({ type: 'user_message', text: opts.prompt });
+
+  const usage = () => ({
+    rounds,
+    tokens: tokens.input + tokens.output,
+    costUsd: cost,
+    wallS: (Date.now() - started) / 1000,
+    diffLines,
+  });
+  const checkBudgets = () => {
+    const breach = exceeded(config.budgets, usage());
+    if (breach) throw new Stop('BUDGET_EXCEEDED', breach.reason, breach.budget);
+  };
+  const throwIfAborted = () => {
+    if (run.signal.aborted) throw run.signal.reason;
+  };
+
+  let result: { code: TerminalCode; reason: string; budget?: BudgetName };
+  try {
+    for (;;) {
+      throwIfAborted();
+      checkBudgets();
+      rounds++;
+      const model = opts.model.currentModel();
+      const request = { messages, tools: specs, contextWindow: opts.contextWindow };
+      record({
+        type: 'model_request',
+        round: rounds,
+        model,
+        messages: messages.length,
+        est_tokens: estimateRequestTokens(messages, specs),
+        bytes: Buffer.byteLength(JSON.stringify(request)),
+      });
+      const answer = await streamAnswer(opts, request, run.signal, rounds);
+      const known = new Set(offered);
+      let calls = answer.calls;
+      let text = answer.text;
+      const malformed: Array<{ name: string; raw: string; error: string }> = [];
+      if (calls.length === 0 && text) {
+        // small models often write the call as text; take it back as a real call
+        const recovered = recoverToolCalls(text, [...known]);
+        calls = recovered.calls;
+        if (calls.length > 0 || recovered.malformed.length > 0) text = recovered.remainingText;
+        for (const m of recovered.malformed) malformed.push({ name: m.name ?? 'unknown', raw: m.raw, error: m.error });
+      }
+      const recoveredCount = answer.calls.length === 0 ? calls.length : 0;
+      tokens.input += answer.usage.input;
+      tokens.output += answer.usage.output;
+      const roundCost = costUsd(answer.model, { inputTokens: answer.usage.input, outputTokens: answer.usage.output }, config.pricing);
+      cost = cost === null || roundCost === null ? null : cost + roundCost;
+      record({
+        type: 'assistant_message',
+        round: rounds,
+        model: answer.model,
+        text,
+        tool_calls: calls,
+        recovered: recoveredCount,
+        usage: { ...answer.usage },
+        cost_usd: roundCost,
+      });
+      if (text.trim()) lastText = text.trim();
+
+      // history never carries malformed arguments: a server may reject them, and the model would copy them
+      const historyCalls = calls.map((c) => ({ ...c, arguments: validJsonOr(c.arguments, '{}') }));
+      const malformedCalls = malformed.map((m, i) => ({ id: `malformed_${rounds}_${i}`, name: m.name, arguments: '{}' }));
+      messages.push({
+        role: 'assistant',
+        content: text,
+        ...(historyCalls.length + malformedCalls.length > 0 ? { toolCalls: [...historyCalls, ...malformedCalls] } : {}),
+      });
+      for (const [i, m] of malformed.entries()) {
+        const id = malformedCalls[i]?.id ?? `malformed_${rounds}_${i}`;
+        const error = `your tool call could not be parsed (${m.error}); write the call again with valid JSON arguments`;
+        record({ type: 'tool_call_invalid', round: rounds, call_id: id, tool: m.name, error });
+        messages.push({ role: 'tool', toolCallId: id, name: m.name, content: `Error: ${error}` });
+      }
+      if (calls.length === 0 && malformed.length === 0) {
+        result = { code: 'COMPLETED', reason: 'the model answered without tool calls' };
+        break;
+      }
+      for (const call of calls) {
+        throwIfAborted();
+        const content = await runCall(call, rounds);
+        messages.push({ role: 'tool', toolCallId: call.id, name: call.name, content });
+        checkBudgets();
+      }
+    }
+  } catch (err) {
+    result = classify(err, run.signal);
+  } finally {
+    clearTimeout(wallTimer);
+    opts.signal.removeEventListener('abort', onAbort);
+  }
+
+  const summary = result.code === 'COMPLETED' ? lastText : `${result.reason}${lastText ? `\n\n${lastText}` : ''}`;
+  const files = [...filesChanged].sort();
+  record({
+    type: 'session_end',
+    code: result.code,
+    reason: result.reason,
+    ...(result.budget ? { budget: result.budget } : {}),
+    summary,
+    rounds,
+    tokens,
+    cost_usd: cost,
+    files_changed: files,
+  });
+  return { ...result, summary, rounds, tokens, costUsd: cost, filesChanged: files };
+
+  async function runCall(call: ToolCall, round: number): Promise<string> {
+    const tool = tools.get(call.name);
+    if (!tool || !offered.includes(call.name)) {
+      const error = tool
+        ? `${call.name} is not available in ${opts.mode} mode`
+        : `unknown tool "${call.name}"; available: ${offered.join(', ')}`;
+      record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error });
+      if (tool) record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'deny', deny: 'mode', reason: error });
+      return `Error: ${error}`;
+    }
+    const parsed = parseArgs(tool, call.arguments);
+    if (!parsed.ok) {
+      record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error: parsed.error });
+      return `Error: ${parsed.error}`;
+    }
+    const key = `${call.name}:${stableJson(parsed.args)}`;
+    const seen = (seenCalls.get(key) ?? 0) + 1;
+    seenCalls.set(key, seen);
+    if (seen >= config.loop_threshold) {
+      throw new Stop('LOOP_DETECTED', `the same ${call.name} call was made ${seen} times`);
+    }
+    const decision = decide(tool, parsed.args, { mode: opts.mode, scope, allowShell: config.allow_shell });
+    if (decision.kind !== 'allow') {
+      const reason = decision.kind === 'deny' ? decision.reason : decision.question;
+      record({
+        type: 'gate_decision',
+        call_id: call.id,
+        tool: call.name,
+        decision: decision.kind,
+        reason,
+        ...(decision.kind === 'deny' ? { deny: decision.deny } : {}),
+      });
+      if (decision.kind === 'deny' && decision.deny === 'scope' && config.stop_on_violation) {
+        throw new Stop('SCOPE_VIOLATION', reason);
+      }
+      return `Error: denied: ${reason}`;
+    }
+    record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'allow' });
+    record({ type: 'tool_start', call_id: call.id, tool: call.name, args: parsed.args });
+    const t0 = Date.now();
+    const ctx: ToolContext = {
+      cwd: scope.root,
+      signal: run.signal,
+      resolve: (path, access) => scope.resolve(path, access),
+      ...(opts.exec ? { exec: opts.exec } : {}),
+    };
+    let output: string;
+    let isError = false;
+    let changed: string[] = [];
+    let lines = 0;
+    try {
+      const res = await tool.execute(parsed.args, ctx);
+      output = res.output;
+      isError = res.isError ?? false;
+      changed = res.filesChanged ?? [];
+      lines = res.diffLines ?? 0;
+    } catch (err) {
+      if (run.signal.aborted) throw run.signal.reason;
+      if (!(err instanceof ToolError || err instanceof ScopeError || isFsError(err))) throw err;
+      output = `Error: ${(err as Error).message}`;
+      isError = true;
+      if (err instanceof ScopeError) {
+        record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'deny', deny: 'scope', reason: err.message });
+        if (config.stop_on_violation) throw new Stop('SCOPE_VIOLATION', err.message);
+      }
+    }
+    for (const f of changed) filesChanged.add(f);
+    diffLines += lines;
+    record({
+      type: 'tool_result',
+      call_id: call.id,
+      tool: call.name,
+      output,
+      is_error: isError,
+      files_changed: changed,
+      diff_lines: lines,
+      duration_ms: Date.now() - t0,
+    });
+    throwIfAborted();
+    return output;
+  }
+}
+
+interface Answer {
+  text: string;
+  calls: ToolCall[];
+  usage: TokenCount & { reported: boolean };
+  model: string;
+}
+
+async function streamAnswer(
+  opts: SessionOptions,
+  request: { messages: ChatMessage[]; tools: ToolSpec[]; contextWindow?: number },
+  signal: AbortSignal,
+  round: number,
+): Promise<Answer> {
+  let text = '';
+  const calls: ToolCall[] = [];
+  let usage: (TokenCount & { reported: boolean }) | undefined;
+  const hooks: StreamHooks = {
+    onRetry: (info) =>
+      opts.record({
+        type: 'model_retry',
+        round,
+        model: info.model,
+        attempt: info.attempt,
+        error: info.error.message,
+        delay_ms: info.delayMs,
+      }),
+    onFallback: (info) =>
+      opts.record({ type: 'model_fallback', round, from: info.from, to: info.to, error: info.error.message }),
+  };
+  for await (const delta of opts.model.stream(request, signal, hooks)) {
+    if (delta.type === 'text') {
+      text += delta.text;
+      opts.onText?.(delta.text);
+    } else if (delta.type === 'tool_call') {
+      calls.push(delta.call);
+    } else if (delta.type === 'usage') {
+      usage = { input: delta.usage.inputTokens, output: delta.usage.outputTokens, reported: delta.usage.reported };
+    }
+  }
+  if (text) opts.onText?.('\n');
+  // servers that report no usage still cost tokens: estimate, and say it is an estimate
+  usage ??= {
+    input: estimateRequestTokens(request.messages, request.tools),
+    output: estimateTokens(text + calls.map((c) => c.name + c.arguments).join('')),
+    reported: false,
+  };
+  return { text, calls, usage, model: opts.model.currentModel() };
+}
+
+function classify(err: unknown, signal: AbortSignal): { code: TerminalCode; reason: string; budget?: BudgetName } {
+  const cause = signal.aborted && !(err instanceof Stop) ? signal.reason : err;
+  if (cause instanceof Stop) return { code: cause.code, reason: cause.reason, ...(cause.budget ? { budget: cause.budget } : {}) };
+  if (cause instanceof RunError) return { code: cause.code, reason: cause.message };
+  if (cause instanceof Error && cause.name === 'ModelError') return { code: 'MODEL_ERROR', reason: cause.message };
+  throw err;
+}
+
+function isFsError(err: unknown): boolean {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && 'syscall' in err;
+}
+
+function validJsonOr(text: string, fallback: string): string {
+  try {
+    JSON.parse(text);
+    return text;
+  } catch {
+    return fallback;
+  }
+}
+
+/** JSON with sorted keys, so the same arguments in another order count as the same call. */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as { [k: string]: unknown }).sort(([a], [b]) => a.localeCompare(b));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+

@@ -1,0 +1,29 @@
+/** The system prompt. Short on purpose: small local models have small windows. */
+import type { Mode } from '../config/schema.js';
+
+const MODE_RULES: Record<Mode, string> = {
+  ask: 'Mode: ask (read-only). Answer the question; you cannot change files or run commands.',
+  plan: 'Mode: plan (read-only). Investigate, then answer with a short numbered plan of the changes to make.',
+  edit: 'Mode: edit. You may change files inside the workspace. Make the smallest change that does the job.',
+  auto: 'Mode: auto (unattended). Do the whole task without asking questions; budgets are enforced.',
+};
+
+export interface PromptInput {
+  mode: Mode;
+  root: string;
+  instructions: string;
+}
+
+/** Build the system prompt for a session. */
+export function systemPrompt(input: PromptInput): string {
+  const lines = [
+    'You are keel, a coding agent working in a local repository.',
+    `Workspace: ${input.root}`,
+    MODE_RULES[input.mode],
+    'Use the tools to look before you answer; do not guess file contents. Paths are relative to the workspace.',
+    'Call tools through the tool-calling interface. A denied or failed call returns an error: read it and adjust.',
+    'When done, reply with a brief answer and no tool calls.',
+  ];
+  if (input.instructions) lines.push('', 'Project instructions:', input.instructions);
+  return lines.join('\n');
+}

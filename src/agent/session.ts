@@ -1,0 +1,83 @@
+/** A session end to end: open the log, build the scope, tools and model, run the loop, close the log. */
+import { randomBytes } from 'node:crypto';
+import type { LoadedConfig } from '../config/load.js';
+import { keelPaths } from '../config/paths.js';
+import type { Mode } from '../config/schema.js';
+import { createModelClient } from '../model/create.js';
+import { runCommand } from '../policy/exec.js';
+import { Scope } from '../policy/scope.js';
+import { openDb } from '../store/db.js';
+import { EventLog } from '../store/event-log.js';
+import { builtinTools } from '../tools/builtin.js';
+import { ToolRegistry } from '../tools/registry.js';
+import type { ToolContext } from '../tools/types.js';
+import type { SessionEvent } from './events.js';
+import { runSession, type SessionResult } from './loop.js';
+
+export interface StartOptions {
+  mode: Mode;
+  prompt: string;
+  loaded: LoadedConfig;
+  cwd: string;
+  env?: NodeJS.ProcessEnv;
+  signal: AbortSignal;
+  onText?(text: string): void;
+  onEvent?(event: SessionEvent): void;
+}
+
+export interface SessionOutcome extends SessionResult {
+  sessionId: string;
+  mode: Mode;
+}
+
+/** Session ids sort by time and are short enough to type: 20261202-124501-a3f9c1. */
+export function newSessionId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Run a session in `cwd` and return its outcome; every event is in the store before it takes effect. */
+export async function startSession(opts: StartOptions): Promise<SessionOutcome> {
+  const env = opts.env ?? process.env;
+  const { config } = opts.loaded;
+  const paths = keelPaths(env);
+  const scope = new Scope({ root: opts.cwd, writable: config.scope, protectedDirs: [paths.stateDir] });
+  const model = createModelClient(config, env);
+  const contextWindow = config.context_window ?? (await model.contextWindow?.(opts.signal).catch(() => undefined));
+  const db = openDb(paths.db);
+  const log = new EventLog(db);
+  const sessionId = newSessionId();
+  log.createSession({
+    id: sessionId,
+    mode: opts.mode,
+    cwd: scope.root,
+    provider: model.provider,
+    model: model.currentModel(),
+    prompt: opts.prompt,
+  });
+  const exec: ToolContext['exec'] = (command, o) =>
+    runCommand({ shell: command }, { cwd: scope.root, timeoutS: o.timeoutS, signal: o.signal, maxOutputBytes: 1 << 20 });
+  try {
+    const result = await runSession({
+      mode: opts.mode,
+      prompt: opts.prompt,
+      config,
+      scope,
+      model,
+      tools: new ToolRegistry(builtinTools()),
+      signal: opts.signal,
+      exec,
+      ...(contextWindow ? { contextWindow } : {}),
+      ...(opts.onText ? { onText: opts.onText } : {}),
+      record: (event) => {
+        const { type, ...data } = event;
+        log.append(sessionId, type, data);
+        opts.onEvent?.(event);
+      },
+    });
+    log.finishSession(sessionId, result.code, result.summary.slice(0, 2000));
+    return { ...result, sessionId, mode: opts.mode };
+  } finally {
+    db.close();
+  }
+}

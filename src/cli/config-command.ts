@@ -1,0 +1,52 @@
+/** `keel config show`: the effective config, where each value came from, secrets masked. */
+import { keelPaths } from '../config/paths.js';
+import { configSchema } from '../config/schema.js';
+import { EXIT } from './exit-codes.js';
+import { ConfigError, load } from './options.js';
+import { dim, red } from './render.js';
+
+type Flat = Array<{ key: string; value: unknown; source: string }>;
+
+function flatten(value: unknown, sources: Record<string, string>, prefix = '', out: Flat = []): Flat {
+  if (value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > 0 && prefix !== 'pricing') {
+    for (const [k, v] of Object.entries(value)) flatten(v, sources, prefix ? `${prefix}.${k}` : k, out);
+    return out;
+  }
+  const source =
+    sources[prefix] ?? Object.entries(sources).find(([k]) => k.startsWith(`${prefix}.`))?.[1] ?? 'default';
+  out.push({ key: prefix, value, source });
+  return out;
+}
+
+/** Print the effective config; exit 2 with the problem when it does not load. */
+export async function showConfig(flags: { cwd?: string; json?: boolean }): Promise<number> {
+  let setup: ReturnType<typeof load>;
+  try {
+    setup = load(flags);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (flags.json) process.stdout.write(`${JSON.stringify({ error: err.message, code: 'CONFIG_ERROR', exit_code: 2 })}\n`);
+    else process.stderr.write(`${red('keel:')} ${err.message}\n`);
+    return EXIT.usage;
+  }
+  const { config, sources, projectFile } = setup.loaded;
+  const keyVar = process.env.KEEL_API_KEY ? 'KEEL_API_KEY' : config.api_key_env;
+  const keySet = Boolean(process.env[keyVar]);
+  const apiKey = { env: keyVar, set: keySet, value: keySet ? '********' : null };
+  const files = { user: keelPaths().userConfig, project: projectFile ?? null };
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ config, sources, api_key: apiKey, files }, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  const rows = flatten(configSchema.parse(config), sources);
+  const width = Math.max(...rows.map((r) => r.key.length));
+  for (const row of rows) {
+    const shown = row.value === undefined ? dim('(unset)') : JSON.stringify(row.value);
+    process.stdout.write(`${row.key.padEnd(width)} = ${shown}  ${dim(`# ${row.source}`)}\n`);
+  }
+  process.stdout.write(
+    `${'api key'.padEnd(width)} = ${keySet ? '********' : dim('(not set)')}  ${dim(`# env ${keyVar}`)}\n`,
+  );
+  process.stdout.write(dim(`\nuser config: ${files.user}\nproject config: ${files.project ?? '(none)'}\n`));
+  return EXIT.ok;
+}

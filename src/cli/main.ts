@@ -1,0 +1,136 @@
+/** The `keel` command line: verbs, flags and help. Each verb's module is loaded only when it runs. */
+import { Command, CommanderError, Option } from 'commander';
+import { EXIT } from './exit-codes.js';
+
+const SESSION_VERBS = [
+  { name: 'ask', mode: 'ask', summary: 'answer a question about the code (read-only)' },
+  { name: 'plan', mode: 'plan', summary: 'investigate and write a plan (read-only)' },
+  { name: 'edit', mode: 'edit', summary: 'change files inside the scope (shell gated)' },
+  { name: 'run', mode: 'auto', summary: 'do a task unattended (budgets enforced, shell gated)' },
+] as const;
+
+/** Flags shared by every verb that starts a session. */
+export function addSessionOptions(cmd: Command): Command {
+  return cmd
+    .argument('[prompt...]', 'the task or question (or use -m, or pipe it on stdin)')
+    .option('-m, --message <text>', 'the task or question')
+    .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+    .option('--json', 'print one JSON document on stdout and nothing else')
+    .option('--provider <name>', 'openai | ollama | scripted')
+    .option('--model <name>', 'model name as the server knows it')
+    .option('--base-url <url>', 'server URL (http://host:8000/v1 for OpenAI-compatible, http://host:11434 for ollama)')
+    .option('--script <file>', 'script file for the scripted provider')
+    .option('--context-window <n>', 'context window in tokens', parseIntArg)
+    .option('--max-rounds <n>', 'budget: model rounds', parseIntArg)
+    .option('--max-tokens <n>', 'budget: tokens in and out', parseIntArg)
+    .option('--max-cost <usd>', 'budget: cost in USD (needs pricing)', parseFloatArg)
+    .option('--max-wall <s>', 'budget: wall-clock seconds', parseFloatArg)
+    .option('--max-diff-lines <n>', 'budget: lines changed', parseIntArg)
+    .option('--allow-shell', 'let the model run shell commands (unsandboxed until a sandbox is set up)');
+}
+
+function parseIntArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new CommanderError(EXIT.usage, 'keel.invalidArgument', `expected a positive integer, got "${value}"`);
+  return n;
+}
+
+function parseFloatArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new CommanderError(EXIT.usage, 'keel.invalidArgument', `expected a positive number, got "${value}"`);
+  return n;
+}
+
+function buildProgram(version: string, setExit: (code: number) => void): Command {
+  const program = new Command('keel')
+    .description('A local-first coding agent for your own models. Read-only unless you say otherwise.')
+    .version(version, '-V, --version')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
+
+  for (const verb of SESSION_VERBS) {
+    addSessionOptions(program.command(verb.name).description(verb.summary)).action(async (words: string[], opts) => {
+      const { runVerb } = await import('./session-command.js');
+      setExit(await runVerb(verb.mode, words, opts));
+    });
+  }
+
+  program
+    .command('doctor')
+    .description('check the model endpoint: reachable, model present, tool calling works, context window known')
+    .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--json', 'print one JSON document')
+    .option('--provider <name>', 'openai | ollama | scripted')
+    .option('--model <name>', 'model name')
+    .option('--base-url <url>', 'server URL')
+    .option('--script <file>', 'script file for the scripted provider')
+    .action(async (opts) => {
+      const { runDoctor } = await import('./doctor.js');
+      setExit(await runDoctor(opts));
+    });
+
+  const config = program.command('config').description('inspect configuration');
+  config
+    .command('show')
+    .description('print the effective config and where each value came from (secrets masked)')
+    .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { showConfig } = await import('./config-command.js');
+      setExit(await showConfig(opts));
+    });
+
+  const sessions = program.command('sessions').description('read recorded sessions');
+  sessions
+    .command('list')
+    .description('recent sessions, newest first')
+    .option('-n, --limit <n>', 'how many', parseIntArg, 20)
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { listSessions } = await import('./sessions-command.js');
+      setExit(await listSessions(opts));
+    });
+  sessions
+    .command('show')
+    .description("a session's events (id or unique prefix)")
+    .argument('<id>', 'session id or a unique prefix of it')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { showSession } = await import('./sessions-command.js');
+      setExit(await showSession(id, opts));
+    });
+
+  const dev = program.command('dev').description('tools for developing against keel');
+  dev
+    .command('mock-server')
+    .description('serve a script as an OpenAI-compatible (and Ollama) model on 127.0.0.1, for trying keel without a model')
+    .requiredOption('--script <file>', 'script file (see README)')
+    .addOption(new Option('--port <n>', 'port (default: a free one)').argParser(parseIntArg))
+    .action(async (opts) => {
+      const { runMockServer } = await import('./dev-command.js');
+      setExit(await runMockServer(opts));
+    });
+
+  return program;
+}
+
+/** Run the CLI with `argv` (as process.argv) and return the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const { readFileSync } = await import('node:fs');
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  let exitCode: number = EXIT.ok;
+  const program = buildProgram(pkg.version, (code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // help and version exit 0; every other parse problem is a usage error
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    throw err;
+  }
+  return exitCode;
+}

@@ -1,0 +1,50 @@
+/** Turning command-line flags into a config layer, and loading the config the same way for every verb. */
+import { resolve } from 'node:path';
+import { ConfigError, type LoadedConfig, loadConfig, type Raw } from '../config/load.js';
+
+export interface CommonFlags {
+  cwd?: string;
+  json?: boolean;
+  provider?: string;
+  model?: string;
+  baseUrl?: string;
+  script?: string;
+  contextWindow?: number;
+  maxRounds?: number;
+  maxTokens?: number;
+  maxCost?: number;
+  maxWall?: number;
+  maxDiffLines?: number;
+  allowShell?: boolean;
+}
+
+/** The config layer the flags make (only the flags that were given). */
+export function flagLayer(flags: CommonFlags): Raw {
+  return {
+    provider: flags.provider,
+    model: flags.model,
+    base_url: flags.baseUrl,
+    script: flags.script === undefined ? undefined : resolve(flags.script),
+    context_window: flags.contextWindow,
+    allow_shell: flags.allowShell,
+    budgets: {
+      max_rounds: flags.maxRounds,
+      max_tokens: flags.maxTokens,
+      max_cost_usd: flags.maxCost,
+      max_wall_s: flags.maxWall,
+      max_diff_lines: flags.maxDiffLines,
+    },
+  };
+}
+
+/** The workspace folder: -C/--cwd, else the current folder. Throws ConfigError when it is not a folder. */
+export function workspace(flags: { cwd?: string }): string {
+  return resolve(flags.cwd ?? process.cwd());
+}
+
+export function load(flags: CommonFlags): { cwd: string; loaded: LoadedConfig } {
+  const cwd = workspace(flags);
+  return { cwd, loaded: loadConfig({ cwd, flags: flagLayer(flags) }) };
+}
+
+export { ConfigError };

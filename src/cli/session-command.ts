@@ -1,0 +1,109 @@
+/** `keel ask|plan|edit|run`: start a session, render it, and exit with its code. */
+import { statSync } from 'node:fs';
+import type { Mode } from '../config/schema.js';
+import type { SessionOutcome } from '../agent/session.js';
+import { EXIT, exitCodeFor } from './exit-codes.js';
+import { type CommonFlags, ConfigError, load } from './options.js';
+import { readPrompt } from './prompt-input.js';
+import { dim, red, renderEvent } from './render.js';
+
+interface VerbFlags extends CommonFlags {
+  message?: string;
+}
+
+/** Run a session verb; returns the exit status. */
+export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Promise<number> {
+  const fail = (code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR', message: string): number => {
+    const exit = exitCodeFor(code);
+    if (flags.json) {
+      process.stdout.write(`${JSON.stringify({ session_id: null, mode, code, exit_code: exit, summary: message })}\n`);
+    } else {
+      process.stderr.write(`${red('keel:')} ${message}\n`);
+    }
+    return exit;
+  };
+
+  const prompt = readPrompt(words, flags.message);
+  if (!prompt) return fail('CONFIG_ERROR', `keel ${verbOf(mode)}: no prompt given; pass it as arguments, with -m TEXT, or on stdin`);
+  let setup: ReturnType<typeof load>;
+  try {
+    setup = load(flags);
+    if (!statSync(setup.cwd, { throwIfNoEntry: false })?.isDirectory()) {
+      return fail('CONFIG_ERROR', `workspace ${setup.cwd} is not a folder`);
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
+    throw err;
+  }
+
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts > 1) process.exit(EXIT.interrupted);
+    if (!flags.json) process.stderr.write(dim('\n  interrupted: finishing the log (Ctrl+C again to quit now)\n'));
+    controller.abort();
+  };
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigint);
+
+  const { startSession } = await import('../agent/session.js');
+  let outcome: SessionOutcome;
+  try {
+    outcome = await startSession({
+      mode,
+      prompt,
+      loaded: setup.loaded,
+      cwd: setup.cwd,
+      signal: controller.signal,
+      ...(flags.json
+        ? {}
+        : { onText: (text: string) => process.stdout.write(text), onEvent: renderEvent }),
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
+    const e = err as NodeJS.ErrnoException;
+    if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return fail('ENVIRONMENT_ERROR', e.message);
+    throw err;
+  } finally {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+  }
+
+  const exit = exitCodeFor(outcome.code);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(jsonDocument(outcome, exit), null, 2)}\n`);
+    return exit;
+  }
+  const tokens = outcome.tokens.input + outcome.tokens.output;
+  const cost = outcome.costUsd === null ? '' : ` · $${outcome.costUsd.toFixed(4)}`;
+  const files = outcome.filesChanged.length ? ` · changed ${outcome.filesChanged.join(', ')}` : '';
+  if (outcome.code !== 'COMPLETED') {
+    process.stderr.write(`${red(`keel: ${outcome.code}`)}: ${outcome.reason}\n`);
+  }
+  process.stderr.write(
+    dim(`session ${outcome.sessionId} · ${outcome.code} · ${outcome.rounds} rounds · ${tokens} tokens${cost}${files}\n`),
+  );
+  return exit;
+}
+
+/** The `--json` document: the contract fields from DESIGN.md, plus the reason. */
+export function jsonDocument(outcome: SessionOutcome, exit: number): Record<string, unknown> {
+  return {
+    session_id: outcome.sessionId,
+    mode: outcome.mode,
+    code: outcome.code,
+    exit_code: exit,
+    reason: outcome.reason,
+    ...(outcome.budget ? { budget: outcome.budget } : {}),
+    summary: outcome.summary,
+    rounds: outcome.rounds,
+    tokens: { ...outcome.tokens, total: outcome.tokens.input + outcome.tokens.output },
+    cost_usd: outcome.costUsd,
+    files_changed: outcome.filesChanged,
+  };
+}
+
+function verbOf(mode: Mode): string {
+  return mode === 'auto' ? 'run' : mode;
+}

@@ -1,0 +1,189 @@
+/** The `ollama` provider: Ollama's native /api/chat, so num_ctx takes effect (its /v1 endpoint ignores it). */
+import { errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
+import { type ChatMessage, type Delta, ModelError, type ModelRequest, type Provider } from './types.js';
+
+export interface OllamaProviderOptions {
+  /** http://host:11434; a trailing /v1 (the OpenAI-compatible path) is dropped. */
+  baseUrl: string;
+  /** Timeout for the small metadata calls (/api/show, /api/tags). */
+  metadataTimeoutMs?: number;
+}
+
+type Json = Record<string, unknown>;
+
+/** The native Ollama base URL for what a user may have typed (with or without /v1 or a trailing slash). */
+export function ollamaBaseUrl(url: string): string {
+  return url.replace(/\/+$/, '').replace(/\/v1$/, '');
+}
+
+/** Map keel messages to Ollama's chat messages (tool arguments as objects, tool results named). */
+export function toOllamaMessages(messages: ChatMessage[]): Json[] {
+  return messages.map((m): Json => {
+    if (m.role === 'tool') return { role: 'tool', content: m.content, tool_name: m.name };
+    if (m.role !== 'assistant' || !m.toolCalls?.length) return { role: m.role, content: m.content };
+    return {
+      role: 'assistant',
+      content: m.content,
+      tool_calls: m.toolCalls.map((c) => ({ function: { name: c.name, arguments: parseArguments(c.arguments) } })),
+    };
+  });
+}
+
+function parseArguments(text: string): unknown {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null) return value;
+  } catch {
+    // the model sent broken JSON; Ollama needs an object, and the tool error already told the model
+  }
+  return {};
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Create the Ollama-native provider. */
+export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
+  const baseUrl = ollamaBaseUrl(opts.baseUrl);
+  const metadataTimeoutMs = opts.metadataTimeoutMs ?? 10_000;
+
+  async function post(path: string, body: unknown, signal: AbortSignal): Promise<Response> {
+    let res: Response;
+    try {
+      res = await fetch(`${baseUrl}${path}`, {
+        method: path === '/api/tags' ? 'GET' : 'POST',
+        headers: { 'content-type': 'application/json' },
+        ...(path === '/api/tags' ? {} : { body: JSON.stringify(body) }),
+        signal,
+      });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw unreachableError(baseUrl, err);
+    }
+    if (!res.ok) {
+      const text = await res.text().catch(() => '');
+      throw httpError(baseUrl, res.status, errorDetail(text), parseRetryAfter((n) => res.headers.get(n)));
+    }
+    return res;
+  }
+
+  async function metadata(path: string, body: unknown, signal?: AbortSignal): Promise<Json> {
+    const timeout = AbortSignal.timeout(metadataTimeoutMs);
+    const res = await post(path, body, signal ? AbortSignal.any([signal, timeout]) : timeout).catch((err: unknown) => {
+      if (timeout.aborted) throw new ModelError('timeout', `${baseUrl}${path}: no answer in ${metadataTimeoutMs} ms`, baseUrl);
+      throw err;
+    });
+    const value: unknown = await res.json().catch(() => undefined);
+    if (!isObject(value)) throw new ModelError('protocol', `${baseUrl}${path}: answer is not a JSON object`, baseUrl);
+    return value;
+  }
+
+  async function* stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<Delta> {
+    const options: Json = {};
+    if (request.contextWindow !== undefined) options.num_ctx = request.contextWindow;
+    if (request.maxOutputTokens !== undefined) options.num_predict = request.maxOutputTokens;
+    if (request.temperature !== undefined) options.temperature = request.temperature;
+    const body = {
+      model: request.model,
+      messages: toOllamaMessages(request.messages),
+      ...(request.tools.length > 0
+        ? {
+            tools: request.tools.map((t) => ({
+              type: 'function',
+              function: { name: t.name, description: t.description, parameters: t.parameters },
+            })),
+          }
+        : {}),
+      stream: true,
+      options,
+    };
+    const res = await post('/api/chat', body, signal);
+    if (!res.body) throw new ModelError('protocol', `${baseUrl}/api/chat: empty answer`, baseUrl);
+    let callCount = 0;
+    let finished = false;
+    try {
+      for await (const line of ndjsonLines(res.body)) {
+        let msg: unknown;
+        try {
+          msg = JSON.parse(line);
+        } catch {
+          throw new ModelError('protocol', `${baseUrl}/api/chat: not NDJSON: ${line.slice(0, 200)}`, baseUrl);
+        }
+        if (!isObject(msg)) continue;
+        if (typeof msg.error === 'string') {
+          throw new ModelError('server', `${baseUrl}/api/chat: ${msg.error}`, baseUrl);
+        }
+        const message = isObject(msg.message) ? msg.message : {};
+        if (typeof message.content === 'string' && message.content.length > 0) {
+          yield { type: 'text', text: message.content };
+        }
+        for (const tc of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
+          const fn = isObject(tc) && isObject(tc.function) ? tc.function : undefined;
+          if (!fn || typeof fn.name !== 'string') continue;
+          const args = typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {});
+          // Ollama gives no ids; the loop needs them to pair results with calls
+          yield { type: 'tool_call', call: { id: `call_${callCount++}`, name: fn.name, arguments: args } };
+        }
+        if (msg.done === true) {
+          finished = true;
+          if (typeof msg.prompt_eval_count === 'number' || typeof msg.eval_count === 'number') {
+            const inputTokens = typeof msg.prompt_eval_count === 'number' ? msg.prompt_eval_count : 0;
+            const outputTokens = typeof msg.eval_count === 'number' ? msg.eval_count : 0;
+            yield { type: 'usage', usage: { inputTokens, outputTokens, reported: true } };
+          }
+          const reason = typeof msg.done_reason === 'string' ? msg.done_reason : 'stop';
+          yield { type: 'done', finishReason: callCount > 0 && reason === 'stop' ? 'tool_calls' : reason };
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (err instanceof ModelError) throw err;
+      throw unreachableError(baseUrl, err);
+    }
+    if (!finished) throw new ModelError('protocol', `${baseUrl}/api/chat: stream ended before done`, baseUrl);
+  }
+
+  return {
+    name: 'ollama',
+    baseUrl,
+    stream,
+    async contextWindow(model, signal) {
+      const show = await metadata('/api/show', { model }, signal);
+      // a Modelfile's num_ctx is what the model runs with; context_length is what it was trained for
+      if (typeof show.parameters === 'string') {
+        const m = /^\s*num_ctx\s+(\d+)/m.exec(show.parameters);
+        if (m?.[1]) return Number(m[1]);
+      }
+      if (isObject(show.model_info)) {
+        for (const [key, value] of Object.entries(show.model_info)) {
+          if (key.endsWith('.context_length') && typeof value === 'number' && value > 0) return value;
+        }
+      }
+      return undefined;
+    },
+    async listModels(signal) {
+      const tags = await metadata('/api/tags', undefined, signal);
+      const models = Array.isArray(tags.models) ? tags.models : [];
+      return models.flatMap((m) => (isObject(m) && typeof m.name === 'string' ? [m.name] : []));
+    },
+  };
+}
+
+/** Split a byte stream into non-empty lines. */
+async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const bytes of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(bytes, { stream: true });
+    let newline = buffer.indexOf('\n');
+    while (newline >= 0) {
+      const line = buffer.slice(0, newline).trim();
+      buffer = buffer.slice(newline + 1);
+      if (line) yield line;
+      newline = buffer.indexOf('\n');
+    }
+  }
+  const rest = (buffer + decoder.decode()).trim();
+  if (rest) yield rest;
+}

@@ -1,0 +1,175 @@
+/** The `openai` provider: Chat Completions over the openai SDK, the wire format most local servers speak. */
+import type OpenAI from 'openai';
+import { describeNetworkError, errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
+import {
+  type ChatMessage,
+  type Delta,
+  ModelError,
+  type ModelRequest,
+  type Provider,
+  type ToolCall,
+  type ToolSpec,
+} from './types.js';
+
+type Sdk = typeof import('openai');
+type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type ToolParam = OpenAI.Chat.Completions.ChatCompletionTool;
+
+export interface OpenAiProviderOptions {
+  /** e.g. http://127.0.0.1:8000/v1 */
+  baseUrl: string;
+  apiKey?: string;
+  /** Backstop for the SDK's own request timeout; first-token and idle timeouts are enforced around the stream. */
+  timeoutMs?: number;
+}
+
+/** Map keel messages to Chat Completions messages. */
+export function toOpenAiMessages(messages: ChatMessage[]): MessageParam[] {
+  return messages.map((m): MessageParam => {
+    if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+    if (m.role !== 'assistant') return { role: m.role, content: m.content };
+    if (!m.toolCalls || m.toolCalls.length === 0) return { role: 'assistant', content: m.content };
+    return {
+      role: 'assistant',
+      // servers disagree on '' with tool calls; null is what the spec says
+      content: m.content.length > 0 ? m.content : null,
+      tool_calls: m.toolCalls.map((c) => ({
+        id: c.id,
+        type: 'function' as const,
+        function: { name: c.name, arguments: c.arguments },
+      })),
+    };
+  });
+}
+
+/** Map keel tool specs to Chat Completions function tools. */
+export function toOpenAiTools(tools: ToolSpec[]): ToolParam[] {
+  return tools.map((t) => ({
+    type: 'function' as const,
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }));
+}
+
+/** Create the Chat Completions provider; the SDK is loaded on first use so startup stays fast. */
+export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
+  const baseUrl = opts.baseUrl.replace(/\/+$/, '');
+  let loaded: Promise<{ sdk: Sdk; client: OpenAI }> | undefined;
+  const load = () => {
+    loaded ??= import('openai').then((sdk) => ({
+      sdk,
+      client: new sdk.OpenAI({
+        baseURL: baseUrl,
+        apiKey: opts.apiKey ?? 'not-needed', // local servers ignore it, the SDK insists on one
+        maxRetries: 0, // keel retries itself, with events the user can see
+        timeout: opts.timeoutMs ?? 600_000,
+      }),
+    }));
+    return loaded;
+  };
+
+  async function* stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<Delta> {
+    const { sdk, client } = await load();
+    const calls = new Map<number, { id: string; name: string; args: string }>();
+    let finishReason = 'stop';
+    try {
+      const chunks = await client.chat.completions.create(
+        {
+          model: request.model,
+          messages: toOpenAiMessages(request.messages),
+          ...(request.tools.length > 0 ? { tools: toOpenAiTools(request.tools) } : {}),
+          ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
+          ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+        { signal },
+      );
+      for await (const chunk of chunks) {
+        if (chunk.usage) {
+          yield {
+            type: 'usage',
+            usage: {
+              inputTokens: chunk.usage.prompt_tokens,
+              outputTokens: chunk.usage.completion_tokens,
+              reported: true,
+            },
+          };
+        }
+        const choice = chunk.choices[0];
+        if (!choice) continue;
+        if (choice.delta.content) yield { type: 'text', text: choice.delta.content };
+        for (const [position, fragment] of (choice.delta.tool_calls ?? []).entries()) {
+          // fragments of one call share an index; a few servers omit it and send each call whole
+          const index = fragment.index ?? position;
+          const call = calls.get(index) ?? { id: '', name: '', args: '' };
+          if (fragment.id) call.id = fragment.id;
+          if (fragment.function?.name) call.name += fragment.function.name;
+          if (fragment.function?.arguments) call.args += fragment.function.arguments;
+          calls.set(index, call);
+        }
+        if (choice.finish_reason) finishReason = choice.finish_reason;
+      }
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw mapSdkError(sdk, err, baseUrl);
+    }
+    for (const [index, call] of [...calls.entries()].sort((a, b) => a[0] - b[0])) {
+      if (!call.name) throw new ModelError('protocol', `${baseUrl}: tool call ${index} arrived without a name`, baseUrl);
+      const complete: ToolCall = { id: call.id || `call_${index}`, name: call.name, arguments: call.args };
+      yield { type: 'tool_call', call: complete };
+    }
+    yield { type: 'done', finishReason };
+  }
+
+  return {
+    name: 'openai',
+    baseUrl,
+    stream,
+    async listModels(signal) {
+      const { sdk, client } = await load();
+      try {
+        const ids: string[] = [];
+        for await (const m of client.models.list({ signal })) ids.push(m.id);
+        return ids;
+      } catch (err) {
+        throw mapSdkError(sdk, err, baseUrl);
+      }
+    },
+    async contextWindow(model, signal) {
+      const { sdk, client } = await load();
+      try {
+        for await (const m of client.models.list({ signal })) {
+          if (m.id !== model) continue;
+          // not in the OpenAI spec: vLLM says max_model_len, others context_length or meta.n_ctx_train
+          const raw = m as unknown as Record<string, unknown>;
+          const meta = (raw.meta ?? {}) as Record<string, unknown>;
+          for (const v of [raw.max_model_len, raw.context_length, raw.context_window, meta.n_ctx_train]) {
+            if (typeof v === 'number' && v > 0) return v;
+          }
+        }
+        return undefined;
+      } catch (err) {
+        throw mapSdkError(sdk, err, baseUrl);
+      }
+    },
+  };
+}
+
+/** Classify an error from the openai SDK. */
+function mapSdkError(sdk: Sdk, err: unknown, url: string): ModelError {
+  if (err instanceof ModelError) return err;
+  if (err instanceof sdk.APIConnectionTimeoutError) {
+    return new ModelError('timeout', `${url}: request timed out`, url);
+  }
+  if (err instanceof sdk.APIConnectionError) return unreachableError(url, err.cause ?? err);
+  if (err instanceof sdk.APIError && typeof err.status === 'number') {
+    const headers = err.headers;
+    const retryAfter = headers ? parseRetryAfter((name) => headers.get(name)) : undefined;
+    const detail = err.error ? errorDetail(JSON.stringify({ error: err.error })) : err.message;
+    return httpError(url, err.status, detail, retryAfter);
+  }
+  const cause = describeNetworkError(err);
+  // a socket that dies mid-stream surfaces as a plain error with a system code underneath
+  if (err instanceof Error && cause !== err.message) return unreachableError(url, err);
+  return new ModelError('protocol', `${url}: unexpected answer: ${cause}`, url);
+}

@@ -1,0 +1,164 @@
+/** The script format replayed by the scripted provider and the mock HTTP server: turns, cursors, expectations. */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+const scriptToolCallSchema = z.strictObject({
+  id: z.string().optional(),
+  name: z.string().min(1),
+  /** An object is serialized; a string is sent raw, so a script can send broken JSON. */
+  arguments: z.union([z.record(z.string(), z.unknown()), z.string()]),
+});
+
+const expectSchema = z.strictObject({
+  last_user_contains: z.string().optional(),
+  last_tool_result_contains: z.string().optional(),
+  /** Tool names that must all be offered in the request. */
+  tools: z.array(z.string()).optional(),
+  model: z.string().optional(),
+});
+
+export const turnSchema = z.strictObject({
+  text: z.string().optional(),
+  tool_calls: z.array(scriptToolCallSchema).optional(),
+  error: z
+    .strictObject({
+      status: z.number().int().min(100).max(599),
+      retry_after: z.number().nonnegative().optional(),
+      body: z.string().optional(),
+    })
+    .optional(),
+  /** Wait before the first byte of the answer (or the first chunk of a stream). */
+  delay_ms: z.number().nonnegative().optional(),
+  /** Wait between streamed chunks. */
+  chunk_delay_ms: z.number().nonnegative().optional(),
+  /** Accept the request and never answer; only the client giving up ends it. */
+  hang: z.boolean().optional(),
+  usage: z
+    .strictObject({
+      prompt_tokens: z.number().int().nonnegative(),
+      completion_tokens: z.number().int().nonnegative(),
+    })
+    .optional(),
+  /** The turn only answers requests for this model (scripts fallback between models). */
+  model: z.string().optional(),
+  expect: expectSchema.optional(),
+});
+
+export const scriptSchema = z.strictObject({ turns: z.array(turnSchema) });
+
+export type Script = z.infer<typeof scriptSchema>;
+export type ScriptTurn = z.infer<typeof turnSchema>;
+export type ScriptToolCall = z.infer<typeof scriptToolCallSchema>;
+export type ScriptExpectation = z.infer<typeof expectSchema>;
+
+/** A script that cannot be read or does not match the format; the message names the file. */
+export class ScriptError extends Error {
+  override name = 'ScriptError';
+}
+
+/** Validate a script object; `source` names where it came from in error messages. */
+export function parseScript(value: unknown, source = 'script'): Script {
+  const result = scriptSchema.safeParse(value);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => `${issue.path.map(String).join('.') || '(root)'}: ${issue.message}`);
+  throw new ScriptError(`invalid script ${source}:\n  ${lines.join('\n  ')}`);
+}
+
+/** Read and validate a script JSON file. */
+export function loadScript(path: string): Script {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ScriptError(`cannot read script ${path}: ${(err as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new ScriptError(`invalid JSON in script ${path}: ${(err as Error).message}`);
+  }
+  return parseScript(value, path);
+}
+
+/** The raw argument text a scripted tool call sends. */
+export function scriptArguments(call: ScriptToolCall): string {
+  return typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments);
+}
+
+/**
+ * Hands out turns in order. When any turn names a model, each model gets its own cursor over the
+ * turns for it (plus unnamed ones), so a primary's failures and a fallback's answers stay apart.
+ */
+export class ScriptCursor {
+  private readonly positions = new Map<string, number>();
+  private readonly perModel: boolean;
+
+  constructor(readonly script: Script) {
+    this.perModel = script.turns.some((t) => t.model !== undefined);
+  }
+
+  /** The next turn for a request to `model`, or undefined when the script is exhausted. */
+  next(model: string): ScriptTurn | undefined {
+    const key = this.perModel ? model : '';
+    let i = this.positions.get(key) ?? 0;
+    for (; i < this.script.turns.length; i++) {
+      const turn = this.script.turns[i];
+      if (!turn) break;
+      if (this.perModel && turn.model !== undefined && turn.model !== model) continue;
+      this.positions.set(key, i + 1);
+      return turn;
+    }
+    this.positions.set(key, i);
+    return undefined;
+  }
+}
+
+/** What an expectation can check, extracted from any wire format. */
+export interface RequestView {
+  model: string;
+  lastUser?: string;
+  lastToolResult?: string;
+  tools: string[];
+}
+
+/** Check a turn's expectation; returns a failure message starting "script expectation failed", or undefined. */
+export function checkExpectation(expect: ScriptExpectation | undefined, view: RequestView): string | undefined {
+  if (!expect) return undefined;
+  const fail = (what: string) => `script expectation failed: ${what}`;
+  if (expect.model !== undefined && view.model !== expect.model) {
+    return fail(`expected model ${JSON.stringify(expect.model)}, got ${JSON.stringify(view.model)}`);
+  }
+  if (expect.last_user_contains !== undefined && !(view.lastUser ?? '').includes(expect.last_user_contains)) {
+    return fail(
+      `last user message should contain ${JSON.stringify(expect.last_user_contains)}, got ${JSON.stringify(clip(view.lastUser))}`,
+    );
+  }
+  if (
+    expect.last_tool_result_contains !== undefined &&
+    !(view.lastToolResult ?? '').includes(expect.last_tool_result_contains)
+  ) {
+    return fail(
+      `last tool result should contain ${JSON.stringify(expect.last_tool_result_contains)}, got ${JSON.stringify(clip(view.lastToolResult))}`,
+    );
+  }
+  const missing = (expect.tools ?? []).filter((t) => !view.tools.includes(t));
+  if (missing.length > 0) {
+    return fail(`tools ${missing.join(', ')} not offered (offered: ${view.tools.join(', ') || 'none'})`);
+  }
+  return undefined;
+}
+
+function clip(text: string | undefined): string | null {
+  if (text === undefined) return null;
+  return text.length > 300 ? `${text.slice(0, 300)}...` : text;
+}
+
+/** Split text into up to `parts` roughly equal fragments, as a streaming server would. */
+export function splitIntoChunks(text: string, parts = 3): string[] {
+  if (text.length === 0) return [];
+  const size = Math.max(1, Math.ceil(text.length / parts));
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}

@@ -1,0 +1,155 @@
+/** The gitignore-respecting file listing shared by list_dir, glob and grep. */
+import { execFile } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { isAbsolute, join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import ignore, { type Ignore } from 'ignore';
+import picomatch from 'picomatch';
+
+const execFileAsync = promisify(execFile);
+
+/** How many files one listing may hold; beyond this the caller gets `truncated`. */
+export const MAX_LISTED_FILES = 50_000;
+
+// Never worth showing a model, whatever the ignore files say
+const ALWAYS_SKIPPED = new Set(['.git', 'node_modules']);
+
+export interface FileListing {
+  /** Files (and symlinks) relative to the root, `/`-separated, sorted. */
+  files: string[];
+  /** Directories known to exist, relative, without a trailing `/`; parents of `files` are implied. */
+  dirs: string[];
+  /** True when the listing stopped at `maxFiles`. */
+  truncated: boolean;
+}
+
+export interface ListOptions {
+  signal?: AbortSignal;
+  maxFiles?: number;
+  /** Walk no deeper than this many levels below the root (only a hint: git lists everything). */
+  maxDepth?: number;
+}
+
+/** List the files under `root` (a canonical directory) that git would not ignore. */
+export async function listFiles(root: string, opts: ListOptions = {}): Promise<FileListing> {
+  const maxFiles = opts.maxFiles ?? MAX_LISTED_FILES;
+  const fromGit = await gitListing(root, maxFiles, opts.signal);
+  // An empty answer from git can mean the directory itself is ignored; a model that asked for it
+  // explicitly wants to see inside, so fall back to the walk (which still honours nested .gitignore)
+  if (fromGit && (fromGit.files.length > 0 || fromGit.dirs.length > 0 || (await isEmptyDir(root)))) {
+    return fromGit;
+  }
+  opts.signal?.throwIfAborted();
+  return walk(root, maxFiles, opts.maxDepth ?? Number.POSITIVE_INFINITY, opts.signal);
+}
+
+/** A matcher for a glob pattern against `/`-separated relative paths; a pattern without `/` matches names at any depth. */
+export function globMatcher(pattern: string): (path: string) => boolean {
+  const cleaned = pattern.replace(/^\.\//, '');
+  return picomatch(cleaned, { dot: true, basename: true });
+}
+
+/** The path to show the model: relative to the workspace when inside it, absolute otherwise. */
+export function workspacePath(cwd: string, abs: string): string {
+  const rel = relative(cwd, abs);
+  if (rel === '') return '.';
+  if (rel.startsWith('..') || isAbsolute(rel)) return abs;
+  return rel;
+}
+
+function isSkipped(rel: string): boolean {
+  return rel.split('/').some((part) => ALWAYS_SKIPPED.has(part));
+}
+
+async function gitListing(root: string, maxFiles: number, signal?: AbortSignal): Promise<FileListing | null> {
+  // An inherited GIT_DIR etc. (e.g. keel run from a git hook) would point git at another repository
+  const env = { ...process.env };
+  delete env.GIT_DIR;
+  delete env.GIT_INDEX_FILE;
+  delete env.GIT_WORK_TREE;
+  const git = (args: string[]) =>
+    execFileAsync('git', ['ls-files', ...args, '-z'], { cwd: root, env, signal, maxBuffer: 256 * 1024 * 1024 });
+  let listed: string;
+  let deleted: string;
+  try {
+    const [all, gone] = await Promise.all([git(['--cached', '--others', '--exclude-standard']), git(['--deleted'])]);
+    listed = all.stdout;
+    deleted = gone.stdout;
+  } catch {
+    signal?.throwIfAborted();
+    // not a repository, or no git on PATH
+    return null;
+  }
+  const gone = new Set(deleted.split('\0'));
+  const files = new Set<string>();
+  const dirs: string[] = [];
+  let truncated = false;
+  for (const entry of listed.split('\0')) {
+    if (entry === '' || gone.has(entry) || isSkipped(entry)) continue;
+    // a nested repository shows up as one untracked directory entry
+    if (entry.endsWith('/')) {
+      dirs.push(entry.slice(0, -1));
+      continue;
+    }
+    if (files.size >= maxFiles) {
+      truncated = true;
+      break;
+    }
+    files.add(entry);
+  }
+  return { files: [...files].sort(), dirs: dirs.sort(), truncated };
+}
+
+async function isEmptyDir(dir: string): Promise<boolean> {
+  const entries = await readdir(dir).catch(() => []);
+  return entries.every((name) => ALWAYS_SKIPPED.has(name));
+}
+
+interface IgnoreRule {
+  /** The directory holding the .gitignore, relative to the walk root ('' for the root). */
+  base: string;
+  rules: Ignore;
+}
+
+function isIgnored(stack: IgnoreRule[], rel: string, isDir: boolean): boolean {
+  return stack.some(({ base, rules }) => {
+    const local = base === '' ? rel : rel.slice(base.length + 1);
+    return rules.ignores(isDir ? `${local}/` : local);
+  });
+}
+
+async function walk(root: string, maxFiles: number, maxDepth: number, signal?: AbortSignal): Promise<FileListing> {
+  const files: string[] = [];
+  const dirs: string[] = [];
+  let truncated = false;
+
+  const visit = async (rel: string, depth: number, inherited: IgnoreRule[]): Promise<void> => {
+    signal?.throwIfAborted();
+    const abs = rel === '' ? root : join(root, rel);
+    const gitignore = await readFile(join(abs, '.gitignore'), 'utf8').catch(() => null);
+    const stack = gitignore === null ? inherited : [...inherited, { base: rel, rules: ignore().add(gitignore) }];
+    // an unreadable directory is skipped rather than failing the whole listing
+    const entries = await readdir(abs, { withFileTypes: true }).catch(() => []);
+    entries.sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const entry of entries) {
+      if (ALWAYS_SKIPPED.has(entry.name)) continue;
+      if (files.length >= maxFiles) {
+        truncated = true;
+        return;
+      }
+      const child = rel === '' ? entry.name : `${rel}/${entry.name}`;
+      // symlinked directories are listed but not followed, so a link cycle cannot trap the walk
+      const isDir = entry.isDirectory();
+      if (isIgnored(stack, child, isDir)) continue;
+      if (isDir) {
+        dirs.push(child);
+        if (depth < maxDepth) await visit(child, depth + 1, stack);
+      } else {
+        files.push(child);
+      }
+    }
+  };
+
+  await visit('', 1, []);
+  return { files: files.sort(), dirs: dirs.sort(), truncated };
+}

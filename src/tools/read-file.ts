@@ -1,0 +1,104 @@
+/** read_file: a window of a text file's lines, numbered, streamed so a huge file is never loaded whole. */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { z } from 'zod';
+import { isBinaryFile } from './binary.js';
+import { clipLine, formatBytes, LIMITS, LineWindow, truncationMarker } from './truncate.js';
+import { type Tool, ToolError } from './types.js';
+
+// Below this size counting every line for "of N" costs next to nothing
+const COUNT_ALL_BYTES = 1024 * 1024;
+
+const schema = z.object({
+  path: z.string(),
+  offset: z.coerce.number().min(1).optional().describe('first line, 1-based'),
+  limit: z.coerce.number().min(1).optional().describe('max lines'),
+});
+
+/** The read_file tool. */
+export const readFileTool: Tool<typeof schema> = {
+  name: 'read_file',
+  description: 'Read a text file with numbered lines. For long files, page with offset (1-based line) and limit.',
+  effect: 'read',
+  schema,
+  paths: (args) => [{ path: args.path, access: 'read' }],
+  async execute(args, ctx) {
+    const abs = ctx.resolve(args.path, 'read');
+    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') throw new ToolError(`${args.path} does not exist; use glob or list_dir to find it`);
+      throw err;
+    });
+    if (info.isDirectory()) throw new ToolError(`${args.path} is a directory; use list_dir to see its contents`);
+    if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
+    if (await isBinaryFile(abs)) {
+      throw new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only shows text`);
+    }
+    if (info.size === 0) return { output: `(${args.path} is empty)` };
+
+    const offset = Math.floor(args.offset ?? 1);
+    const window = new LineWindow({ maxLines: Math.min(Math.floor(args.limit ?? LIMITS.lines), LIMITS.lines) });
+    const countAll = info.size <= COUNT_ALL_BYTES;
+    let lineNo = 0;
+    let more = false;
+    for await (const line of readLines(abs, ctx.signal)) {
+      lineNo++;
+      if (lineNo < offset || more) continue;
+      if (window.add(`${String(lineNo).padStart(5)}\t${line}`)) continue;
+      more = true;
+      if (!countAll) break;
+    }
+
+    if (window.lines.length === 0) {
+      throw new ToolError(`offset ${offset} is past the end of ${args.path} (${lineNo} lines)`);
+    }
+    if (!more) return { output: window.lines.join('\n') };
+    const last = offset + window.lines.length - 1;
+    const shown = countAll ? `showing lines ${offset}-${last} of ${lineNo}` : `showing lines ${offset}-${last}, file continues`;
+    const marker = truncationMarker(shown, `use offset=${last + 1} to continue`, window.limitText());
+    return { output: `${window.lines.join('\n')}\n${marker}` };
+  },
+};
+
+/**
+ * Yield a file's lines without its line breaks. Unlike readline, a line longer than the display cap
+ * is not buffered whole, so a 50 MB single-line file costs a few KB of memory.
+ */
+async function* readLines(path: string, signal: AbortSignal): AsyncGenerator<string> {
+  // up to 4 bytes per char, so the kept bytes always cover the displayed chars
+  const maxLineBytes = LIMITS.lineChars * 4;
+  let parts: Buffer[] = [];
+  let kept = 0;
+  let dropped = false;
+  const keep = (piece: Buffer): void => {
+    const room = maxLineBytes - kept;
+    if (piece.length > room) dropped = true;
+    const part = piece.length > room ? piece.subarray(0, room) : piece;
+    if (part.length === 0) return;
+    parts.push(part);
+    kept += part.length;
+  };
+  const finish = (): string => {
+    let text = Buffer.concat(parts).toString('utf8');
+    if (text.endsWith('\r')) text = text.slice(0, -1);
+    const line = clipLine(text, LIMITS.lineChars, dropped);
+    parts = [];
+    kept = 0;
+    dropped = false;
+    return line;
+  };
+  const stream = createReadStream(path, { signal, highWaterMark: 64 * 1024 });
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(10, start);
+      if (nl === -1) {
+        keep(chunk.subarray(start));
+        break;
+      }
+      keep(chunk.subarray(start, nl));
+      yield finish();
+      start = nl + 1;
+    }
+  }
+  if (kept > 0 || dropped) yield finish();
+}

@@ -1,0 +1,121 @@
+/** Output truncation for every tool: line, byte and line-length caps with markers that say how to get the rest. */
+
+/** Default caps: what one tool result may put in a small model's context. */
+export const LIMITS = {
+  lines: 2000,
+  bytes: 50 * 1024,
+  lineChars: 2000,
+} as const;
+
+export interface WindowLimits {
+  maxLines?: number;
+  maxBytes?: number;
+}
+
+/** Cut one line to `maxChars`, marked so the model does not mistake it for the whole line. */
+export function clipLine(line: string, maxChars: number = LIMITS.lineChars, force = false): string {
+  if (line.length <= maxChars && !force) return line;
+  return `${line.slice(0, maxChars)}… [line cut at ${maxChars} chars]`;
+}
+
+/** The marker closing a cut output: what is shown, the limit that cut it, and how to get the rest. */
+export function truncationMarker(shown: string, hint: string, limitText?: string): string {
+  return `[truncated: ${shown}${limitText ? ` (${limitText})` : ''}; ${hint}]`;
+}
+
+/** A byte count in words a model reads easily, e.g. "5.2 MB". */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/** A head-of-output window that accepts lines until the line or byte cap is reached. */
+export class LineWindow {
+  readonly lines: string[] = [];
+  /** Why the window stopped accepting lines, or null while it still has room. */
+  cutBy: 'lines' | 'bytes' | null = null;
+  private bytes = 0;
+  private readonly maxLines: number;
+  private readonly maxBytes: number;
+
+  constructor(limits: WindowLimits = {}) {
+    this.maxLines = limits.maxLines ?? LIMITS.lines;
+    this.maxBytes = limits.maxBytes ?? LIMITS.bytes;
+  }
+
+  /** Add a line if it fits; returns false (and keeps nothing) once the window is full. */
+  add(line: string): boolean {
+    if (this.cutBy) return false;
+    if (this.lines.length >= this.maxLines) {
+      this.cutBy = 'lines';
+      return false;
+    }
+    // +1 for the newline that joins it
+    const size = Buffer.byteLength(line) + 1;
+    if (this.bytes + size > this.maxBytes && this.lines.length > 0) {
+      this.cutBy = 'bytes';
+      return false;
+    }
+    this.lines.push(line);
+    this.bytes += size;
+    return true;
+  }
+
+  /** The limit that cut the window, in words, e.g. "2000-line limit". */
+  limitText(): string {
+    return this.cutBy === 'bytes' ? `${Math.round(this.maxBytes / 1024)} KB limit` : `${this.maxLines}-line limit`;
+  }
+}
+
+/**
+ * Keep the head of `text` within the caps; when cut, append a marker naming what was cut and `hint`
+ * (how to get the rest, e.g. "narrow the pattern or path").
+ */
+export function truncateHead(
+  text: string,
+  hint: string,
+  limits: WindowLimits & { maxLineChars?: number } = {},
+): string {
+  const all = text.split('\n');
+  const window = new LineWindow(limits);
+  for (const line of all) {
+    if (!window.add(clipLine(line, limits.maxLineChars))) break;
+  }
+  if (!window.cutBy) return window.lines.join('\n');
+  const omitted = all.length - window.lines.length;
+  const marker = truncationMarker(`${omitted} more lines not shown`, hint, window.limitText());
+  return `${window.lines.join('\n')}\n${marker}`;
+}
+
+/** The marker put where bytes were dropped from the middle of an output. */
+export function omittedMarker(bytes: number): string {
+  return `[... ${bytes} bytes omitted ...]`;
+}
+
+/**
+ * Keep the head and tail of `text` (where a command's banner and its final error live) and replace
+ * the middle with a marker counting the omitted bytes.
+ */
+export function truncateMiddle(text: string, limits: WindowLimits & { maxLineChars?: number } = {}): string {
+  const maxBytes = limits.maxBytes ?? LIMITS.bytes;
+  const maxLines = limits.maxLines ?? LIMITS.lines;
+  const lines = text.split('\n').map((l) => clipLine(l, limits.maxLineChars));
+  const joined = lines.join('\n');
+  const total = Buffer.byteLength(joined);
+  if (lines.length <= maxLines && total <= maxBytes) return joined;
+  const half = { maxLines: Math.floor(maxLines / 2), maxBytes: Math.floor(maxBytes / 2) };
+  const head = new LineWindow(half);
+  for (const line of lines) if (!head.add(line)) break;
+  const tail = new LineWindow(half);
+  for (let i = lines.length - 1; i >= head.lines.length; i--) {
+    const line = lines[i] ?? '';
+    if (!tail.add(line)) break;
+  }
+  tail.lines.reverse();
+  const kept = Buffer.byteLength(head.lines.join('\n')) + Buffer.byteLength(tail.lines.join('\n')) + 2;
+  const omittedLines = lines.length - head.lines.length - tail.lines.length;
+  if (omittedLines <= 0) return joined;
+  const marker = `${omittedMarker(Math.max(0, total - kept))} (${omittedLines} lines)`;
+  return [...head.lines, marker, ...tail.lines].join('\n');
+}

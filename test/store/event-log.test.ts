@@ -1,0 +1,47 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openDb } from '../../src/store/db.js';
+import { EventLog } from '../../src/store/event-log.js';
+import { tempDir } from '../helpers/tmp.js';
+
+describe('event log', () => {
+  it('appends events in order and reads them back after reopening', () => {
+    const path = join(tempDir(), 'keel.db');
+    const db = openDb(path);
+    const log = new EventLog(db);
+    log.createSession({ id: 's1', mode: 'ask', cwd: '/w', provider: 'openai', model: 'm', prompt: 'hi' });
+    log.append('s1', 'user_message', { text: 'hi' });
+    log.append('s1', 'assistant_message', { text: 'hello' });
+    db.close();
+
+    const again = new EventLog(openDb(path));
+    const events = again.events('s1');
+    expect(events.map((e) => [e.seq, e.type])).toEqual([
+      [1, 'user_message'],
+      [2, 'assistant_message'],
+    ]);
+    expect(events[1]?.data).toEqual({ text: 'hello' });
+    // a second writer continues the sequence instead of colliding
+    again.append('s1', 'session_end', { code: 'COMPLETED' });
+    expect(again.events('s1').at(-1)?.seq).toBe(3);
+  });
+
+  it('finds sessions by unique prefix only', () => {
+    const log = new EventLog(openDb(':memory:'));
+    for (const id of ['20260101-aaa', '20260101-aab', '20260202-ccc']) {
+      log.createSession({ id, mode: 'ask', cwd: '/w', provider: 'p', model: 'm', prompt: 'x' });
+    }
+    expect(log.findSession('20260202')?.id).toBe('20260202-ccc');
+    expect(log.findSession('20260101-aa')).toBeUndefined();
+    expect(log.findSession('%')).toBeUndefined();
+    expect(log.listSessions(2).map((s) => s.id)).toHaveLength(2);
+  });
+
+  it('refuses a database from a newer keel', () => {
+    const path = join(tempDir(), 'keel.db');
+    const db = openDb(path);
+    db.prepare('UPDATE schema_version SET version = 999').run();
+    db.close();
+    expect(() => openDb(path)).toThrow(/newer than this keel understands/);
+  });
+});
