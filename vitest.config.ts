@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // e2e tests spawn the binary; two cores, so keep parallelism modest
     maxWorkers: 2,
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
   },
 });

@@ -21,7 +21,10 @@ export function exceeded(budgets: Config['budgets'], usage: Usage): BudgetBreach
     return { budget: 'max_rounds', reason: `reached max_rounds (${budgets.max_rounds}) without finishing` };
   }
   if (budgets.max_tokens !== undefined && usage.tokens >= budgets.max_tokens) {
-    return { budget: 'max_tokens', reason: `used ${usage.tokens} tokens, max_tokens is ${budgets.max_tokens}` };
+    return {
+      budget: 'max_tokens',
+      reason: `used ${usage.tokens} tokens, max_tokens is ${budgets.max_tokens}`,
+    };
   }
   if (budgets.max_cost_usd !== undefined && usage.costUsd !== null && usage.costUsd >= budgets.max_cost_usd) {
     return {
@@ -30,7 +33,10 @@ export function exceeded(budgets: Config['budgets'], usage: Usage): BudgetBreach
     };
   }
   if (budgets.max_wall_s !== undefined && usage.wallS >= budgets.max_wall_s) {
-    return { budget: 'max_wall_s', reason: `ran ${usage.wallS.toFixed(1)} s, max_wall_s is ${budgets.max_wall_s}` };
+    return {
+      budget: 'max_wall_s',
+      reason: `ran ${usage.wallS.toFixed(1)} s, max_wall_s is ${budgets.max_wall_s}`,
+    };
   }
   if (budgets.max_diff_lines !== undefined && usage.diffLines > budgets.max_diff_lines) {
     return {

@@ -19,7 +19,14 @@ export type SessionEvent =
       tools: string[];
     }
   | { type: 'user_message'; text: string }
-  | { type: 'model_request'; round: number; model: string; messages: number; est_tokens: number; bytes: number }
+  | {
+      type: 'model_request';
+      round: number;
+      model: string;
+      messages: number;
+      est_tokens: number;
+      bytes: number;
+    }
   | { type: 'model_retry'; round: number; model: string; attempt: number; error: string; delay_ms: number }
   | { type: 'model_fallback'; round: number; from: string; to: string; error: string }
   | {
@@ -41,7 +48,16 @@ export type SessionEvent =
       reason?: string;
       deny?: string;
     }
-  | { type: 'tool_start'; call_id: string; tool: string; args: unknown }
+  | {
+      type: 'hook';
+      event: string;
+      decision: 'allow' | 'deny' | 'ask';
+      reason?: string;
+      hook?: string;
+      tool?: string;
+    }
+  | { type: 'safety_net'; [key: string]: unknown }
+  | { type: 'tool_start'; call_id: string; tool: string; args: unknown; sandboxed?: boolean }
   | {
       type: 'tool_result';
       call_id: string;

@@ -25,7 +25,9 @@ export function loadInstructions(root: string): Instructions {
     if (!trimmed) continue;
     files.push(name);
     const body =
-      trimmed.length > MAX_CHARS ? `${trimmed.slice(0, MAX_CHARS)}\n[... ${name} cut at ${MAX_CHARS} chars]` : trimmed;
+      trimmed.length > MAX_CHARS
+        ? `${trimmed.slice(0, MAX_CHARS)}\n[... ${name} cut at ${MAX_CHARS} chars]`
+        : trimmed;
     parts.push(`# ${name}\n${body}`);
   }
   return { files, text: parts.join('\n\n') };

@@ -1,15 +1,15 @@
 /** The agent loop: a fold over events. Each round streams the model, gates and runs its tool calls. */
 import type { Config, Mode } from '../config/schema.js';
-import type { ModelError } from '../model/types.js';
-import type { ChatMessage, Delta, ToolCall, ToolSpec } from '../model/types.js';
 import { costUsd } from '../model/cost.js';
-import { estimateRequestTokens, estimateTokens } from '../model/tokens.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
+import { estimateRequestTokens, estimateTokens } from '../model/tokens.js';
+import type { ChatMessage, Delta, ModelError, ToolCall, ToolSpec } from '../model/types.js';
 import { decide } from '../policy/gate.js';
+import { type HookEvent, type HookSpec, matchingHooks, runHooks } from '../policy/hooks.js';
 import { modeAllows } from '../policy/modes.js';
 import type { Scope } from '../policy/scope.js';
 import { ScopeError } from '../policy/scope.js';
-import { parseArgs, toolSpec, type ToolRegistry } from '../tools/registry.js';
+import { parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
 import { type ToolContext, ToolError } from '../tools/types.js';
 import { exceeded } from './budgets.js';
 import type { SessionEvent, TokenCount } from './events.js';
@@ -34,7 +34,7 @@ export interface SessionModel {
 }
 
 /** Where events go: the store appends them (durably) before the action they record happens. */
-export type Record = (event: SessionEvent) => void;
+export type Recorder = (event: SessionEvent) => void;
 
 export interface SessionOptions {
   mode: Mode;
@@ -43,10 +43,18 @@ export interface SessionOptions {
   scope: Scope;
   model: SessionModel;
   tools: ToolRegistry;
-  record: Record;
+  record: Recorder;
   signal: AbortSignal;
-  /** Run a shell command under the session's sandbox policy. */
-  exec?: ToolContext['exec'];
+  sessionId: string;
+  hooks: HookSpec[];
+  /** Runs shell commands inside the sandbox, when one is set up. */
+  sandboxExec?: ToolContext['exec'];
+  /** Runs shell commands without a sandbox: used only when the gate says the user allowed that. */
+  plainExec?: ToolContext['exec'];
+  /** Ask the person to confirm (interactive sessions only); absent means deny. */
+  confirm?(question: string): Promise<boolean>;
+  /** Called before every write or exec call with its canonical paths; returns what it saved, to record. */
+  beforeWrite?(paths: string[]): Record<string, unknown> | undefined;
   /** Live assistant text, for rendering. */
   onText?(text: string): void;
   contextWindow?: number;
@@ -62,6 +70,9 @@ export interface SessionResult {
   costUsd: number | null;
   filesChanged: string[];
 }
+
+/** How many times a Stop hook may send the model back before the run ends HOOK_DENIED. */
+const MAX_STOP_HOOK_RETRIES = 3;
 
 class Stop extends Error {
   constructor(
@@ -81,10 +92,15 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     const tool = tools.get(name);
     return tool !== undefined && modeAllows(opts.mode, tool.effect);
   });
-  const specs = offered.map((name) => toolSpec(tools.get(name) as NonNullable<ReturnType<ToolRegistry['get']>>));
+  const specs = offered.map((name) =>
+    toolSpec(tools.get(name) as NonNullable<ReturnType<ToolRegistry['get']>>),
+  );
   const instructions = loadInstructions(scope.root);
   const messages: ChatMessage[] = [
-    { role: 'system', content: systemPrompt({ mode: opts.mode, root: scope.root, instructions: instructions.text }) },
+    {
+      role: 'system',
+      content: systemPrompt({ mode: opts.mode, root: scope.root, instructions: instructions.text }),
+    },
     { role: 'user', content: opts.prompt },
   ];
   const tokens: TokenCount = { input: 0, output: 0 };
@@ -119,7 +135,23 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     instructions: instructions.files,
     tools: offered,
   });
-  record({ type: 'user_message', text: opts.prompt });
+  const hookBase = { session_id: opts.sessionId, cwd: scope.root, mode: opts.mode };
+  /** Run the hooks for a tool-less event; every verdict is recorded. */
+  const hook = async (event: HookEvent, extra: { prompt?: string; result?: unknown } = {}) => {
+    if (!opts.hooks.some((h) => h.event === event)) return { decision: 'allow' as const };
+    const verdict = await runHooks(
+      opts.hooks,
+      { ...hookBase, event, ...extra },
+      { cwd: scope.root, signal: run.signal },
+    );
+    record({
+      type: 'hook',
+      event,
+      decision: verdict.decision,
+      ...(verdict.decision !== 'allow' ? { reason: verdict.reason, hook: verdict.hook } : {}),
+    });
+    return verdict;
+  };
 
   const usage = () => ({
     rounds,
@@ -137,7 +169,16 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   };
 
   let result: { code: TerminalCode; reason: string; budget?: BudgetName };
+  let stopHookRetries = 0;
   try {
+    for (const [event, extra] of [
+      ['SessionStart', {}],
+      ['UserPromptSubmit', { prompt: opts.prompt }],
+    ] as const) {
+      const verdict = await hook(event, extra);
+      if (verdict.decision !== 'allow') throw new Stop('HOOK_DENIED', `${event} hook: ${verdict.reason}`);
+    }
+    record({ type: 'user_message', text: opts.prompt });
     for (;;) {
       throwIfAborted();
       checkBudgets();
@@ -162,12 +203,21 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         const recovered = recoverToolCalls(text, [...known]);
         calls = recovered.calls;
         if (calls.length > 0 || recovered.malformed.length > 0) text = recovered.remainingText;
-        for (const m of recovered.malformed) malformed.push({ name: m.name ?? 'unknown', raw: m.raw, error: m.error });
+        for (const m of recovered.malformed)
+          malformed.push({ name: m.name ?? 'unknown', raw: m.raw, error: m.error });
       }
       const recoveredCount = answer.calls.length === 0 ? calls.length : 0;
       tokens.input += answer.usage.input;
       tokens.output += answer.usage.output;
-      const roundCost = costUsd(answer.model, { inputTokens: answer.usage.input, outputTokens: answer.usage.output }, config.pricing);
+      const roundCost = costUsd(
+        answer.model,
+        {
+          inputTokens: answer.usage.input,
+          outputTokens: answer.usage.output,
+          reported: answer.usage.reported,
+        },
+        config.pricing,
+      );
       cost = cost === null || roundCost === null ? null : cost + roundCost;
       record({
         type: 'assistant_message',
@@ -183,11 +233,17 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
 
       // history never carries malformed arguments: a server may reject them, and the model would copy them
       const historyCalls = calls.map((c) => ({ ...c, arguments: validJsonOr(c.arguments, '{}') }));
-      const malformedCalls = malformed.map((m, i) => ({ id: `malformed_${rounds}_${i}`, name: m.name, arguments: '{}' }));
+      const malformedCalls = malformed.map((m, i) => ({
+        id: `malformed_${rounds}_${i}`,
+        name: m.name,
+        arguments: '{}',
+      }));
       messages.push({
         role: 'assistant',
         content: text,
-        ...(historyCalls.length + malformedCalls.length > 0 ? { toolCalls: [...historyCalls, ...malformedCalls] } : {}),
+        ...(historyCalls.length + malformedCalls.length > 0
+          ? { toolCalls: [...historyCalls, ...malformedCalls] }
+          : {}),
       });
       for (const [i, m] of malformed.entries()) {
         const id = malformedCalls[i]?.id ?? `malformed_${rounds}_${i}`;
@@ -196,6 +252,16 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         messages.push({ role: 'tool', toolCallId: id, name: m.name, content: `Error: ${error}` });
       }
       if (calls.length === 0 && malformed.length === 0) {
+        // a Stop hook that denies sends the model back to work with the hook's reason (a few times at most)
+        const verdict = await hook('Stop', { result: text });
+        if (verdict.decision === 'deny' && stopHookRetries < MAX_STOP_HOOK_RETRIES) {
+          stopHookRetries++;
+          const note = `The task is not finished: ${verdict.reason}`;
+          record({ type: 'user_message', text: note });
+          messages.push({ role: 'user', content: note });
+          continue;
+        }
+        if (verdict.decision === 'deny') throw new Stop('HOOK_DENIED', `Stop hook: ${verdict.reason}`);
         result = { code: 'COMPLETED', reason: 'the model answered without tool calls' };
         break;
       }
@@ -213,7 +279,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     opts.signal.removeEventListener('abort', onAbort);
   }
 
-  const summary = result.code === 'COMPLETED' ? lastText : `${result.reason}${lastText ? `\n\n${lastText}` : ''}`;
+  const summary =
+    result.code === 'COMPLETED' ? lastText : `${result.reason}${lastText ? `\n\n${lastText}` : ''}`;
   const files = [...filesChanged].sort();
   record({
     type: 'session_end',
@@ -228,6 +295,10 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   });
   return { ...result, summary, rounds, tokens, costUsd: cost, filesChanged: files };
 
+  function matchingPostHooks(name: string): HookSpec[] {
+    return matchingHooks(opts.hooks, 'PostToolUse', name);
+  }
+
   async function runCall(call: ToolCall, round: number): Promise<string> {
     const tool = tools.get(call.name);
     if (!tool || !offered.includes(call.name)) {
@@ -235,7 +306,15 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         ? `${call.name} is not available in ${opts.mode} mode`
         : `unknown tool "${call.name}"; available: ${offered.join(', ')}`;
       record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error });
-      if (tool) record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'deny', deny: 'mode', reason: error });
+      if (tool)
+        record({
+          type: 'gate_decision',
+          call_id: call.id,
+          tool: call.name,
+          decision: 'deny',
+          deny: 'mode',
+          reason: error,
+        });
       return `Error: ${error}`;
     }
     const parsed = parseArgs(tool, call.arguments);
@@ -249,31 +328,64 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     if (seen >= config.loop_threshold) {
       throw new Stop('LOOP_DETECTED', `the same ${call.name} call was made ${seen} times`);
     }
-    const decision = decide(tool, parsed.args, { mode: opts.mode, scope, allowShell: config.allow_shell });
-    if (decision.kind !== 'allow') {
-      const reason = decision.kind === 'deny' ? decision.reason : decision.question;
+    let decision = await decide(tool, parsed.args, {
+      mode: opts.mode,
+      scope,
+      allowShell: config.allow_shell,
+      sandbox: opts.sandboxExec !== undefined,
+      hooks: opts.hooks,
+      hookBase,
+      signal: run.signal,
+    });
+    if (decision.kind === 'ask') {
       record({
         type: 'gate_decision',
         call_id: call.id,
         tool: call.name,
-        decision: decision.kind,
-        reason,
-        ...(decision.kind === 'deny' ? { deny: decision.deny } : {}),
+        decision: 'ask',
+        reason: decision.question,
       });
-      if (decision.kind === 'deny' && decision.deny === 'scope' && config.stop_on_violation) {
-        throw new Stop('SCOPE_VIOLATION', reason);
-      }
-      return `Error: denied: ${reason}`;
+      const yes = opts.confirm ? await opts.confirm(`${call.name}: ${decision.question}`) : false;
+      const who = opts.confirm ? 'the user declined' : 'no one to ask in an unattended session';
+      decision = yes
+        ? { kind: 'allow', paths: [], sandboxed: opts.sandboxExec !== undefined }
+        : { kind: 'deny', deny: 'hook', reason: `${decision.question} (${who})` };
     }
+    if (decision.kind === 'deny') {
+      record({
+        type: 'gate_decision',
+        call_id: call.id,
+        tool: call.name,
+        decision: 'deny',
+        reason: decision.reason,
+        deny: decision.deny,
+      });
+      if (decision.deny === 'scope' && config.stop_on_violation)
+        throw new Stop('SCOPE_VIOLATION', decision.reason);
+      return `Error: denied: ${decision.reason}`;
+    }
+    if (decision.kind !== 'allow') throw new Error('unreachable: gate decision not settled');
     record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'allow' });
-    record({ type: 'tool_start', call_id: call.id, tool: call.name, args: parsed.args });
+    if (tool.effect === 'write' || tool.effect === 'exec') {
+      const saved = opts.beforeWrite?.(decision.paths);
+      if (saved) record({ type: 'safety_net', ...saved });
+    }
+    const sandboxed = tool.effect === 'exec' ? decision.sandboxed : undefined;
+    record({
+      type: 'tool_start',
+      call_id: call.id,
+      tool: call.name,
+      args: parsed.args,
+      ...(sandboxed === undefined ? {} : { sandboxed }),
+    });
     const t0 = Date.now();
     const ctx: ToolContext = {
       cwd: scope.root,
       signal: run.signal,
       resolve: (path, access) => scope.resolve(path, access),
-      ...(opts.exec ? { exec: opts.exec } : {}),
     };
+    const exec = sandboxed ? opts.sandboxExec : opts.plainExec;
+    if (exec) ctx.exec = exec;
     let output: string;
     let isError = false;
     let changed: string[] = [];
@@ -290,12 +402,42 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       output = `Error: ${(err as Error).message}`;
       isError = true;
       if (err instanceof ScopeError) {
-        record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'deny', deny: 'scope', reason: err.message });
+        record({
+          type: 'gate_decision',
+          call_id: call.id,
+          tool: call.name,
+          decision: 'deny',
+          deny: 'scope',
+          reason: err.message,
+        });
         if (config.stop_on_violation) throw new Stop('SCOPE_VIOLATION', err.message);
       }
     }
     for (const f of changed) filesChanged.add(f);
     diffLines += lines;
+    const post = matchingPostHooks(call.name);
+    if (post.length) {
+      const verdict = await runHooks(
+        post,
+        {
+          ...hookBase,
+          event: 'PostToolUse',
+          tool: call.name,
+          args: parsed.args,
+          result: { output, is_error: isError },
+        },
+        { cwd: scope.root, signal: run.signal },
+      );
+      record({
+        type: 'hook',
+        event: 'PostToolUse',
+        tool: call.name,
+        decision: verdict.decision,
+        ...(verdict.decision !== 'allow' ? { reason: verdict.reason, hook: verdict.hook } : {}),
+      });
+      // the tool already ran; a PostToolUse objection becomes feedback the model must read
+      if (verdict.decision !== 'allow') output = `${output}\n\n[hook ${verdict.hook}]: ${verdict.reason}`;
+    }
     record({
       type: 'tool_result',
       call_id: call.id,
@@ -347,7 +489,11 @@ async function streamAnswer(
     } else if (delta.type === 'tool_call') {
       calls.push(delta.call);
     } else if (delta.type === 'usage') {
-      usage = { input: delta.usage.inputTokens, output: delta.usage.outputTokens, reported: delta.usage.reported };
+      usage = {
+        input: delta.usage.inputTokens,
+        output: delta.usage.outputTokens,
+        reported: delta.usage.reported,
+      };
     }
   }
   if (text) opts.onText?.('\n');
@@ -360,11 +506,16 @@ async function streamAnswer(
   return { text, calls, usage, model: opts.model.currentModel() };
 }
 
-function classify(err: unknown, signal: AbortSignal): { code: TerminalCode; reason: string; budget?: BudgetName } {
+function classify(
+  err: unknown,
+  signal: AbortSignal,
+): { code: TerminalCode; reason: string; budget?: BudgetName } {
   const cause = signal.aborted && !(err instanceof Stop) ? signal.reason : err;
-  if (cause instanceof Stop) return { code: cause.code, reason: cause.reason, ...(cause.budget ? { budget: cause.budget } : {}) };
+  if (cause instanceof Stop)
+    return { code: cause.code, reason: cause.reason, ...(cause.budget ? { budget: cause.budget } : {}) };
   if (cause instanceof RunError) return { code: cause.code, reason: cause.message };
-  if (cause instanceof Error && cause.name === 'ModelError') return { code: 'MODEL_ERROR', reason: cause.message };
+  if (cause instanceof Error && cause.name === 'ModelError')
+    return { code: 'MODEL_ERROR', reason: cause.message };
   throw err;
 }
 
@@ -390,4 +541,3 @@ function stableJson(value: unknown): string {
   }
   return JSON.stringify(value);
 }
-

@@ -23,6 +23,8 @@ export interface StartOptions {
   signal: AbortSignal;
   onText?(text: string): void;
   onEvent?(event: SessionEvent): void;
+  /** Ask the person (interactive sessions); without it, `ask` decisions deny. */
+  confirm?(question: string): Promise<boolean>;
 }
 
 export interface SessionOutcome extends SessionResult {
@@ -42,8 +44,9 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
   const { config } = opts.loaded;
   const paths = keelPaths(env);
   const scope = new Scope({ root: opts.cwd, writable: config.scope, protectedDirs: [paths.stateDir] });
-  const model = createModelClient(config, env);
-  const contextWindow = config.context_window ?? (await model.contextWindow?.(opts.signal).catch(() => undefined));
+  const model = createModelClient(config, env, { cwd: opts.cwd });
+  const contextWindow =
+    config.context_window ?? (await model.contextWindow?.(opts.signal).catch(() => undefined));
   const db = openDb(paths.db);
   const log = new EventLog(db);
   const sessionId = newSessionId();
@@ -55,8 +58,16 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     model: model.currentModel(),
     prompt: opts.prompt,
   });
-  const exec: ToolContext['exec'] = (command, o) =>
-    runCommand({ shell: command }, { cwd: scope.root, timeoutS: o.timeoutS, signal: o.signal, maxOutputBytes: 1 << 20 });
+  const plainExec: ToolContext['exec'] = (command, o) =>
+    runCommand(
+      { shell: command },
+      {
+        cwd: scope.root,
+        timeoutS: o.timeoutS,
+        signal: o.signal,
+        maxOutputBytes: config.sandbox_limits.output_kb * 1024,
+      },
+    );
   try {
     const result = await runSession({
       mode: opts.mode,
@@ -66,7 +77,10 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
       model,
       tools: new ToolRegistry(builtinTools()),
       signal: opts.signal,
-      exec,
+      sessionId,
+      hooks: config.hooks,
+      plainExec,
+      ...(opts.confirm ? { confirm: opts.confirm } : {}),
       ...(contextWindow ? { contextWindow } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
       record: (event) => {

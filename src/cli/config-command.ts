@@ -8,7 +8,13 @@ import { dim, red } from './render.js';
 type Flat = Array<{ key: string; value: unknown; source: string }>;
 
 function flatten(value: unknown, sources: Record<string, string>, prefix = '', out: Flat = []): Flat {
-  if (value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > 0 && prefix !== 'pricing') {
+  if (
+    value &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    Object.keys(value).length > 0 &&
+    prefix !== 'pricing'
+  ) {
     for (const [k, v] of Object.entries(value)) flatten(v, sources, prefix ? `${prefix}.${k}` : k, out);
     return out;
   }
@@ -25,7 +31,8 @@ export async function showConfig(flags: { cwd?: string; json?: boolean }): Promi
     setup = load(flags);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    if (flags.json) process.stdout.write(`${JSON.stringify({ error: err.message, code: 'CONFIG_ERROR', exit_code: 2 })}\n`);
+    if (flags.json)
+      process.stdout.write(`${JSON.stringify({ error: err.message, code: 'CONFIG_ERROR', exit_code: 2 })}\n`);
     else process.stderr.write(`${red('keel:')} ${err.message}\n`);
     return EXIT.usage;
   }

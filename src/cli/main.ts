@@ -18,7 +18,10 @@ export function addSessionOptions(cmd: Command): Command {
     .option('--json', 'print one JSON document on stdout and nothing else')
     .option('--provider <name>', 'openai | ollama | scripted')
     .option('--model <name>', 'model name as the server knows it')
-    .option('--base-url <url>', 'server URL (http://host:8000/v1 for OpenAI-compatible, http://host:11434 for ollama)')
+    .option(
+      '--base-url <url>',
+      'server URL (http://host:8000/v1 for OpenAI-compatible, http://host:11434 for ollama)',
+    )
     .option('--script <file>', 'script file for the scripted provider')
     .option('--context-window <n>', 'context window in tokens', parseIntArg)
     .option('--max-rounds <n>', 'budget: model rounds', parseIntArg)
@@ -31,13 +34,23 @@ export function addSessionOptions(cmd: Command): Command {
 
 function parseIntArg(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new CommanderError(EXIT.usage, 'keel.invalidArgument', `expected a positive integer, got "${value}"`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new CommanderError(
+      EXIT.usage,
+      'keel.invalidArgument',
+      `expected a positive integer, got "${value}"`,
+    );
   return n;
 }
 
 function parseFloatArg(value: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new CommanderError(EXIT.usage, 'keel.invalidArgument', `expected a positive number, got "${value}"`);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new CommanderError(
+      EXIT.usage,
+      'keel.invalidArgument',
+      `expected a positive number, got "${value}"`,
+    );
   return n;
 }
 
@@ -50,15 +63,19 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
 
   for (const verb of SESSION_VERBS) {
-    addSessionOptions(program.command(verb.name).description(verb.summary)).action(async (words: string[], opts) => {
-      const { runVerb } = await import('./session-command.js');
-      setExit(await runVerb(verb.mode, words, opts));
-    });
+    addSessionOptions(program.command(verb.name).description(verb.summary)).action(
+      async (words: string[], opts) => {
+        const { runVerb } = await import('./session-command.js');
+        setExit(await runVerb(verb.mode, words, opts));
+      },
+    );
   }
 
   program
     .command('doctor')
-    .description('check the model endpoint: reachable, model present, tool calling works, context window known')
+    .description(
+      'check the model endpoint: reachable, model present, tool calling works, context window known',
+    )
     .option('-C, --cwd <dir>', 'workspace folder')
     .option('--json', 'print one JSON document')
     .option('--provider <name>', 'openai | ollama | scripted')
@@ -104,7 +121,9 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
   const dev = program.command('dev').description('tools for developing against keel');
   dev
     .command('mock-server')
-    .description('serve a script as an OpenAI-compatible (and Ollama) model on 127.0.0.1, for trying keel without a model')
+    .description(
+      'serve a script as an OpenAI-compatible (and Ollama) model on 127.0.0.1, for trying keel without a model',
+    )
     .requiredOption('--script <file>', 'script file (see README)')
     .addOption(new Option('--port <n>', 'port (default: a free one)').argParser(parseIntArg))
     .action(async (opts) => {
@@ -118,7 +137,9 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
 /** Run the CLI with `argv` (as process.argv) and return the exit status. */
 export async function main(argv: string[]): Promise<number> {
   const { readFileSync } = await import('node:fs');
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
   let exitCode: number = EXIT.ok;
   const program = buildProgram(pkg.version, (code) => {
     exitCode = code;

@@ -23,7 +23,8 @@ export function renderEvent(event: SessionEvent): void {
       if (event.is_error) process.stderr.write(dim(`    ${firstLine(event.output)}\n`));
       return;
     case 'gate_decision':
-      if (event.decision !== 'allow') process.stderr.write(red(`  ✗ ${event.tool} denied: ${event.reason ?? ''}\n`));
+      if (event.decision !== 'allow')
+        process.stderr.write(red(`  ✗ ${event.tool} denied: ${event.reason ?? ''}\n`));
       return;
     case 'tool_call_invalid':
       process.stderr.write(red(`  ✗ ${event.tool}: ${firstLine(event.error)}\n`));

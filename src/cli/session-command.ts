@@ -1,7 +1,7 @@
 /** `keel ask|plan|edit|run`: start a session, render it, and exit with its code. */
 import { statSync } from 'node:fs';
-import type { Mode } from '../config/schema.js';
 import type { SessionOutcome } from '../agent/session.js';
+import type { Mode } from '../config/schema.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
@@ -16,7 +16,9 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
   const fail = (code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR', message: string): number => {
     const exit = exitCodeFor(code);
     if (flags.json) {
-      process.stdout.write(`${JSON.stringify({ session_id: null, mode, code, exit_code: exit, summary: message })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ session_id: null, mode, code, exit_code: exit, summary: message })}\n`,
+      );
     } else {
       process.stderr.write(`${red('keel:')} ${message}\n`);
     }
@@ -24,7 +26,11 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
   };
 
   const prompt = readPrompt(words, flags.message);
-  if (!prompt) return fail('CONFIG_ERROR', `keel ${verbOf(mode)}: no prompt given; pass it as arguments, with -m TEXT, or on stdin`);
+  if (!prompt)
+    return fail(
+      'CONFIG_ERROR',
+      `keel ${verbOf(mode)}: no prompt given; pass it as arguments, with -m TEXT, or on stdin`,
+    );
   let setup: ReturnType<typeof load>;
   try {
     setup = load(flags);
@@ -41,7 +47,8 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
   const onSigint = () => {
     interrupts++;
     if (interrupts > 1) process.exit(EXIT.interrupted);
-    if (!flags.json) process.stderr.write(dim('\n  interrupted: finishing the log (Ctrl+C again to quit now)\n'));
+    if (!flags.json)
+      process.stderr.write(dim('\n  interrupted: finishing the log (Ctrl+C again to quit now)\n'));
     controller.abort();
   };
   process.on('SIGINT', onSigint);
@@ -56,9 +63,7 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
       loaded: setup.loaded,
       cwd: setup.cwd,
       signal: controller.signal,
-      ...(flags.json
-        ? {}
-        : { onText: (text: string) => process.stdout.write(text), onEvent: renderEvent }),
+      ...(flags.json ? {} : { onText: (text: string) => process.stdout.write(text), onEvent: renderEvent }),
     });
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
@@ -82,7 +87,9 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
     process.stderr.write(`${red(`keel: ${outcome.code}`)}: ${outcome.reason}\n`);
   }
   process.stderr.write(
-    dim(`session ${outcome.sessionId} · ${outcome.code} · ${outcome.rounds} rounds · ${tokens} tokens${cost}${files}\n`),
+    dim(
+      `session ${outcome.sessionId} · ${outcome.code} · ${outcome.rounds} rounds · ${tokens} tokens${cost}${files}\n`,
+    ),
   );
   return exit;
 }

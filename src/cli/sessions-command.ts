@@ -56,7 +56,8 @@ export async function showSession(id: string, flags: { json?: boolean }): Promis
   process.stdout.write(
     `session ${session.id}\nmode ${session.mode} · ${session.provider}/${session.model} · ${session.cwd}\ncode ${session.code ?? 'UNFINISHED (no session_end event: the process was killed)'}\n\n`,
   );
-  for (const e of events) process.stdout.write(`${dim(`${String(e.seq).padStart(4)} ${e.ts.slice(11, 23)}`)} ${describe(e)}\n`);
+  for (const e of events)
+    process.stdout.write(`${dim(`${String(e.seq).padStart(4)} ${e.ts.slice(11, 23)}`)} ${describe(e)}\n`);
   return EXIT.ok;
 }
 

@@ -3,8 +3,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { z } from 'zod';
-import { type Config, configSchema } from './schema.js';
 import { keelPaths } from './paths.js';
+import { type Config, configSchema } from './schema.js';
+import { trustState, withoutGatedKeys } from './trust.js';
 
 /** A config problem the user must fix; names the key, the file and what was expected. */
 export class ConfigError extends Error {
@@ -27,6 +28,8 @@ export interface LoadedConfig {
   layers: Layer[];
   /** The project config file, when there is one. */
   projectFile?: string;
+  /** Things the user should know, such as project keys ignored until `keel trust`. */
+  warnings: string[];
 }
 
 export interface LoadOptions {
@@ -102,7 +105,8 @@ function mergeInto(base: Raw, over: Raw, source: string, sources: Record<string,
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys') return 'unknown key';
   if (issue.code === 'invalid_type') return `expected ${issue.expected}`;
-  if (issue.code === 'invalid_value') return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (issue.code === 'invalid_value')
+    return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
   return issue.message;
 }
 
@@ -145,14 +149,27 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const userFile = keelPaths(env).userConfig;
   if (existsSync(userFile)) layers.push({ source: userFile, kind: 'user', values: readTomlFile(userFile) });
   const projectFile = projectConfigPath(opts.cwd);
-  if (projectFile) layers.push({ source: projectFile, kind: 'project', values: readTomlFile(projectFile) });
+  const warnings: string[] = [];
+  if (projectFile) {
+    const raw = readTomlFile(projectFile);
+    const state = trustState(projectFile, keelPaths(env).trustFile);
+    const { values, dropped } =
+      state === 'trusted' ? { values: raw, dropped: [] } : withoutGatedKeys(raw, opts.cwd);
+    if (dropped.length) {
+      const why = state === 'changed' ? 'changed since you trusted it' : 'is not trusted';
+      warnings.push(
+        `${projectFile} ${why}: ignoring ${dropped.join(', ')} (review it, then run \`keel trust\` to allow them)`,
+      );
+    }
+    layers.push({ source: projectFile, kind: 'project', values });
+  }
   layers.push({ source: 'env', kind: 'env', values: envLayer(env) });
   if (opts.flags) layers.push({ source: 'flag', kind: 'flag', values: stripUndefined(opts.flags) });
-  return resolveLayers(layers, projectFile);
+  return { ...resolveLayers(layers, projectFile), warnings };
 }
 
 /** Merge and validate a list of layers (lowest first). */
-export function resolveLayers(layers: Layer[], projectFile?: string): LoadedConfig {
+export function resolveLayers(layers: Layer[], projectFile?: string): Omit<LoadedConfig, 'warnings'> {
   const merged: Raw = {};
   const sources: Record<string, string> = {};
   for (const layer of layers) mergeInto(merged, structuredClone(layer.values), layerSource(layer), sources);

@@ -8,6 +8,8 @@ export interface KeelPaths {
   db: string;
   auditDir: string;
   runsDir: string;
+  trustFile: string;
+  undoDir: string;
 }
 
 /** Resolve keel's paths from the environment. */
@@ -20,6 +22,8 @@ export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
       db: join(home, 'keel.db'),
       auditDir: join(home, 'audit'),
       runsDir: join(home, 'runs'),
+      trustFile: join(home, 'trust.json'),
+      undoDir: join(home, 'undo'),
     };
   }
   const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config');
@@ -31,5 +35,7 @@ export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
     db: join(stateDir, 'keel.db'),
     auditDir: join(stateDir, 'audit'),
     runsDir: join(stateDir, 'runs'),
+    trustFile: join(stateDir, 'trust.json'),
+    undoDir: join(stateDir, 'undo'),
   };
 }

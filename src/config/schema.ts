@@ -26,6 +26,18 @@ export const priceSchema = z.strictObject({
   output_per_mtok: z.number().nonnegative(),
 });
 
+export const hookSchema = z.strictObject({
+  event: z.enum(['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'SessionStart', 'Stop']),
+  /** Regex on the tool name (whole name); absent matches every tool. */
+  matcher: z.string().optional(),
+  /** argv array: never a shell string. */
+  command: z.array(z.string().min(1)).min(1),
+  timeout_s: positive.default(10),
+});
+
+export const SANDBOXES = ['auto', 'bwrap', 'docker', 'none'] as const;
+export type SandboxKind = (typeof SANDBOXES)[number];
+
 export const configSchema = z.strictObject({
   provider: z.enum(PROVIDERS).default('openai'),
   model: z.string().default(''),
@@ -39,6 +51,21 @@ export const configSchema = z.strictObject({
   scope: z.array(z.string().min(1)).default(['.']),
   test_command: z.string().optional(),
   allow_shell: z.boolean().default(false),
+  hooks: z.array(hookSchema).default([]),
+  /** Where shell commands run: a sandbox, or none (then shell needs allow_shell or a PreToolUse hook). */
+  sandbox: z.enum(SANDBOXES).default('auto'),
+  sandbox_network: z.boolean().default(false),
+  sandbox_limits: z
+    .strictObject({
+      cpu_s: positiveInt.default(300),
+      memory_mb: positiveInt.default(4096),
+      processes: positiveInt.default(256),
+      file_size_mb: positiveInt.default(1024),
+      output_kb: positiveInt.default(1024),
+    })
+    .prefault({}),
+  /** Commit the session's own files when it ends COMPLETED. */
+  auto_commit: z.boolean().default(false),
   /** End the run with SCOPE_VIOLATION on a denied path, instead of telling the model and going on. */
   stop_on_violation: z.boolean().default(false),
   /** Path of a script for the scripted provider (tests and the offline demo). */

@@ -75,7 +75,13 @@ export function httpError(url: string, status: number, detail: string, retryAfte
         ? ' (check base_url and the model name)'
         : '';
   const text = detail.trim().slice(0, 500);
-  return new ModelError(kind, `${url}: HTTP ${status}${hint}${text ? `: ${text}` : ''}`, url, status, retryAfterS);
+  return new ModelError(
+    kind,
+    `${url}: HTTP ${status}${hint}${text ? `: ${text}` : ''}`,
+    url,
+    status,
+    retryAfterS,
+  );
 }
 
 /** The message inside a JSON error body ({error: {message}} or {error: "..."}), else the text itself. */

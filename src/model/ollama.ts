@@ -24,7 +24,9 @@ export function toOllamaMessages(messages: ChatMessage[]): Json[] {
     return {
       role: 'assistant',
       content: m.content,
-      tool_calls: m.toolCalls.map((c) => ({ function: { name: c.name, arguments: parseArguments(c.arguments) } })),
+      tool_calls: m.toolCalls.map((c) => ({
+        function: { name: c.name, arguments: parseArguments(c.arguments) },
+      })),
     };
   });
 }
@@ -63,19 +65,28 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
     }
     if (!res.ok) {
       const text = await res.text().catch(() => '');
-      throw httpError(baseUrl, res.status, errorDetail(text), parseRetryAfter((n) => res.headers.get(n)));
+      throw httpError(
+        baseUrl,
+        res.status,
+        errorDetail(text),
+        parseRetryAfter((n) => res.headers.get(n)),
+      );
     }
     return res;
   }
 
   async function metadata(path: string, body: unknown, signal?: AbortSignal): Promise<Json> {
     const timeout = AbortSignal.timeout(metadataTimeoutMs);
-    const res = await post(path, body, signal ? AbortSignal.any([signal, timeout]) : timeout).catch((err: unknown) => {
-      if (timeout.aborted) throw new ModelError('timeout', `${baseUrl}${path}: no answer in ${metadataTimeoutMs} ms`, baseUrl);
-      throw err;
-    });
+    const res = await post(path, body, signal ? AbortSignal.any([signal, timeout]) : timeout).catch(
+      (err: unknown) => {
+        if (timeout.aborted)
+          throw new ModelError('timeout', `${baseUrl}${path}: no answer in ${metadataTimeoutMs} ms`, baseUrl);
+        throw err;
+      },
+    );
     const value: unknown = await res.json().catch(() => undefined);
-    if (!isObject(value)) throw new ModelError('protocol', `${baseUrl}${path}: answer is not a JSON object`, baseUrl);
+    if (!isObject(value))
+      throw new ModelError('protocol', `${baseUrl}${path}: answer is not a JSON object`, baseUrl);
     return value;
   }
 

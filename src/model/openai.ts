@@ -114,7 +114,8 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       throw mapSdkError(sdk, err, baseUrl);
     }
     for (const [index, call] of [...calls.entries()].sort((a, b) => a[0] - b[0])) {
-      if (!call.name) throw new ModelError('protocol', `${baseUrl}: tool call ${index} arrived without a name`, baseUrl);
+      if (!call.name)
+        throw new ModelError('protocol', `${baseUrl}: tool call ${index} arrived without a name`, baseUrl);
       const complete: ToolCall = { id: call.id || `call_${index}`, name: call.name, arguments: call.args };
       yield { type: 'tool_call', call: complete };
     }

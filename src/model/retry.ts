@@ -70,7 +70,10 @@ function isOutput(delta: Delta): boolean {
 }
 
 /** Run `attempt` and re-run it on retryable ModelErrors, as long as it has yielded no output yet. */
-export async function* withRetry(attempt: () => AsyncIterable<Delta>, opts: RetryOptions): AsyncGenerator<Delta> {
+export async function* withRetry(
+  attempt: () => AsyncIterable<Delta>,
+  opts: RetryOptions,
+): AsyncGenerator<Delta> {
   for (let retry = 0; ; retry++) {
     let produced = false;
     try {
@@ -84,7 +87,13 @@ export async function* withRetry(attempt: () => AsyncIterable<Delta>, opts: Retr
       if (opts.signal.aborted) throw abortReason(opts.signal);
       const delayMs = retryDelayMs(retry + 1, err, opts.policy, opts.random);
       if (delayMs === undefined) throw err;
-      opts.onRetry?.({ model: opts.model, attempt: retry + 1, maxRetries: opts.policy.max, delayMs, error: err });
+      opts.onRetry?.({
+        model: opts.model,
+        attempt: retry + 1,
+        maxRetries: opts.policy.max,
+        delayMs,
+        error: err,
+      });
       await sleep(delayMs, opts.signal);
     }
   }

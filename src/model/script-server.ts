@@ -45,7 +45,10 @@ type Json = Record<string, unknown>;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Start a scripted OpenAI- and Ollama-compatible server on 127.0.0.1. */
-export async function startScriptServer(script: Script, opts: ScriptServerOptions = {}): Promise<ScriptServer> {
+export async function startScriptServer(
+  script: Script,
+  opts: ScriptServerOptions = {},
+): Promise<ScriptServer> {
   const cursor = new ScriptCursor(script);
   const requests: RecordedRequest[] = [];
   const named = [...new Set(script.turns.flatMap((t) => (t.model ? [t.model] : [])))];
@@ -105,14 +108,18 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     return sendJson(res, 200, { object: 'list', data });
   }
   if (route === 'GET /api/tags') {
-    return sendJson(res, 200, { models: ctx.models.map((name) => ({ name, model: name, size: 0, details: {} })) });
+    return sendJson(res, 200, {
+      models: ctx.models.map((name) => ({ name, model: name, size: 0, details: {} })),
+    });
   }
   if (route === 'POST /api/show') {
     const info = { 'general.architecture': 'llama', 'llama.context_length': ctx.opts.contextLength ?? 8192 };
     return sendJson(res, 200, { model_info: info, parameters: ctx.opts.showParameters ?? '' });
   }
   if (route === 'POST /v1/chat/completions' || route === 'POST /api/chat') {
-    if (!isObject(body)) return sendJson(res, 400, { error: { message: 'request body must be a JSON object' } });
+    if (!isObject(body)) {
+      return sendJson(res, 400, { error: { message: 'request body must be a JSON object' } });
+    }
     const ollama = path === '/api/chat';
     const model = typeof body.model === 'string' ? body.model : '';
     const turn = ctx.cursor.next(model);
@@ -153,7 +160,11 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
 }
 
 function sendError(res: ServerResponse, ollama: boolean, status: number, message: string): void {
-  sendJson(res, status, ollama ? { error: message } : { error: { message, type: 'scripted_error', code: null } });
+  sendJson(
+    res,
+    status,
+    ollama ? { error: message } : { error: { message, type: 'scripted_error', code: null } },
+  );
 }
 
 function contentOf(m: Json): string {
@@ -174,7 +185,9 @@ function viewFrom(messages: unknown, tools: string[], model: string): RequestVie
 
 function toolNames(tools: unknown): string[] {
   if (!Array.isArray(tools)) return [];
-  return tools.flatMap((t) => (isObject(t) && isObject(t.function) && typeof t.function.name === 'string' ? [t.function.name] : []));
+  return tools.flatMap((t) =>
+    isObject(t) && isObject(t.function) && typeof t.function.name === 'string' ? [t.function.name] : [],
+  );
 }
 
 const openaiView = (body: Json, model: string) => viewFrom(body.messages, toolNames(body.tools), model);
@@ -202,16 +215,34 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
     function: { name: c.name, arguments: scriptArguments(c) },
   }));
   const finishReason = calls.length > 0 ? 'tool_calls' : 'stop';
-  const usage = turn.usage && { ...turn.usage, total_tokens: turn.usage.prompt_tokens + turn.usage.completion_tokens };
+  const usage = turn.usage && {
+    ...turn.usage,
+    total_tokens: turn.usage.prompt_tokens + turn.usage.completion_tokens,
+  };
 
   if (body.stream !== true) {
     if (turn.hang) return hangUntilClosed(res);
-    const message = { role: 'assistant', content: turn.text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
+    const message = {
+      role: 'assistant',
+      content: turn.text ?? null,
+      ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    };
     const choice = { index: 0, message, finish_reason: finishReason };
-    return sendJson(res, 200, { id, object: 'chat.completion', created, model, choices: [choice], ...(usage ? { usage } : {}) });
+    return sendJson(res, 200, {
+      id,
+      object: 'chat.completion',
+      created,
+      model,
+      choices: [choice],
+      ...(usage ? { usage } : {}),
+    });
   }
 
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
   res.flushHeaders();
   if (turn.hang) return hangUntilClosed(res);
   const chunk = (delta: Json, finish: string | null = null) =>
@@ -220,7 +251,13 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
   for (const part of splitIntoChunks(turn.text ?? '')) lines.push(chunk({ content: part }));
   calls.forEach((call, index) => {
     // real servers send id and name first, then the arguments in fragments
-    lines.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
+    lines.push(
+      chunk({
+        tool_calls: [
+          { index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } },
+        ],
+      }),
+    );
     for (const part of splitIntoChunks(call.function.arguments)) {
       lines.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }));
     }
@@ -228,20 +265,35 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
   lines.push(chunk({}, finishReason));
   const streamOptions = isObject(body.stream_options) ? body.stream_options : {};
   if (usage && streamOptions.include_usage === true) {
-    lines.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);
+    lines.push(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
+    );
   }
   lines.push('data: [DONE]\n\n');
   await writeAll(res, lines, turn);
 }
 
-async function answerOllama(res: ServerResponse, turn: ScriptTurn, model: string, stream: boolean): Promise<void> {
+async function answerOllama(
+  res: ServerResponse,
+  turn: ScriptTurn,
+  model: string,
+  stream: boolean,
+): Promise<void> {
   const createdAt = new Date().toISOString();
-  const toolCalls = (turn.tool_calls ?? []).map((c) => ({ function: { name: c.name, arguments: ollamaArguments(c.arguments) } }));
-  const counts = turn.usage ? { prompt_eval_count: turn.usage.prompt_tokens, eval_count: turn.usage.completion_tokens } : {};
+  const toolCalls = (turn.tool_calls ?? []).map((c) => ({
+    function: { name: c.name, arguments: ollamaArguments(c.arguments) },
+  }));
+  const counts = turn.usage
+    ? { prompt_eval_count: turn.usage.prompt_tokens, eval_count: turn.usage.completion_tokens }
+    : {};
   const final = { model, created_at: createdAt, done: true, done_reason: 'stop', ...counts };
   if (!stream) {
     if (turn.hang) return hangUntilClosed(res);
-    const message = { role: 'assistant', content: turn.text ?? '', ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) };
+    const message = {
+      role: 'assistant',
+      content: turn.text ?? '',
+      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    };
     return sendJson(res, 200, { ...final, message });
   }
   res.writeHead(200, { 'content-type': 'application/x-ndjson' });

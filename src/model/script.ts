@@ -60,7 +60,9 @@ export class ScriptError extends Error {
 export function parseScript(value: unknown, source = 'script'): Script {
   const result = scriptSchema.safeParse(value);
   if (result.success) return result.data;
-  const lines = result.error.issues.map((issue) => `${issue.path.map(String).join('.') || '(root)'}: ${issue.message}`);
+  const lines = result.error.issues.map(
+    (issue) => `${issue.path.map(String).join('.') || '(root)'}: ${issue.message}`,
+  );
   throw new ScriptError(`invalid script ${source}:\n  ${lines.join('\n  ')}`);
 }
 
@@ -123,7 +125,10 @@ export interface RequestView {
 }
 
 /** Check a turn's expectation; returns a failure message starting "script expectation failed", or undefined. */
-export function checkExpectation(expect: ScriptExpectation | undefined, view: RequestView): string | undefined {
+export function checkExpectation(
+  expect: ScriptExpectation | undefined,
+  view: RequestView,
+): string | undefined {
   if (!expect) return undefined;
   const fail = (what: string) => `script expectation failed: ${what}`;
   if (expect.model !== undefined && view.model !== expect.model) {

@@ -40,7 +40,9 @@ export async function* streamWithTimeouts(
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          const which = first ? `first-token timeout (${ms / 1000} s)` : `idle timeout (${ms / 1000} s without output)`;
+          const which = first
+            ? `first-token timeout (${ms / 1000} s)`
+            : `idle timeout (${ms / 1000} s without output)`;
           const error = new ModelError(
             'timeout',
             `${provider.baseUrl}: ${which} for model ${request.model}`,

@@ -46,7 +46,10 @@ export async function listFiles(root: string, opts: ListOptions = {}): Promise<F
 /** A matcher for a glob pattern against `/`-separated relative paths; a pattern without `/` matches names at any depth. */
 export function globMatcher(pattern: string): (path: string) => boolean {
   const cleaned = pattern.replace(/^\.\//, '');
-  return picomatch(cleaned, { dot: true, basename: true });
+  // only for slash-free patterns: with `basename` set, picomatch fails patterns like `lib/*.ts`
+  const isMatch = picomatch(cleaned, { dot: true, basename: !cleaned.includes('/') });
+  // one argument only: picomatch's second parameter turns the boolean into a result object
+  return (path) => isMatch(path);
 }
 
 /** The path to show the model: relative to the workspace when inside it, absolute otherwise. */
@@ -68,11 +71,19 @@ async function gitListing(root: string, maxFiles: number, signal?: AbortSignal):
   delete env.GIT_INDEX_FILE;
   delete env.GIT_WORK_TREE;
   const git = (args: string[]) =>
-    execFileAsync('git', ['ls-files', ...args, '-z'], { cwd: root, env, signal, maxBuffer: 256 * 1024 * 1024 });
+    execFileAsync('git', ['ls-files', ...args, '-z'], {
+      cwd: root,
+      env,
+      signal,
+      maxBuffer: 256 * 1024 * 1024,
+    });
   let listed: string;
   let deleted: string;
   try {
-    const [all, gone] = await Promise.all([git(['--cached', '--others', '--exclude-standard']), git(['--deleted'])]);
+    const [all, gone] = await Promise.all([
+      git(['--cached', '--others', '--exclude-standard']),
+      git(['--deleted']),
+    ]);
     listed = all.stdout;
     deleted = gone.stdout;
   } catch {
@@ -118,7 +129,12 @@ function isIgnored(stack: IgnoreRule[], rel: string, isDir: boolean): boolean {
   });
 }
 
-async function walk(root: string, maxFiles: number, maxDepth: number, signal?: AbortSignal): Promise<FileListing> {
+async function walk(
+  root: string,
+  maxFiles: number,
+  maxDepth: number,
+  signal?: AbortSignal,
+): Promise<FileListing> {
   const files: string[] = [];
   const dirs: string[] = [];
   let truncated = false;
@@ -127,7 +143,8 @@ async function walk(root: string, maxFiles: number, maxDepth: number, signal?: A
     signal?.throwIfAborted();
     const abs = rel === '' ? root : join(root, rel);
     const gitignore = await readFile(join(abs, '.gitignore'), 'utf8').catch(() => null);
-    const stack = gitignore === null ? inherited : [...inherited, { base: rel, rules: ignore().add(gitignore) }];
+    const stack =
+      gitignore === null ? inherited : [...inherited, { base: rel, rules: ignore().add(gitignore) }];
     // an unreadable directory is skipped rather than failing the whole listing
     const entries = await readdir(abs, { withFileTypes: true }).catch(() => []);
     entries.sort((a, b) => (a.name < b.name ? -1 : 1));

@@ -27,7 +27,8 @@ const newNode = (): DirNode => ({ dirs: new Map(), files: [], count: 0 });
 /** The list_dir tool. */
 export const listDirTool: Tool<typeof schema> = {
   name: 'list_dir',
-  description: 'List a folder as a tree (gitignored entries hidden). Folders end with /; folders below the depth show their file count.',
+  description:
+    'List a folder as a tree (gitignored entries hidden). Folders end with /; folders below the depth show their file count.',
   effect: 'read',
   schema,
   paths: (args) => [{ path: args.path ?? '.', access: 'read' }],
@@ -43,27 +44,29 @@ export const listDirTool: Tool<typeof schema> = {
 
     const listing = await listFiles(abs, { signal: ctx.signal, maxDepth: depth });
     const root = newNode();
-    for (const dir of listing.dirs) nodeAt(root, dir.split('/'));
+    for (const dir of listing.dirs) nodeAt(root, dir.split('/'), false);
     for (const file of listing.files) {
       const parts = file.split('/');
       const name = parts.pop() ?? file;
-      const parent = nodeAt(root, parts);
-      parent.files.push(name);
+      nodeAt(root, parts, true).files.push(name);
     }
 
     const lines = [`${workspacePath(ctx.cwd, abs)}/`];
     render(root, 1, depth, lines);
     if (lines.length === 1) return { output: `${lines[0]} (empty, or every entry is gitignored)` };
-    let output = truncateHead(lines.join('\n'), 'list a subfolder or lower the depth', { maxLines: MAX_ENTRIES });
+    let output = truncateHead(lines.join('\n'), 'list a subfolder or lower the depth', {
+      maxLines: MAX_ENTRIES,
+    });
     if (listing.truncated) output += `\n[listing stopped at ${listing.files.length} files]`;
     return { output };
   },
 };
 
-/** The node for a folder path, creating it (and counting one more file below each ancestor when `count`). */
-function nodeAt(root: DirNode, parts: string[]): DirNode {
+/** The node for a folder path, created if new; `addFile` counts one more file below each folder on the way. */
+function nodeAt(root: DirNode, parts: string[], addFile: boolean): DirNode {
+  const step = addFile ? 1 : 0;
   let node = root;
-  node.count++;
+  node.count += step;
   for (const part of parts) {
     let child = node.dirs.get(part);
     if (!child) {
@@ -71,7 +74,7 @@ function nodeAt(root: DirNode, parts: string[]): DirNode {
       node.dirs.set(part, child);
     }
     node = child;
-    node.count++;
+    node.count += step;
   }
   return node;
 }
@@ -81,8 +84,8 @@ function render(node: DirNode, level: number, depth: number, out: string[]): voi
   for (const name of [...node.dirs.keys()].sort()) {
     const child = node.dirs.get(name);
     if (!child) continue;
-    if (level >= depth && child.count > 0) {
-      out.push(`${indent}${name}/ (${child.count} files)`);
+    if (level >= depth) {
+      out.push(child.count > 0 ? `${indent}${name}/ (${child.count} files)` : `${indent}${name}/`);
       continue;
     }
     out.push(`${indent}${name}/`);

@@ -18,25 +18,32 @@ const schema = z.object({
 /** The read_file tool. */
 export const readFileTool: Tool<typeof schema> = {
   name: 'read_file',
-  description: 'Read a text file with numbered lines. For long files, page with offset (1-based line) and limit.',
+  description:
+    'Read a text file with numbered lines. For long files, page with offset (1-based line) and limit.',
   effect: 'read',
   schema,
   paths: (args) => [{ path: args.path, access: 'read' }],
   async execute(args, ctx) {
     const abs = ctx.resolve(args.path, 'read');
     const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') throw new ToolError(`${args.path} does not exist; use glob or list_dir to find it`);
+      if (err.code === 'ENOENT')
+        throw new ToolError(`${args.path} does not exist; use glob or list_dir to find it`);
       throw err;
     });
-    if (info.isDirectory()) throw new ToolError(`${args.path} is a directory; use list_dir to see its contents`);
+    if (info.isDirectory())
+      throw new ToolError(`${args.path} is a directory; use list_dir to see its contents`);
     if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
     if (await isBinaryFile(abs)) {
-      throw new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only shows text`);
+      throw new ToolError(
+        `${args.path} is a binary file (${formatBytes(info.size)}); read_file only shows text`,
+      );
     }
     if (info.size === 0) return { output: `(${args.path} is empty)` };
 
     const offset = Math.floor(args.offset ?? 1);
-    const window = new LineWindow({ maxLines: Math.min(Math.floor(args.limit ?? LIMITS.lines), LIMITS.lines) });
+    const window = new LineWindow({
+      maxLines: Math.min(Math.floor(args.limit ?? LIMITS.lines), LIMITS.lines),
+    });
     const countAll = info.size <= COUNT_ALL_BYTES;
     let lineNo = 0;
     let more = false;
@@ -53,7 +60,9 @@ export const readFileTool: Tool<typeof schema> = {
     }
     if (!more) return { output: window.lines.join('\n') };
     const last = offset + window.lines.length - 1;
-    const shown = countAll ? `showing lines ${offset}-${last} of ${lineNo}` : `showing lines ${offset}-${last}, file continues`;
+    const shown = countAll
+      ? `showing lines ${offset}-${last} of ${lineNo}`
+      : `showing lines ${offset}-${last}, file continues`;
     const marker = truncationMarker(shown, `use offset=${last + 1} to continue`, window.limitText());
     return { output: `${window.lines.join('\n')}\n${marker}` };
   },

@@ -27,7 +27,8 @@ export function truncationMarker(shown: string, hint: string, limitText?: string
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+  if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+  return `${(bytes / 1024 ** 3).toFixed(1)} GB`;
 }
 
 /** A head-of-output window that accepts lines until the line or byte cap is reached. */
@@ -64,7 +65,9 @@ export class LineWindow {
 
   /** The limit that cut the window, in words, e.g. "2000-line limit". */
   limitText(): string {
-    return this.cutBy === 'bytes' ? `${Math.round(this.maxBytes / 1024)} KB limit` : `${this.maxLines}-line limit`;
+    return this.cutBy === 'bytes'
+      ? `${Math.round(this.maxBytes / 1024)} KB limit`
+      : `${this.maxLines}-line limit`;
   }
 }
 

@@ -1,12 +1,19 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, apiKeyFor, loadConfig } from '../../src/config/load.js';
+import { apiKeyFor, ConfigError, loadConfig } from '../../src/config/load.js';
 import { tempDir, writeFiles } from '../helpers/tmp.js';
 
 function setup(files: Record<string, string>) {
   const home = tempDir();
   const cwd = tempDir();
-  writeFiles(home, Object.fromEntries(Object.entries(files).filter(([k]) => k.startsWith('home/')).map(([k, v]) => [k.slice(5), v])));
+  writeFiles(
+    home,
+    Object.fromEntries(
+      Object.entries(files)
+        .filter(([k]) => k.startsWith('home/'))
+        .map(([k, v]) => [k.slice(5), v]),
+    ),
+  );
   writeFiles(cwd, Object.fromEntries(Object.entries(files).filter(([k]) => !k.startsWith('home/'))));
   return { cwd, env: { KEEL_HOME: home } as NodeJS.ProcessEnv, home };
 }
@@ -65,7 +72,9 @@ describe('layered config', () => {
   it('names the env variable for a bad mode from KEEL_PERMISSION', () => {
     const { cwd, env } = setup({});
     env.KEEL_PERMISSION = 'yolo';
-    expect(() => loadConfig({ cwd, env })).toThrow(/env: "permission": expected one of "ask", "plan", "edit", "auto"/);
+    expect(() => loadConfig({ cwd, env })).toThrow(
+      /env: "permission": expected one of "ask", "plan", "edit", "auto"/,
+    );
   });
 
   it('reports invalid TOML with the file and line', () => {

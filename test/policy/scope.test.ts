@@ -1,7 +1,7 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Scope, ScopeError, canonicalize } from '../../src/policy/scope.js';
+import { canonicalize, Scope, ScopeError } from '../../src/policy/scope.js';
 import { tempDir, writeFiles } from '../helpers/tmp.js';
 
 function workspace() {

@@ -1,0 +1,56 @@
+/** `keel check`: scan staged (or all tracked) files for secrets before they reach a commit. */
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type Finding, ScanError, scanRepo } from '../policy/secret-scan.js';
+import { EXIT } from './exit-codes.js';
+import { red } from './render.js';
+
+/** Scan and report; exit 1 when anything is found, 0 when clean, 2 outside a repository. */
+export async function runCheck(flags: { allFiles?: boolean; json?: boolean; cwd?: string }): Promise<number> {
+  const dir = resolve(flags.cwd ?? '.');
+  if (!isDirectory(dir)) return fail(`no such folder: ${dir}`, EXIT.usage);
+
+  let result: { filesScanned: number; findings: Finding[] };
+  try {
+    result = scanRepo(dir, { allFiles: Boolean(flags.allFiles) });
+  } catch (err) {
+    if (!(err instanceof ScanError)) throw err;
+    if (err.code === 'NOT_A_REPO') {
+      return fail(
+        `${err.message}\n  keel check scans the files git tracks; run it inside a repository or pass -C DIR`,
+        EXIT.usage,
+      );
+    }
+    return fail(err.message, EXIT.environment);
+  }
+
+  const { filesScanned, findings } = result;
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ files_scanned: filesScanned, findings }, null, 2)}\n`);
+    return findings.length ? EXIT.failed : EXIT.ok;
+  }
+  if (!findings.length) {
+    process.stderr.write(`no secrets found in ${filesScanned} ${filesScanned === 1 ? 'file' : 'files'}\n`);
+    return EXIT.ok;
+  }
+  for (const f of findings)
+    process.stdout.write(`${f.file}:${f.line}:${f.column}  ${f.rule}  ${f.preview}\n`);
+  const noun = findings.length === 1 ? 'secret' : 'secrets';
+  process.stderr.write(
+    `${red('keel:')} ${findings.length} ${noun} found\n  not a secret? add "keel-allow: RULE" in a comment on that line\n`,
+  );
+  return EXIT.failed;
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function fail(message: string, code: number): number {
+  process.stderr.write(`${red('keel:')} ${message}\n`);
+  return code;
+}

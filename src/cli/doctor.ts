@@ -1,0 +1,167 @@
+/** `keel doctor`: is the model endpoint usable for keel? Reachable, model present, tool calling, context window. */
+import { systemPrompt } from '../agent/prompt.js';
+import { createModelClient } from '../model/create.js';
+import { recoverToolCalls } from '../model/text-tool-calls.js';
+import { ModelError, type ToolCall } from '../model/types.js';
+import { modeAllows } from '../policy/modes.js';
+import { builtinTools } from '../tools/builtin.js';
+import { toolSpec } from '../tools/registry.js';
+import { EXIT } from './exit-codes.js';
+import { type CommonFlags, ConfigError, load } from './options.js';
+import { dim, red } from './render.js';
+
+interface Check {
+  name: string;
+  status: 'ok' | 'warn' | 'fail' | 'skip';
+  detail: string;
+}
+
+const MARK: Record<Check['status'], string> = { ok: '✓', warn: '!', fail: '✗', skip: '-' };
+
+/** Run the checks, print them, and exit 0 when keel can work with this setup. */
+export async function runDoctor(flags: CommonFlags): Promise<number> {
+  const checks: Check[] = [];
+  let exit: number = EXIT.ok;
+  const print = () => {
+    if (flags.json) {
+      process.stdout.write(`${JSON.stringify({ ok: exit === EXIT.ok, exit_code: exit, checks }, null, 2)}\n`);
+      return;
+    }
+    for (const c of checks) {
+      const line = `${MARK[c.status]} ${c.name.padEnd(16)} ${c.detail}\n`;
+      process.stdout.write(c.status === 'fail' ? red(line) : c.status === 'ok' ? line : dim(line));
+    }
+  };
+
+  let setup: ReturnType<typeof load>;
+  try {
+    setup = load(flags);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    checks.push({ name: 'config', status: 'fail', detail: err.message });
+    exit = EXIT.usage;
+    print();
+    return exit;
+  }
+  const { config } = setup.loaded;
+  let client: ReturnType<typeof createModelClient>;
+  try {
+    client = createModelClient(config, process.env, { cwd: setup.cwd });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    checks.push({ name: 'config', status: 'fail', detail: err.message });
+    exit = EXIT.usage;
+    print();
+    return exit;
+  }
+  checks.push({
+    name: 'config',
+    status: 'ok',
+    detail: `${config.provider} ${config.model || '(scripted)'} at ${config.base_url}`,
+  });
+  for (const warning of setup.loaded.warnings)
+    checks.push({ name: 'trust', status: 'warn', detail: warning });
+
+  const { provider, model } = client.primary;
+  const signal = AbortSignal.timeout(config.timeouts.connect_s * 1000);
+  if (provider.listModels) {
+    try {
+      const models = await provider.listModels(signal);
+      checks.push({
+        name: 'endpoint',
+        status: 'ok',
+        detail: `${provider.baseUrl} answers (${models.length} models)`,
+      });
+      const present = models.some(
+        (m) => m === model || m === `${model}:latest` || m.replace(/:latest$/, '') === model,
+      );
+      checks.push(
+        present
+          ? { name: 'model', status: 'ok', detail: `${model} is available` }
+          : {
+              name: 'model',
+              status: 'fail',
+              detail: `${model} is not among the server's models: ${models.slice(0, 8).join(', ') || '(none)'}`,
+            },
+      );
+      if (!present) exit = EXIT.failed;
+    } catch (err) {
+      const message = err instanceof ModelError ? err.message : (err as Error).message;
+      checks.push({ name: 'endpoint', status: 'fail', detail: message });
+      exit = EXIT.model;
+      print();
+      return exit;
+    }
+  } else {
+    checks.push({ name: 'endpoint', status: 'skip', detail: `${provider.name} cannot list models` });
+  }
+
+  checks.push(await checkToolCalling(client, config.timeouts.first_token_s));
+  const last = checks.at(-1);
+  if (last?.status === 'fail') exit = last.detail.startsWith('request failed') ? EXIT.model : EXIT.failed;
+
+  const window = config.context_window ?? (await client.contextWindow(signal).catch(() => undefined));
+  checks.push(
+    window
+      ? {
+          name: 'context window',
+          status: 'ok',
+          detail: `${window} tokens${config.context_window ? ' (configured)' : ' (reported by the server)'}`,
+        }
+      : {
+          name: 'context window',
+          status: 'warn',
+          detail: 'unknown: set context_window in config so keel can budget the prompt',
+        },
+  );
+  print();
+  return exit;
+}
+
+/** Ask the model to read a file, with keel's real prompt and tools, and see whether it calls the tool. */
+async function checkToolCalling(
+  client: ReturnType<typeof createModelClient>,
+  timeoutS: number,
+): Promise<Check> {
+  const tools = builtinTools().filter((t) => modeAllows('ask', t.effect));
+  const request = {
+    messages: [
+      {
+        role: 'system' as const,
+        content: systemPrompt({ mode: 'ask', root: '/work/project', instructions: '' }),
+      },
+      { role: 'user' as const, content: 'What is the first line of README.md?' },
+    ],
+    tools: tools.map(toolSpec),
+  };
+  const calls: ToolCall[] = [];
+  let text = '';
+  try {
+    for await (const delta of client.stream(request, AbortSignal.timeout(timeoutS * 1000 * 2), {})) {
+      if (delta.type === 'tool_call') calls.push(delta.call);
+      if (delta.type === 'text') text += delta.text;
+    }
+  } catch (err) {
+    return { name: 'tool calling', status: 'fail', detail: `request failed: ${(err as Error).message}` };
+  }
+  if (calls.some((c) => c.name === 'read_file')) {
+    return { name: 'tool calling', status: 'ok', detail: 'the model called read_file natively' };
+  }
+  const recovered = recoverToolCalls(
+    text,
+    tools.map((t) => t.name),
+  );
+  if (recovered.calls.some((c) => c.name === 'read_file')) {
+    return {
+      name: 'tool calling',
+      status: 'warn',
+      detail: 'the model wrote the call as text; keel recovers it, but native tool calling is more reliable',
+    };
+  }
+  const said = text.trim().slice(0, 80);
+  return {
+    name: 'tool calling',
+    status: 'fail',
+    detail: `the model did not call read_file${calls.length ? ` (it called ${calls.map((c) => c.name).join(', ')})` : ''}${said ? `; it said: "${said}"` : ''}`,
+  };
+}

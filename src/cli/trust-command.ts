@@ -1,0 +1,90 @@
+/** `keel trust`, `keel trust diff`, `keel trust check`: review and accept what a project config may do. */
+import { execFileSync } from 'node:child_process';
+import { relative } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { projectConfigPath, type Raw, readTomlFile } from '../config/load.js';
+import { keelPaths } from '../config/paths.js';
+import { gatedKeys, permissionChanges, trustFile, trustState } from '../config/trust.js';
+import { EXIT } from './exit-codes.js';
+import { workspace } from './options.js';
+import { dim, red } from './render.js';
+
+function noProjectConfig(cwd: string, json?: boolean): number {
+  const message = `no project config in ${cwd} (looked for keel.toml and .keel/config.toml)`;
+  if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
+  else process.stderr.write(`${red('keel:')} ${message}\n`);
+  return EXIT.usage;
+}
+
+/** Trust the workspace's project config as it is now. */
+export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise<number> {
+  const cwd = workspace(flags);
+  const file = projectConfigPath(cwd);
+  if (!file) return noProjectConfig(cwd, flags.json);
+  const values = readTomlFile(file);
+  const grants = gatedKeys(values, cwd);
+  const hash = trustFile(file, keelPaths().trustFile);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ file, sha256: hash, grants })}\n`);
+    return EXIT.ok;
+  }
+  process.stdout.write(`trusted ${file} (sha256 ${hash.slice(0, 12)})\n`);
+  process.stdout.write(
+    grants.length ? `it may now set: ${grants.join(', ')}\n` : dim('it sets no trust-gated keys\n'),
+  );
+  process.stdout.write(dim('if the file changes, these keys are ignored again until you trust it anew\n'));
+  return EXIT.ok;
+}
+
+function gitShow(cwd: string, rev: string, path: string): string | undefined {
+  try {
+    return execFileSync('git', ['show', `${rev}:${path}`], {
+      cwd,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, GIT_DIR: undefined, GIT_INDEX_FILE: undefined, GIT_WORK_TREE: undefined },
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Permission changes of the project config against a git revision; `check` exits 1 on any expansion. */
+export async function runTrustDiff(
+  flags: { cwd?: string; json?: boolean; base?: string },
+  check: boolean,
+): Promise<number> {
+  const cwd = workspace(flags);
+  const base = flags.base ?? 'HEAD';
+  const file = projectConfigPath(cwd);
+  if (!file) return noProjectConfig(cwd, flags.json);
+  const rel = relative(cwd, file);
+  const before = gitShow(cwd, base, rel);
+  let beforeValues: Raw;
+  try {
+    beforeValues = before === undefined ? {} : (parseToml(before) as Raw);
+  } catch (err) {
+    process.stderr.write(
+      `${red('keel:')} ${rel} at ${base} is not valid TOML: ${(err as Error).message.split('\n')[0]}\n`,
+    );
+    return EXIT.usage;
+  }
+  const changes = permissionChanges(beforeValues, readTomlFile(file));
+  const expansions = changes.filter((c) => c.kind === 'expansion');
+  const state = trustState(file, keelPaths().trustFile);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ file, base, trust: state, changes }, null, 2)}\n`);
+  } else {
+    if (!changes.length) process.stdout.write(`no permission changes in ${rel} since ${base}\n`);
+    for (const c of changes)
+      process.stdout.write(`${c.kind === 'expansion' ? red('+ expands') : '- narrows'}  ${c.detail}\n`);
+    if (before === undefined)
+      process.stdout.write(dim(`(${rel} does not exist at ${base}; compared against no config)\n`));
+  }
+  if (check && expansions.length) {
+    if (!flags.json)
+      process.stderr.write(`${red('keel:')} ${expansions.length} permission expansion(s) in ${rel}\n`);
+    return EXIT.failed;
+  }
+  return EXIT.ok;
+}

@@ -1,0 +1,149 @@
+/** `keel undo [SESSION]`: put the workspace back as it was before a session's first write. */
+import { existsSync, realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { keelPaths } from '../config/paths.js';
+import {
+  applyUndo,
+  describeStep,
+  GitError,
+  planUndo,
+  type SafetyNetRecord,
+  safetyNetRecordSchema,
+  UndoRefused,
+  type UndoPlan,
+} from '../policy/safety-net.js';
+import { isInside } from '../policy/scope.js';
+import { openDb } from '../store/db.js';
+import { EventLog, type SessionRow } from '../store/event-log.js';
+import { EXIT } from './exit-codes.js';
+import { dim, red } from './render.js';
+
+export interface UndoFlags {
+  yes?: boolean;
+  json?: boolean;
+  cwd?: string;
+}
+
+interface Target {
+  session: SessionRow;
+  records: SafetyNetRecord[];
+}
+
+// how far back the default looks for a session of this workspace
+const RECENT = 200;
+
+/** Undo a session (default: the latest one in this workspace that saved something); shows the plan and asks first. */
+export async function runUndo(sessionId: string | undefined, flags: UndoFlags): Promise<number> {
+  const out = (doc: object, text: string, code: number) => {
+    if (flags.json) process.stdout.write(`${JSON.stringify({ ...doc, exit_code: code }, null, 2)}\n`);
+    else if (text) (code === EXIT.ok ? process.stdout : process.stderr).write(text);
+    return code;
+  };
+  const fail = (message: string, code: number, doc: object = {}) =>
+    out({ ...doc, error: message }, `${red('keel:')} ${message}\n`, code);
+
+  const cwd = canonical(resolve(flags.cwd ?? process.cwd()));
+  const found = findTarget(sessionId, cwd);
+  if (typeof found === 'string') return fail(found, EXIT.usage);
+  const { session } = found;
+  const base = { session_id: session.id, cwd: session.cwd };
+
+  let plan: UndoPlan;
+  try {
+    plan = planUndo(found.records, session.cwd);
+  } catch (err) {
+    return fail(messageOf(err), codeOf(err), base);
+  }
+  const steps = plan.steps.map((s) => describeStep(s, plan.root));
+  if (!steps.length) {
+    return fail(`session ${session.id} has nothing left to undo (already undone?)`, EXIT.usage, base);
+  }
+  if (!flags.json) {
+    process.stdout.write(`session ${session.id} ${dim(`(${session.mode}, ${session.cwd})`)}\nundo will:\n`);
+    for (const s of steps) process.stdout.write(`  ${s}\n`);
+  }
+  if (!flags.yes) {
+    if (flags.json || !process.stdin.isTTY) {
+      return fail('not undone: pass --yes to apply this plan without a prompt', EXIT.failed, {
+        ...base,
+        applied: false,
+        steps,
+      });
+    }
+    if (!(await confirm('Proceed? [y/N] '))) return fail('not undone', EXIT.failed);
+  }
+
+  let done: string[];
+  try {
+    done = applyUndo(plan);
+  } catch (err) {
+    return fail(`undo stopped: ${messageOf(err)}`, codeOf(err), { ...base, applied: false, steps });
+  }
+  const kept = plan.keep.map((k) => k.ref);
+  const keptNote = kept.length ? `the session's work is kept at ${[...new Set(kept)].join(', ')}\n` : '';
+  return out(
+    { ...base, applied: true, steps: done, kept },
+    `undone:\n${done.map((s) => `  ${s}\n`).join('')}${keptNote && dim(keptNote)}`,
+    EXIT.ok,
+  );
+}
+
+/** The session to undo and its safety-net records, or why there is none. */
+function findTarget(sessionId: string | undefined, cwd: string): Target | string {
+  const path = keelPaths().db;
+  if (!existsSync(path)) return 'no sessions recorded yet';
+  const db = openDb(path);
+  try {
+    const log = new EventLog(db);
+    const recordsOf = (id: string) =>
+      log
+        .events(id)
+        .filter((e) => e.type === 'safety_net')
+        .map((e) => safetyNetRecordSchema.safeParse(e.data))
+        .flatMap((r) => (r.success ? [r.data] : []));
+    if (sessionId) {
+      const session = log.findSession(sessionId);
+      if (!session) return `no session matches "${sessionId}" (see keel sessions list)`;
+      const records = recordsOf(session.id);
+      if (!records.length) return `session ${session.id} has nothing to undo (it saved nothing before writing)`;
+      return { session, records };
+    }
+    for (const session of log.listSessions(RECENT)) {
+      if (!isInside(cwd, canonical(session.cwd))) continue;
+      const records = recordsOf(session.id);
+      if (records.length) return { session, records };
+    }
+    return `no recent session in ${cwd} has anything to undo`;
+  } finally {
+    db.close();
+  }
+}
+
+async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+function canonical(dir: string): string {
+  try {
+    return realpathSync.native(dir);
+  } catch {
+    return dir;
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+// a refusal is the task failing; git or the disk misbehaving is the environment
+function codeOf(err: unknown): number {
+  if (err instanceof UndoRefused) return EXIT.failed;
+  if (err instanceof GitError || (err instanceof Error && 'syscall' in err)) return EXIT.environment;
+  throw err;
+}

@@ -1,0 +1,167 @@
+/** The model client: a primary model and its fallbacks, each with retries, timeouts and a cooldown after failing. */
+import { type RetryInfo, type RetryPolicy, withRetry } from './retry.js';
+import { abortReason, type StreamTimeouts, streamWithTimeouts } from './timeouts.js';
+import { estimateUsage, loadTokenizer } from './tokens.js';
+import { type Delta, ModelError, type ModelRequest, type Provider, type ToolCall } from './types.js';
+
+/** One model the client may use: a provider, the model name on it, and its configured context window. */
+export interface ModelEntry {
+  provider: Provider;
+  model: string;
+  contextWindow?: number;
+}
+
+/** A switch from a failed model to the next one in the chain. */
+export interface FallbackInfo {
+  from: string;
+  to: string;
+  error: ModelError;
+}
+
+export interface StreamHooks {
+  onRetry?: (info: RetryInfo) => void;
+  onFallback?: (info: FallbackInfo) => void;
+}
+
+export interface ModelClientOptions {
+  timeouts: StreamTimeouts;
+  retries: RetryPolicy;
+  /** How long a failed model is skipped (seconds). */
+  cooldownS: number;
+  /** For tests: the clock used for cooldowns. */
+  now?: () => number;
+}
+
+/** A delta, tagged with the model that produced it. */
+export type ModelDelta = Delta & { model: string };
+
+/** A request as the loop builds it; the client picks the model. */
+export type ClientRequest = Omit<ModelRequest, 'model'>;
+
+function entryKey(entry: ModelEntry): string {
+  return `${entry.provider.name} ${entry.provider.baseUrl} ${entry.model}`;
+}
+
+/** Streams from the first healthy model in the chain, falling back when one fails before answering. */
+export class ModelClient {
+  private readonly coolingUntil = new Map<string, number>();
+  private readonly now: () => number;
+  private last: ModelEntry;
+
+  constructor(
+    readonly entries: readonly ModelEntry[],
+    private readonly options: ModelClientOptions,
+  ) {
+    const primary = entries[0];
+    if (!primary) throw new Error('ModelClient needs at least one model');
+    this.last = primary;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The model that answered last (the primary before any call). */
+  currentModel(): string {
+    return this.last.model;
+  }
+
+  /** The provider name of the model that answered last. */
+  get provider(): string {
+    return this.last.provider.name;
+  }
+
+  /** The primary model's entry. */
+  get primary(): ModelEntry {
+    const [first] = this.entries;
+    if (!first) throw new Error('ModelClient needs at least one model');
+    return first;
+  }
+
+  /** The primary's context window: configured, else as its server reports it, else undefined. */
+  async contextWindow(signal?: AbortSignal): Promise<number | undefined> {
+    const { contextWindow, provider, model } = this.primary;
+    if (contextWindow !== undefined) return contextWindow;
+    try {
+      return await provider.contextWindow?.(model, signal);
+    } catch {
+      return undefined; // a server that cannot say is not an error; the caller uses its default
+    }
+  }
+
+  /** Models in the order they will be tried: those not cooling down, or all when every one is. */
+  candidates(): ModelEntry[] {
+    const now = this.now();
+    const healthy = this.entries.filter((e) => (this.coolingUntil.get(entryKey(e)) ?? 0) <= now);
+    return healthy.length > 0 ? healthy : [...this.entries];
+  }
+
+  /** Stream an answer; usage is always reported (estimated when the server is silent), `done` comes last. */
+  async *stream(
+    request: ClientRequest,
+    signal: AbortSignal,
+    hooks: StreamHooks = {},
+  ): AsyncGenerator<ModelDelta> {
+    const candidates = this.candidates();
+    let lastError: ModelError | undefined;
+    for (const [i, entry] of candidates.entries()) {
+      let produced = false;
+      try {
+        for await (const delta of this.streamEntry(entry, request, signal, hooks)) {
+          if (delta.type === 'text' || delta.type === 'tool_call') produced = true;
+          yield delta;
+        }
+        this.coolingUntil.delete(entryKey(entry));
+        this.last = entry;
+        return;
+      } catch (err) {
+        if (signal.aborted) throw abortReason(signal);
+        // after output, switching models would show the user two different answers spliced together
+        if (!(err instanceof ModelError) || err.kind === 'bad_request' || produced) throw err;
+        lastError = err;
+        this.coolingUntil.set(entryKey(entry), this.now() + this.options.cooldownS * 1000);
+        const next = candidates[i + 1];
+        if (next) hooks.onFallback?.({ from: entry.model, to: next.model, error: err });
+      }
+    }
+    throw lastError ?? new Error('no model to try');
+  }
+
+  private async *streamEntry(
+    entry: ModelEntry,
+    request: ClientRequest,
+    signal: AbortSignal,
+    hooks: StreamHooks,
+  ): AsyncGenerator<ModelDelta> {
+    const full: ModelRequest = { ...request, model: entry.model };
+    // the model's own configured window wins: it is what its server was set up for
+    if (entry.contextWindow !== undefined) full.contextWindow = entry.contextWindow;
+    const attempts = withRetry(
+      () => streamWithTimeouts(entry.provider, full, signal, this.options.timeouts),
+      {
+        policy: this.options.retries,
+        signal,
+        model: entry.model,
+        onRetry: hooks.onRetry,
+      },
+    );
+    let text = '';
+    const calls: ToolCall[] = [];
+    let usageSeen = false;
+    let done: Delta | undefined;
+    for await (const delta of attempts) {
+      if (delta.type === 'done') {
+        done = delta; // held back so usage can precede it
+        continue;
+      }
+      if (delta.type === 'text') text += delta.text;
+      if (delta.type === 'tool_call') calls.push(delta.call);
+      if (delta.type === 'usage') usageSeen = true;
+      yield { ...delta, model: entry.model };
+    }
+    if (!usageSeen) {
+      await loadTokenizer();
+      const usage = estimateUsage(request.messages, request.tools, text, calls);
+      yield { type: 'usage', usage, model: entry.model };
+    }
+    const finishReason = done?.type === 'done' ? done.finishReason : calls.length > 0 ? 'tool_calls' : 'stop';
+    yield { type: 'done', finishReason, model: entry.model };
+  }
+}

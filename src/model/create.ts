@@ -1,0 +1,83 @@
+/** Building the model client from config: providers, keys, timeouts, retries and the fallback chain. */
+import { isAbsolute, resolve } from 'node:path';
+import { apiKeyFor, ConfigError } from '../config/load.js';
+import type { Config, ModelRef, ProviderName } from '../config/schema.js';
+import { ModelClient, type ModelEntry } from './chain.js';
+import { createOllamaProvider } from './ollama.js';
+import { createOpenAiProvider } from './openai.js';
+import { loadScript, ScriptCursor } from './script.js';
+import { createScriptedProvider } from './scripted.js';
+import type { Provider } from './types.js';
+
+export interface CreateModelClientOptions {
+  /** Directory a relative `script` path is resolved against (default: process.cwd()). */
+  cwd?: string;
+  /** For tests: the clock used for cooldowns. */
+  now?: () => number;
+}
+
+/** Where a fallback model on a different provider looks when it names no base_url. */
+const DEFAULT_BASE_URLS: Record<ProviderName, string> = {
+  openai: 'http://127.0.0.1:11434/v1',
+  ollama: 'http://127.0.0.1:11434',
+  scripted: 'script',
+};
+
+/** Build the client for the configured model and its `fallback_models`. Throws ConfigError on a config it cannot use. */
+export function createModelClient(
+  config: Config,
+  env: NodeJS.ProcessEnv = process.env,
+  opts: CreateModelClientOptions = {},
+): ModelClient {
+  if (!config.model && config.provider !== 'scripted') {
+    throw new ConfigError('no model configured: set `model` in keel.toml, KEEL_MODEL, or pass --model');
+  }
+  const cwd = opts.cwd ?? process.cwd();
+  let scripted: Provider | undefined;
+  // one script, one cursor: a scripted fallback replays the same file as the primary
+  const scriptedProvider = (): Provider => {
+    if (scripted) return scripted;
+    if (!config.script)
+      throw new ConfigError('provider "scripted" needs `script` (the path of a script file)');
+    const path = isAbsolute(config.script) ? config.script : resolve(cwd, config.script);
+    const script = loadScript(path);
+    scripted = createScriptedProvider(script, { source: path, cursor: new ScriptCursor(script) });
+    return scripted;
+  };
+
+  const primaryRef: ModelRef = {
+    provider: config.provider,
+    model: config.model || 'scripted',
+    base_url: config.base_url,
+    api_key_env: config.api_key_env,
+    context_window: config.context_window,
+  };
+  const entries: ModelEntry[] = [primaryRef, ...config.fallback_models].map((ref) => {
+    const provider = ref.provider ?? config.provider;
+    // a fallback on another provider must not inherit the primary's URL, which speaks a different format
+    const baseUrl =
+      ref.base_url ?? (provider === config.provider ? config.base_url : DEFAULT_BASE_URLS[provider]);
+    const apiKey = apiKeyFor(ref.api_key_env ?? config.api_key_env, env);
+    const timeoutMs = (config.timeouts.connect_s + config.timeouts.first_token_s) * 1000;
+    const instance =
+      provider === 'scripted'
+        ? scriptedProvider()
+        : provider === 'ollama'
+          ? createOllamaProvider({ baseUrl, metadataTimeoutMs: config.timeouts.connect_s * 1000 })
+          : createOpenAiProvider({ baseUrl, apiKey, timeoutMs });
+    // without a window of its own a fallback keeps the primary's, so Ollama doesn't drop to its small default
+    const contextWindow = ref.context_window ?? config.context_window;
+    return {
+      provider: instance,
+      model: ref.model,
+      ...(contextWindow !== undefined ? { contextWindow } : {}),
+    };
+  });
+
+  return new ModelClient(entries, {
+    timeouts: { firstTokenMs: config.timeouts.first_token_s * 1000, idleMs: config.timeouts.idle_s * 1000 },
+    retries: config.retries,
+    cooldownS: config.retries.cooldown_s,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+}

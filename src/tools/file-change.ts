@@ -1,0 +1,73 @@
+/** Writing a file change safely (atomic replace) and measuring it in lines, shared by edit_file and write_file. */
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/**
+ * Replace `path` with `content` atomically: write a temp file in the same folder, flush it, rename it
+ * over the target, so a crash or a concurrent reader never sees half a file.
+ */
+export async function writeAtomic(path: string, content: string, mode = 0o644): Promise<void> {
+  const temp = join(dirname(path), `.${basename(path)}.keel-${randomBytes(4).toString('hex')}.tmp`);
+  try {
+    const handle = await open(temp, 'wx', mode);
+    try {
+      await handle.writeFile(content, 'utf8');
+      // the temp file gets `mode` minus the umask at creation; chmod makes an existing file keep its bits
+      await handle.chmod(mode);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (err) {
+    await unlink(temp).catch(() => undefined);
+    throw err;
+  }
+}
+
+export interface LineDiff {
+  added: number;
+  removed: number;
+}
+
+/**
+ * Count lines added and removed between two texts: common head and tail are trimmed, then the middle
+ * is compared as multisets. Cheap and exact for ordinary edits; a moved line counts as unchanged.
+ */
+export function countDiffLines(before: string, after: string): LineDiff {
+  if (before === after) return { added: 0, removed: 0 };
+  const a = splitLines(before);
+  const b = splitLines(after);
+  let start = 0;
+  while (start < a.length && start < b.length && a[start] === b[start]) start++;
+  let endA = a.length;
+  let endB = b.length;
+  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
+    endA--;
+    endB--;
+  }
+  const pending = new Map<string, number>();
+  for (let i = start; i < endA; i++) {
+    const line = a[i] ?? '';
+    pending.set(line, (pending.get(line) ?? 0) + 1);
+  }
+  let added = 0;
+  for (let i = start; i < endB; i++) {
+    const line = b[i] ?? '';
+    const left = pending.get(line) ?? 0;
+    if (left > 0) pending.set(line, left - 1);
+    else added++;
+  }
+  let removed = 0;
+  for (const left of pending.values()) removed += left;
+  return { added, removed };
+}
+
+// A final newline ends the last line; it does not start another one
+function splitLines(text: string): string[] {
+  if (text === '') return [];
+  const lines = text.split('\n');
+  if (text.endsWith('\n')) lines.pop();
+  return lines;
+}

@@ -1,0 +1,109 @@
+/** grep: search file contents with a JavaScript regex, skipping gitignored, binary and very large files. */
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { hasBinaryExtension, looksBinary } from './binary.js';
+import { globMatcher, listFiles, workspacePath } from './files.js';
+import { clipLine, LineWindow, truncationMarker } from './truncate.js';
+import { type Tool, ToolError } from './types.js';
+
+const MAX_MATCHES = 300;
+// A matching line from minified code is noise past this
+const MAX_LINE_CHARS = 300;
+const MAX_FILE_BYTES = 5 * 1024 * 1024;
+
+const schema = z.object({
+  pattern: z.string().describe('JavaScript regex'),
+  path: z.string().optional().describe('file or folder, default .'),
+  glob: z.string().optional().describe('file filter, e.g. *.ts'),
+  ignore_case: z.boolean().optional(),
+});
+
+/** The grep tool. */
+export const grepTool: Tool<typeof schema> = {
+  name: 'grep',
+  description:
+    'Search file contents with a regex. Prints path:line: text per match. Gitignored and binary files are skipped.',
+  effect: 'read',
+  schema,
+  paths: (args) => [{ path: args.path ?? '.', access: 'read' }],
+  async execute(args, ctx) {
+    const flags = args.ignore_case ? 'i' : '';
+    let regex: RegExp;
+    try {
+      regex = new RegExp(args.pattern, flags);
+    } catch (err) {
+      throw new ToolError(
+        `${(err as Error).message}. Escape regex characters like ( [ { . * + ? with a backslash`,
+      );
+    }
+    // whole-file test first: most files do not match, and splitting them into lines is the cost
+    const prefilter = new RegExp(args.pattern, `${flags}m`);
+
+    const path = args.path ?? '.';
+    const abs = ctx.resolve(path, 'read');
+    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') throw new ToolError(`${path} does not exist`);
+      throw err;
+    });
+    let targets = [abs];
+    let listingCut = false;
+    if (info.isDirectory()) {
+      const listing = await listFiles(abs, { signal: ctx.signal });
+      const wanted = args.glob ? globMatcher(args.glob) : () => true;
+      targets = listing.files.filter(wanted).map((file) => join(abs, file));
+      listingCut = listing.truncated;
+    }
+
+    const window = new LineWindow({ maxLines: MAX_MATCHES });
+    const skipped = { large: 0, outside: 0 };
+    for (const target of targets) {
+      ctx.signal.throwIfAborted();
+      if (window.cutBy) break;
+      if (targets.length > 1 && hasBinaryExtension(target)) continue;
+      let real = target;
+      if (target !== abs) {
+        // a listed symlink may point out of scope; skip that one file instead of failing the search
+        try {
+          real = ctx.resolve(target, 'read');
+        } catch {
+          skipped.outside++;
+          continue;
+        }
+      }
+      const size = await stat(real).then(
+        (s) => (s.isFile() ? s.size : -1),
+        () => -1,
+      );
+      if (size < 0) continue;
+      if (size > MAX_FILE_BYTES) {
+        skipped.large++;
+        continue;
+      }
+      const buf = await readFile(real);
+      if (looksBinary(buf)) continue;
+      const text = buf.toString('utf8');
+      // `$` in multiline mode does not match before \r, so CRLF files skip the prefilter
+      if (!text.includes('\r') && !prefilter.test(text)) continue;
+      const shown = workspacePath(ctx.cwd, target);
+      const lines = text.split('\n');
+      for (let i = 0; i < lines.length; i++) {
+        const line = (lines[i] ?? '').replace(/\r$/, '');
+        if (!regex.test(line)) continue;
+        if (!window.add(`${shown}:${i + 1}: ${clipLine(line, MAX_LINE_CHARS)}`)) break;
+      }
+    }
+
+    const notes: string[] = [];
+    if (window.cutBy) {
+      const shown = `showing the first ${window.lines.length} matches`;
+      notes.push(truncationMarker(shown, 'narrow the pattern, path or glob', window.limitText()));
+    }
+    if (skipped.large > 0) notes.push(`[skipped ${skipped.large} files over 5 MB]`);
+    if (skipped.outside > 0) notes.push(`[skipped ${skipped.outside} files outside the allowed scope]`);
+    if (listingCut) notes.push('[listing stopped at the file cap; narrow the path]');
+    const body =
+      window.lines.length > 0 ? window.lines.join('\n') : `No matches for /${args.pattern}/ in ${path}`;
+    return { output: [body, ...notes].join('\n') };
+  },
+};
