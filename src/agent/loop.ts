@@ -54,7 +54,7 @@ export interface SessionOptions {
   /** Ask the person to confirm (interactive sessions only); absent means deny. */
   confirm?(question: string): Promise<boolean>;
   /** Called before every write or exec call with its canonical paths; returns what it saved, to record. */
-  beforeWrite?(paths: string[]): Record<string, unknown> | undefined;
+  beforeWrite?(paths: string[]): Array<{ [key: string]: unknown }>;
   /** Live assistant text, for rendering. */
   onText?(text: string): void;
   contextWindow?: number;
@@ -104,7 +104,12 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     { role: 'user', content: opts.prompt },
   ];
   const tokens: TokenCount = { input: 0, output: 0 };
-  let cost: number | null = 0;
+  // null, not 0, when the user gave no price for this model: keel never invents a cost
+  let cost: number | null = costUsd(
+    opts.model.currentModel(),
+    { inputTokens: 0, outputTokens: 0, reported: true },
+    config.pricing,
+  );
   let rounds = 0;
   let diffLines = 0;
   let lastText = '';
@@ -367,8 +372,17 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     if (decision.kind !== 'allow') throw new Error('unreachable: gate decision not settled');
     record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'allow' });
     if (tool.effect === 'write' || tool.effect === 'exec') {
-      const saved = opts.beforeWrite?.(decision.paths);
-      if (saved) record({ type: 'safety_net', ...saved });
+      // no safety net, no write: a snapshot that fails ends the run before anything is touched
+      let saved: Array<{ [key: string]: unknown }> = [];
+      try {
+        saved = opts.beforeWrite?.(decision.paths) ?? [];
+      } catch (err) {
+        throw new RunError(
+          'ENVIRONMENT_ERROR',
+          `safety net failed before ${call.name}: ${(err as Error).message}`,
+        );
+      }
+      for (const r of saved) record({ type: 'safety_net', ...r });
     }
     const sandboxed = tool.effect === 'exec' ? decision.sandboxed : undefined;
     record({

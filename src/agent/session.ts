@@ -5,7 +5,9 @@ import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
 import { createModelClient } from '../model/create.js';
 import { runCommand } from '../policy/exec.js';
+import { commitSessionFiles, SafetyNet } from '../policy/safety-net.js';
 import { Scope } from '../policy/scope.js';
+import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';
@@ -23,6 +25,8 @@ export interface StartOptions {
   signal: AbortSignal;
   onText?(text: string): void;
   onEvent?(event: SessionEvent): void;
+  /** Commit the session's own files when it ends COMPLETED (also `auto_commit` in config). */
+  commit?: boolean;
   /** Ask the person (interactive sessions); without it, `ask` decisions deny. */
   confirm?(question: string): Promise<boolean>;
 }
@@ -30,6 +34,8 @@ export interface StartOptions {
 export interface SessionOutcome extends SessionResult {
   sessionId: string;
   mode: Mode;
+  /** The commit of the session's files, when it committed them. */
+  commit?: string;
 }
 
 /** Session ids sort by time and are short enough to type: 20261202-124501-a3f9c1. */
@@ -49,7 +55,9 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     config.context_window ?? (await model.contextWindow?.(opts.signal).catch(() => undefined));
   const db = openDb(paths.db);
   const log = new EventLog(db);
+  const audit = new AuditLog(paths.auditDir);
   const sessionId = newSessionId();
+  const net = new SafetyNet({ root: scope.root, sessionId, undoDir: paths.undoDir });
   log.createSession({
     id: sessionId,
     mode: opts.mode,
@@ -80,18 +88,27 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
       sessionId,
       hooks: config.hooks,
       plainExec,
+      beforeWrite: (paths) => net.beforeWrite(paths),
       ...(opts.confirm ? { confirm: opts.confirm } : {}),
       ...(contextWindow ? { contextWindow } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
       record: (event) => {
         const { type, ...data } = event;
         log.append(sessionId, type, data);
+        const entry = auditEntryFor(event, sessionId);
+        if (entry) audit.append(entry);
         opts.onEvent?.(event);
       },
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000));
-    return { ...result, sessionId, mode: opts.mode };
+    let commit: string | undefined;
+    if ((opts.commit || config.auto_commit) && result.code === 'COMPLETED' && result.filesChanged.length) {
+      const title = opts.prompt.split('\n')[0]?.slice(0, 60) ?? 'keel session';
+      commit = commitSessionFiles(scope.root, result.filesChanged, `keel: ${title}\n\nsession ${sessionId}`);
+    }
+    return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {
+    audit.close();
     db.close();
   }
 }

@@ -29,7 +29,8 @@ export function addSessionOptions(cmd: Command): Command {
     .option('--max-cost <usd>', 'budget: cost in USD (needs pricing)', parseFloatArg)
     .option('--max-wall <s>', 'budget: wall-clock seconds', parseFloatArg)
     .option('--max-diff-lines <n>', 'budget: lines changed', parseIntArg)
-    .option('--allow-shell', 'let the model run shell commands (unsandboxed until a sandbox is set up)');
+    .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
+    .option('--commit', "commit the session's own files when it completes");
 }
 
 function parseIntArg(value: string): number {
@@ -87,6 +88,29 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       setExit(await runDoctor(opts));
     });
 
+  program
+    .command('undo')
+    .description('put the workspace back as it was before a session (default: the latest one here)')
+    .argument('[session]', 'session id or a unique prefix of it')
+    .option('-y, --yes', 'apply without asking')
+    .option('--json', 'print one JSON document')
+    .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+    .action(async (session: string | undefined, opts) => {
+      const { runUndo } = await import('./undo-command.js');
+      setExit(await runUndo(session, opts));
+    });
+
+  program
+    .command('check')
+    .description('scan staged files (or all tracked files) for secrets; exits 1 if any are found')
+    .option('--all-files', 'scan every tracked file as it is on disk, not only staged changes')
+    .option('-C, --cwd <dir>', 'repository folder (default: the current folder)')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { runCheck } = await import('./check-command.js');
+      setExit(await runCheck(opts));
+    });
+
   const config = program.command('config').description('inspect configuration');
   config
     .command('show')
@@ -117,6 +141,53 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       const { showSession } = await import('./sessions-command.js');
       setExit(await showSession(id, opts));
     });
+
+  const audit = program.command('audit').description('check and read the tamper-evident audit chain');
+  audit
+    .command('verify')
+    .description('check every line of the audit chain and name the first bad one')
+    .argument('[path]', 'an audit folder or one day file (default: KEEL_HOME/audit)')
+    .option('--json', 'print one JSON document')
+    .action(async (path: string | undefined, opts: { json?: boolean }) => {
+      const { auditVerify } = await import('./audit-command.js');
+      setExit(await auditVerify(path, opts));
+    });
+  audit
+    .command('tail')
+    .description('the newest lines of the audit chain, oldest first')
+    .option('-n, --lines <n>', 'how many', parseIntArg, 20)
+    .option('--json', 'print one JSON document')
+    .action(async (opts: { lines: number; json?: boolean }) => {
+      const { auditTail } = await import('./audit-command.js');
+      setExit(await auditTail({ n: opts.lines, json: opts.json }));
+    });
+
+  const trust = program
+    .command('trust')
+    .description(
+      "trust this project's keel.toml as it is now (its hooks, shell, sandbox and endpoint keys take effect)",
+    )
+    .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { runTrust } = await import('./trust-command.js');
+      setExit(await runTrust(opts));
+    });
+  for (const [name, check, summary] of [
+    ['diff', false, 'list every permission the project config widens or narrows against a git revision'],
+    ['check', true, 'exit 1 if the project config widens any permission against a git revision (for CI)'],
+  ] as const) {
+    trust
+      .command(name)
+      .description(summary)
+      .option('--base <rev>', 'git revision to compare against', 'HEAD')
+      .option('-C, --cwd <dir>', 'workspace folder')
+      .option('--json', 'print one JSON document')
+      .action(async (opts) => {
+        const { runTrustDiff } = await import('./trust-command.js');
+        setExit(await runTrustDiff(opts, check));
+      });
+  }
 
   const dev = program.command('dev').description('tools for developing against keel');
   dev

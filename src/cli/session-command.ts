@@ -9,6 +9,7 @@ import { dim, red, renderEvent } from './render.js';
 
 interface VerbFlags extends CommonFlags {
   message?: string;
+  commit?: boolean;
 }
 
 /** Run a session verb; returns the exit status. */
@@ -63,6 +64,7 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
       loaded: setup.loaded,
       cwd: setup.cwd,
       signal: controller.signal,
+      ...(flags.commit ? { commit: true } : {}),
       ...(flags.json ? {} : { onText: (text: string) => process.stdout.write(text), onEvent: renderEvent }),
     });
   } catch (err) {
@@ -108,6 +110,7 @@ export function jsonDocument(outcome: SessionOutcome, exit: number): Record<stri
     tokens: { ...outcome.tokens, total: outcome.tokens.input + outcome.tokens.output },
     cost_usd: outcome.costUsd,
     files_changed: outcome.filesChanged,
+    ...(outcome.commit ? { commit: outcome.commit } : {}),
   };
 }
 

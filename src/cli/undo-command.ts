@@ -10,8 +10,8 @@ import {
   planUndo,
   type SafetyNetRecord,
   safetyNetRecordSchema,
-  UndoRefused,
   type UndoPlan,
+  UndoRefused,
 } from '../policy/safety-net.js';
 import { isInside } from '../policy/scope.js';
 import { openDb } from '../store/db.js';
@@ -106,7 +106,8 @@ function findTarget(sessionId: string | undefined, cwd: string): Target | string
       const session = log.findSession(sessionId);
       if (!session) return `no session matches "${sessionId}" (see keel sessions list)`;
       const records = recordsOf(session.id);
-      if (!records.length) return `session ${session.id} has nothing to undo (it saved nothing before writing)`;
+      if (!records.length)
+        return `session ${session.id} has nothing to undo (it saved nothing before writing)`;
       return { session, records };
     }
     for (const session of log.listSessions(RECENT)) {

@@ -44,8 +44,11 @@ const NETWORK_CAUSES: Record<string, string> = {
 /** A short human cause for a network failure, walking the `cause` chain for a system error code. */
 export function describeNetworkError(err: unknown): string {
   let current: unknown = err;
+  // without a system code, the innermost message is the most specific ("bad port", not "fetch failed")
+  let innermost = err instanceof Error ? err.message : String(err);
   for (let depth = 0; depth < 5 && current; depth++) {
     if (typeof current === 'object' && current !== null) {
+      if (current instanceof Error && current.message) innermost = current.message;
       const code = (current as { code?: unknown }).code;
       if (typeof code === 'string') return NETWORK_CAUSES[code] ?? code.toLowerCase();
       // AggregateError from happy-eyeballs carries the real causes in `errors`
@@ -57,7 +60,7 @@ export function describeNetworkError(err: unknown): string {
       current = (current as { cause?: unknown }).cause;
     } else break;
   }
-  return err instanceof Error ? err.message : String(err);
+  return innermost;
 }
 
 /** The ModelError for a server that could not be reached. */

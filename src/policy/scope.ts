@@ -84,7 +84,8 @@ export class Scope {
     const shown = this.display(canonical);
     if (access === 'read') {
       const readable = [this.root, ...this.writable].some((dir) => isInside(canonical, dir));
-      if (!readable) throw new ScopeError(`${path} resolves to ${canonical}, outside the workspace`, path, canonical);
+      if (!readable)
+        throw new ScopeError(`${path} resolves to ${canonical}, outside the workspace`, path, canonical);
       return canonical;
     }
     if (!this.writable.some((dir) => isInside(canonical, dir))) {

@@ -40,7 +40,9 @@ export class EventLog {
   private seqs = new Map<string, number>();
 
   constructor(private readonly db: Db) {
-    this.insertEvent = db.prepare('INSERT INTO events (session_id, seq, ts, type, data) VALUES (?, ?, ?, ?, ?)');
+    this.insertEvent = db.prepare(
+      'INSERT INTO events (session_id, seq, ts, type, data) VALUES (?, ?, ?, ?, ?)',
+    );
     this.touch = db.prepare('UPDATE sessions SET updated_at = ? WHERE id = ?');
   }
 

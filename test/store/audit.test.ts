@@ -339,6 +339,35 @@ describe('audit entries', () => {
     });
   });
 
+  it('records hook decisions and the safety net without command lines or contents', () => {
+    expect(
+      entry({
+        type: 'hook',
+        event: 'PreToolUse',
+        decision: 'deny',
+        reason: 'no',
+        hook: 'guard --token SECRET',
+        tool: 'shell',
+      }),
+    ).toEqual({
+      type: 'hook',
+      session_id: sid,
+      event: 'PreToolUse',
+      tool: 'shell',
+      decision: 'deny',
+      reason: 'no',
+      hook: 'guard',
+    });
+    expect(
+      entry({
+        type: 'safety_net',
+        kind: 'copy',
+        dir: '/s',
+        files: [{ path: 'a.ts', existed: true, copy: 'c/0' }],
+      }),
+    ).toEqual({ type: 'safety_net', session_id: sid, kind: 'copy', paths: ['a.ts'] });
+  });
+
   it('never lets a secret into a line', () => {
     const dir = tempDir();
     const log = new AuditLog(dir);

@@ -1,0 +1,411 @@
+/**
+ * keel's core benchmark: the real binary against a zero-latency scripted model server on 127.0.0.1.
+ * Prints one Markdown table (ours, the target, peers) and writes bench/results/latest.json.
+ * No real model is measured: every millisecond and byte here is keel's own. See bench/README.md.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { startScriptServer } from '../dist/model/script-server.js';
+import { assertOk, rssMethod, runKeel, runNode } from './spawn-timed.mjs';
+
+const RUNS = { ask: 15, edit: 10, warmup: 2, rss: 5, editRss: 3 };
+const MODEL = 'bench-model';
+const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-'));
+
+// ---- scripts the server replays; usage is set because real servers report it (and keel skips its tokenizer then)
+
+const TRIVIAL = { turns: [{ text: 'OK', usage: { prompt_tokens: 650, completion_tokens: 1 } }] };
+
+const GREET_BEFORE = "export function greet(name) {\n  return 'Hello, ' + name;\n}\n";
+const GREET_AFTER = 'export function greet(name) {\n  return `Hello, ${name}!`;\n}\n';
+const THREE_STEPS = {
+  turns: [
+    {
+      tool_calls: [{ id: 'call_1', name: 'read_file', arguments: { path: 'src/greet.js' } }],
+      usage: { prompt_tokens: 1100, completion_tokens: 20 },
+    },
+    {
+      tool_calls: [
+        {
+          id: 'call_2',
+          name: 'edit_file',
+          arguments: { path: 'src/greet.js', old_string: "'Hello, ' + name", new_string: '`Hello, ${name}!`' },
+        },
+      ],
+      usage: { prompt_tokens: 1180, completion_tokens: 40 },
+      expect: { last_tool_result_contains: "return 'Hello, ' + name;" },
+    },
+    {
+      text: 'greet now uses a template string and ends with "!".',
+      usage: { prompt_tokens: 1230, completion_tokens: 14 },
+      expect: { last_tool_result_contains: 'Edited src/greet.js' },
+    },
+  ],
+};
+
+// ---- helpers
+
+/** A script server whose request log also stamps each arrival (body fully read) with process.hrtime. */
+async function serve(script) {
+  const server = await startScriptServer(script, { models: [MODEL] });
+  const arrivals = [];
+  const push = server.requests.push.bind(server.requests);
+  server.requests.push = (...items) => {
+    const at = process.hrtime.bigint();
+    for (const r of items) arrivals.push({ at, method: r.method, path: r.path });
+    return push(...items);
+  };
+  return { server, arrivals };
+}
+
+const modelFlags = (url) => ['--provider', 'openai', '--base-url', url, '--model', MODEL];
+const isChat = (r) => r.method === 'POST' && r.path === '/v1/chat/completions';
+const sinceStart = (run, at) => Number(at - run.t0) / 1e6;
+
+function quantile(xs, q) {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const i = (s.length - 1) * q;
+  const lo = Math.floor(i);
+  const hi = Math.ceil(i);
+  return (s[lo] ?? 0) + ((s[hi] ?? 0) - (s[lo] ?? 0)) * (i - lo);
+}
+const median = (xs) => quantile(xs, 0.5);
+const spread = (xs) => ({ p10: quantile(xs, 0.1), p50: median(xs), p90: quantile(xs, 0.9), n: xs.length });
+
+/** A temp folder for one run; `git` makes it a committed repository. */
+function workspace(name, files = {}, git = false) {
+  const dir = mkdtempSync(join(scratch, `${name}-`));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  if (git) {
+    const sh = (...args) => {
+      const r = spawnSync('git', args, { cwd: dir, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+    };
+    sh('init', '-q');
+    sh('add', '-A');
+    sh('-c', 'user.name=bench', '-c', 'user.email=bench@localhost', 'commit', '-q', '-m', 'start');
+  }
+  return dir;
+}
+
+/** Tokens (o200k) in the first chat request: the system message plus the tool schemas, and the whole body. */
+function firstRequestTokens(requests) {
+  const body = requests.find(isChat)?.body;
+  if (!body) throw new Error('no chat request reached the server');
+  const system = body.messages.find((m) => m.role === 'system')?.content ?? '';
+  return {
+    fixed: encode(system).length + encode(JSON.stringify(body.tools ?? [])).length,
+    system: encode(system).length,
+    tools: encode(JSON.stringify(body.tools ?? [])).length,
+    toolCount: (body.tools ?? []).length,
+    body: encode(JSON.stringify(body)).length,
+  };
+}
+
+/** Per-round times from the session's event log (ISO timestamps, 1 ms resolution). */
+function roundsFromLog(home, sessionId) {
+  const db = new Database(join(home, 'keel.db'), { readonly: true });
+  try {
+    const events = db
+      .prepare('SELECT ts, type, data FROM events WHERE session_id = ? ORDER BY seq')
+      .all(sessionId)
+      .map((e) => ({ t: Date.parse(e.ts), type: e.type, data: JSON.parse(e.data) }));
+    const rounds = [];
+    let cur;
+    for (const e of events) {
+      if (e.type === 'model_request') {
+        if (cur) rounds.push({ ...cur, next: e.t });
+        cur = { request: e.t, answer: e.t, toolMs: 0, next: undefined };
+      } else if (cur && e.type === 'assistant_message') {
+        cur.answer = e.t;
+      } else if (cur && e.type === 'tool_result') {
+        cur.toolMs += e.data.duration_ms;
+      }
+    }
+    if (cur) rounds.push(cur); // the final answer: no next request, so no harness gap to measure
+    return rounds;
+  } finally {
+    db.close();
+  }
+}
+
+function sessionIdOf(run) {
+  const m = run.stderr.match(/session (\S+) ·/);
+  if (!m) throw new Error(`no session id in keel's output:\n${run.stderr}`);
+  return m[1];
+}
+
+// ---- scenarios
+
+/** keel ask|edit "hi": the first request's size. */
+async function promptSize(verb) {
+  const { server } = await serve(TRIVIAL);
+  const home = workspace('home');
+  assertOk(
+    await runKeel([verb, 'hi', ...modelFlags(server.url)], { cwd: workspace(verb), home }),
+    `keel ${verb} "hi"`,
+  );
+  await server.close();
+  return firstRequestTokens(server.requests);
+}
+
+/** One trivial ask: wall time, and when its requests reached the server. */
+async function trivialAsk(home, cwd, rss = false) {
+  const { server, arrivals } = await serve(TRIVIAL);
+  const run = assertOk(await runKeel(['ask', 'hi', ...modelFlags(server.url)], { cwd, home, rss }), 'keel ask');
+  await server.close();
+  if (run.stdout.trim() !== 'OK') throw new Error(`keel ask printed ${JSON.stringify(run.stdout)}`);
+  const chat = arrivals.find(isChat);
+  if (!chat) throw new Error('keel ask sent no chat request');
+  return {
+    ms: run.ms,
+    firstRequestMs: sinceStart(run, chat.at),
+    firstAnyRequestMs: sinceStart(run, (arrivals[0] ?? chat).at),
+    rssKb: run.rssKb,
+    requests: arrivals.map((a) => `${a.method} ${a.path}`),
+  };
+}
+
+/** The startup trio, interleaved so background load hits each the same: node itself, --version, ask. */
+async function startup() {
+  const home = workspace('home');
+  const cwd = workspace('ask');
+  const floor = [];
+  const version = [];
+  const asks = [];
+  for (let i = 0; i < RUNS.warmup + RUNS.ask; i++) {
+    const warm = i < RUNS.warmup;
+    const n = await runNode(['-e', ''], { cwd, home });
+    const v = assertOk(await runKeel(['--version'], { cwd, home }), 'keel --version');
+    const a = await trivialAsk(home, cwd);
+    if (warm) continue;
+    floor.push(n.ms);
+    version.push(v.ms);
+    asks.push(a);
+  }
+  const rss = [];
+  for (let i = 0; i < RUNS.rss; i++) rss.push((await trivialAsk(home, cwd, true)).rssKb / 1024);
+  return {
+    floorMs: spread(floor),
+    versionMs: spread(version),
+    askMs: spread(asks.map((a) => a.ms)),
+    firstRequestMs: spread(asks.map((a) => a.firstRequestMs)),
+    firstAnyRequestMs: spread(asks.map((a) => a.firstAnyRequestMs)),
+    askRequests: asks[0]?.requests ?? [],
+    rssMb: spread(rss),
+  };
+}
+
+/** One 3-step edit (read, edit, answer) in a fresh git repository. */
+async function threeSteps(home, rss = false) {
+  const cwd = workspace('edit', { 'src/greet.js': GREET_BEFORE, 'README.md': '# demo\n' }, true);
+  const { server, arrivals } = await serve(THREE_STEPS);
+  const run = assertOk(
+    await runKeel(['edit', 'make greet use a template string and end with !', ...modelFlags(server.url)], {
+      cwd,
+      home,
+      rss,
+    }),
+    'keel edit (3 steps)',
+  );
+  await server.close();
+  if (readFileSync(join(cwd, 'src/greet.js'), 'utf8') !== GREET_AFTER) throw new Error('the edit did not land');
+  const chats = server.requests.filter(isChat);
+  if (chats.length !== 3) throw new Error(`expected 3 chat requests, got ${chats.length}`);
+  const bytes = server.requests.reduce(
+    (n, r) =>
+      n +
+      (r.body === undefined
+        ? 0
+        : Number(r.headers['content-length'] ?? Buffer.byteLength(JSON.stringify(r.body)))),
+    0,
+  );
+  const rounds = roundsFromLog(home, sessionIdOf(run));
+  const chatArrivals = arrivals.filter(isChat);
+  const harness = [];
+  const serverGap = [];
+  const modelMs = [];
+  rounds.forEach((r, i) => {
+    modelMs.push(r.answer - r.request);
+    if (r.next === undefined) return;
+    harness.push(r.next - r.answer - r.toolMs);
+    const a = chatArrivals[i];
+    const b = chatArrivals[i + 1];
+    if (a && b) serverGap.push(Number(b.at - a.at) / 1e6 - r.toolMs);
+  });
+  return { ms: run.ms, rssKb: run.rssKb, bytes, requests: server.requests.length, harness, serverGap, modelMs };
+}
+
+async function edits() {
+  const home = workspace('home');
+  const runs = [];
+  for (let i = 0; i < RUNS.warmup + RUNS.edit; i++) {
+    const r = await threeSteps(home);
+    if (i >= RUNS.warmup) runs.push(r);
+  }
+  const rss = [];
+  for (let i = 0; i < RUNS.editRss; i++) rss.push((await threeSteps(home, true)).rssKb / 1024);
+  return {
+    ms: spread(runs.map((r) => r.ms)),
+    bytes: spread(runs.map((r) => r.bytes)),
+    requests: runs[0]?.requests ?? 0,
+    harnessMs: spread(runs.flatMap((r) => r.harness)),
+    serverGapMs: spread(runs.flatMap((r) => r.serverGap)),
+    modelMs: spread(runs.flatMap((r) => r.modelMs)),
+    rssMb: spread(rss),
+  };
+}
+
+// ---- the table
+
+const fmt = (n, digits = 0) =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : 'n/a';
+const PEERS = {
+  tokens: 'pi 1,271 · Codex CLI 9,362 · opencode 6,597 · Gemini CLI 10,081 · Qwen Code 16,850',
+  wall: 'pi 957 · Codex CLI 261 · opencode 2,913',
+  first: 'Codex CLI 213 · pi 837',
+  version: 'Codex CLI 52 · pi 777 · opencode 567',
+  rss: 'Codex CLI 145 · pi 170 · opencode 582',
+  edit: 'Codex CLI 465 · pi 1,054',
+  bytes: 'pi 18,400 · Codex CLI 126,329',
+};
+
+function row(id, metric, value, unit, target, peers = '—', digits = 0) {
+  return { id, metric, value, unit, target, peers, digits, meets: target === undefined ? null : value <= target };
+}
+
+function table(rows) {
+  const lines = ['| metric | keel | target | peers | meets |', '| --- | ---: | ---: | --- | :---: |'];
+  for (const r of rows) {
+    const keel = `${fmt(r.value, r.digits)} ${r.unit}`;
+    const target = r.target === undefined ? '—' : `≤ ${fmt(r.target)} ${r.unit}`;
+    const meets = r.meets === null ? '—' : r.meets ? 'yes' : '**no**';
+    lines.push(`| ${r.metric} | ${keel} | ${target} | ${r.peers} | ${meets} |`);
+  }
+  return lines.join('\n');
+}
+
+async function main() {
+  const load0 = loadavg()[0];
+  const t0 = process.hrtime.bigint();
+  const ask = await promptSize('ask');
+  const edit = await promptSize('edit');
+  const start = await startup();
+  const steps = await edits();
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const load1 = loadavg()[0];
+
+  const rssNote = rssMethod === 'gnu-time' ? 'GNU time maxrss' : '/proc VmHWM poll, lower bound';
+  const rows = [
+    row(
+      'tokens_ask',
+      `first request of \`keel ask "hi"\`: system prompt + ${ask.toolCount} tool schemas (o200k)`,
+      ask.fixed,
+      'tok',
+      1000,
+      PEERS.tokens,
+    ),
+    row('tokens_ask_body', '… the whole request body, JSON as sent', ask.body, 'tok'),
+    row(
+      'tokens_edit',
+      `first request of \`keel edit "hi"\`: system prompt + ${edit.toolCount} tool schemas (o200k)`,
+      edit.fixed,
+      'tok',
+      1400,
+      PEERS.tokens,
+    ),
+    row('tokens_edit_body', '… the whole request body, JSON as sent', edit.body, 'tok'),
+    row('ask_wall', 'trivial `keel ask` answered "OK": wall, median', start.askMs.p50, 'ms', 250, PEERS.wall),
+    row(
+      'first_request',
+      'launch → first chat request at the server, median',
+      start.firstRequestMs.p50,
+      'ms',
+      150,
+      PEERS.first,
+    ),
+    row(
+      'first_any_request',
+      `… launch → first request of any kind (${start.askRequests[0] ?? 'none'}), median`,
+      start.firstAnyRequestMs.p50,
+      'ms',
+    ),
+    row('version', '`keel --version` cold start, median', start.versionMs.p50, 'ms', 80, PEERS.version),
+    row('node_floor', 'floor: `node -e ""` spawn → exit on this machine, median', start.floorMs.p50, 'ms'),
+    row('ask_rss', `peak RSS, trivial ask (${rssNote})`, start.rssMb.p50, 'MB', 100, PEERS.rss),
+    row('edit_wall', '3-step `keel edit` (read, edit, answer), wall, median', steps.ms.p50, 'ms', 400, PEERS.edit),
+    row(
+      'edit_bytes',
+      `… request bytes sent to the server (${steps.requests} requests, bodies)`,
+      steps.bytes.p50,
+      'B',
+      15000,
+      PEERS.bytes,
+    ),
+    row(
+      'harness_round',
+      '… harness per round excl. model and tools, p50 (event log, 1 ms resolution)',
+      steps.harnessMs.p50,
+      'ms',
+      5,
+      '—',
+      1,
+    ),
+    row(
+      'round_gap',
+      '… request-to-request gap at the server minus tool time, p50 (incl. HTTP client + SDK)',
+      steps.serverGapMs.p50,
+      'ms',
+      undefined,
+      '—',
+      1,
+    ),
+    row(
+      'model_round',
+      '… model_request → assistant_message per round, p50 (zero-latency server: all client side)',
+      steps.modelMs.p50,
+      'ms',
+      undefined,
+      '—',
+      1,
+    ),
+    row('edit_rss', `… peak RSS (${rssNote})`, steps.rssMb.p50, 'MB'),
+  ];
+
+  const context =
+    `keel bench · node ${process.version} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ` +
+    `load ${load0.toFixed(1)} → ${load1.toFixed(1)} · ${seconds.toFixed(0)} s · ` +
+    `zero-latency scripted server on 127.0.0.1 (no real model) · medians of ${RUNS.ask} asks, ${RUNS.edit} edits`;
+  process.stdout.write(`${context}\n\n${table(rows)}\n`);
+
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    loadavg: { start: load0, end: load1 },
+    seconds,
+    runs: RUNS,
+    rss_method: rssMethod,
+    metrics: rows.map(({ digits, ...r }) => r),
+    detail: { ask_prompt: ask, edit_prompt: edit, startup: start, three_steps: steps },
+  };
+  const dir = new URL('./results/', import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(new URL('latest.json', dir), `${JSON.stringify(results, null, 2)}\n`);
+}
+
+try {
+  await main();
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}

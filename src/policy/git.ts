@@ -1,0 +1,309 @@
+/** keel's own git calls: a clean environment, a committer when none is set, and temporary indexes. */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+
+/** The author of every commit keel makes; undo trusts only commits by this author. */
+export const KEEL_IDENT = { name: 'keel', email: 'keel@localhost' } as const;
+
+/** A git command that failed (or git that is missing), with git's own words. */
+export class GitError extends Error {
+  override name = 'GitError';
+  constructor(
+    message: string,
+    readonly args: string[],
+    readonly status: number | null,
+  ) {
+    super(message);
+  }
+}
+
+// Variables that point git at another repository, index or object store, or change how pathspecs and
+// config are read. A hook or a parent git process may have set them; they must never redirect keel.
+const CLEARED = new Set([
+  'GIT_DIR',
+  'GIT_WORK_TREE',
+  'GIT_INDEX_FILE',
+  'GIT_OBJECT_DIRECTORY',
+  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+  'GIT_CEILING_DIRECTORIES',
+  'GIT_DISCOVERY_ACROSS_FILESYSTEM',
+  'GIT_COMMON_DIR',
+  'GIT_NAMESPACE',
+  'GIT_PREFIX',
+  'GIT_IMPLICIT_WORK_TREE',
+  'GIT_GRAFT_FILE',
+  'GIT_REPLACE_REF_BASE',
+  'GIT_NO_REPLACE_OBJECTS',
+  'GIT_SHALLOW_FILE',
+  'GIT_QUARANTINE_PATH',
+  'GIT_CONFIG',
+  'GIT_CONFIG_PARAMETERS',
+  'GIT_CONFIG_COUNT',
+  'GIT_LITERAL_PATHSPECS',
+  'GIT_GLOB_PATHSPECS',
+  'GIT_NOGLOB_PATHSPECS',
+  'GIT_ICASE_PATHSPECS',
+]);
+
+/** The environment for keel's git calls: the caller's, minus anything that would redirect git. */
+export function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (CLEARED.has(key) || key.startsWith('GIT_CONFIG_KEY_') || key.startsWith('GIT_CONFIG_VALUE_'))
+      continue;
+    env[key] = value;
+  }
+  // never prompt, and never let a read-only call rewrite the user's index as a side effect
+  return { ...env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', ...extra };
+}
+
+export interface GitOptions {
+  /** A temporary index file to use instead of the repository's own. */
+  index?: string;
+  env?: Record<string, string>;
+  input?: string | Buffer;
+}
+
+/** Run git in `cwd` and return its stdout as bytes; throws GitError on failure. */
+export function gitBuffer(cwd: string, args: string[], opts: GitOptions = {}): Buffer {
+  const env = gitEnv({ ...opts.env, ...(opts.index ? { GIT_INDEX_FILE: opts.index } : {}) });
+  try {
+    return execFileSync('git', args, {
+      cwd,
+      env,
+      input: opts.input ?? '',
+      maxBuffer: 1 << 30,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+  } catch (err) {
+    const e = err as { code?: string; status?: number | null; stderr?: Buffer };
+    if (e.code === 'ENOENT') throw new GitError('git is not installed (not found on PATH)', args, null);
+    const said = e.stderr?.toString('utf8').trim();
+    throw new GitError(`git ${args.join(' ')} failed: ${said || `exit ${e.status}`}`, args, e.status ?? null);
+  }
+}
+
+/** Run git in `cwd` and return its stdout; throws GitError on failure. */
+export function git(cwd: string, args: string[], opts: GitOptions = {}): string {
+  return gitBuffer(cwd, args, opts).toString('utf8');
+}
+
+/** Run git and return its stdout, or undefined when it exits non-zero (or git is missing). */
+export function gitTry(cwd: string, args: string[], opts: GitOptions = {}): string | undefined {
+  try {
+    return git(cwd, args, opts);
+  } catch (err) {
+    if (err instanceof GitError) return undefined;
+    throw err;
+  }
+}
+
+/** The top of the work tree that holds `dir`, or undefined outside one (or without git). */
+export function findRepo(dir: string): string | undefined {
+  const out = gitTry(dir, ['rev-parse', '--is-inside-work-tree', '--show-toplevel']);
+  const [inside, top] = (out ?? '').split('\n');
+  if (inside !== 'true' || !top) return undefined;
+  return realpathSync.native(top);
+}
+
+/** The commit HEAD points at, or null on an unborn branch. */
+export function headCommit(repo: string): string | null {
+  return gitTry(repo, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'])?.trim() || null;
+}
+
+/** The branch HEAD is on (refs/heads/...), or null when detached. */
+export function currentBranch(repo: string): string | null {
+  return gitTry(repo, ['symbolic-ref', '-q', 'HEAD'])?.trim() || null;
+}
+
+/** A path relative to the repository, or undefined when it lies outside it. */
+export function repoPath(repo: string, path: string): string | undefined {
+  const rel = relative(repo, resolve(repo, path));
+  if (!rel || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
+  return rel.split(sep).join('/');
+}
+
+/** NUL-separated paths for git's `-z --stdin` and `--pathspec-file-nul` inputs. */
+export function nul(paths: string[]): string {
+  return paths.map((p) => `${p}\0`).join('');
+}
+
+// only where the user has no committer, so commit-tree never fails for want of a name,
+// and never overrides the identity the user did configure
+function identityArgs(repo: string): string[] {
+  const args: string[] = [];
+  const has = (key: string) => Boolean(gitTry(repo, ['config', '--get', key])?.trim());
+  if (!process.env.GIT_COMMITTER_NAME && !has('user.name')) args.push('-c', `user.name=${KEEL_IDENT.name}`);
+  if (!process.env.GIT_COMMITTER_EMAIL && !process.env.EMAIL && !has('user.email')) {
+    args.push('-c', `user.email=${KEEL_IDENT.email}`);
+  }
+  return args;
+}
+
+/** Make a commit of `tree` authored by keel, without hooks or signing prompts; returns its sha. */
+export function commitTree(repo: string, tree: string, parent: string | null, message: string): string {
+  const args = [
+    ...identityArgs(repo),
+    '-c',
+    'core.hooksPath=/dev/null',
+    'commit-tree',
+    '--no-gpg-sign',
+    tree,
+  ];
+  if (parent) args.push('-p', parent);
+  args.push('-m', message);
+  const env = { GIT_AUTHOR_NAME: KEEL_IDENT.name, GIT_AUTHOR_EMAIL: KEEL_IDENT.email };
+  return git(repo, args, { env }).trim();
+}
+
+/** Run `fn` with the path of a fresh index file in a temporary folder that is removed afterwards. */
+export function withTempIndex<T>(fn: (index: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-index-'));
+  try {
+    return fn(join(dir, 'index'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Fill a temporary index with `base` (a commit or tree), or leave it empty when there is none. */
+export function readTree(repo: string, index: string, base: string | null): void {
+  git(repo, base ? ['read-tree', base] : ['read-tree', '--empty'], { index });
+}
+
+/**
+ * The tree of the whole work tree as `git add -A` sees it: tracked and untracked files, not ignored
+ * ones. Built in a temporary index, so the user's index, stash and files are not touched.
+ */
+export function worktreeTree(repo: string, base: string | null): string {
+  return withTempIndex((index) => {
+    readTree(repo, index, base);
+    git(repo, ['-c', 'core.fsmonitor=false', 'add', '-A'], { index });
+    return git(repo, ['write-tree'], { index }).trim();
+  });
+}
+
+/** The paths among `paths` (repo-relative) that git ignores; tracked files in `index` are never ignored. */
+export function ignoredPaths(repo: string, paths: string[], index?: string): string[] {
+  if (!paths.length) return [];
+  const out = gitTry(repo, ['check-ignore', '-z', '--stdin'], {
+    input: nul(paths),
+    ...(index ? { index } : {}),
+  });
+  return (out ?? '').split('\0').filter(Boolean);
+}
+
+export interface TreeChange {
+  status: string;
+  /** The mode in the first tree and in the second (000000 when absent). */
+  oldMode: string;
+  newMode: string;
+  path: string;
+}
+
+/** What differs between two trees, file by file, without rename detection. */
+export function diffTrees(repo: string, from: string, to: string): TreeChange[] {
+  const out = git(repo, ['diff-tree', '-r', '-z', '--no-renames', from, to]);
+  const parts = out.split('\0');
+  const changes: TreeChange[] = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const [oldMode = '', newMode = '', , , status = ''] = (parts[i] ?? '').slice(1).split(' ');
+    changes.push({ status, oldMode, newMode, path: parts[i + 1] ?? '' });
+  }
+  return changes;
+}
+
+/** Point a new lightweight tag `<prefix>/<UTC timestamp>` at `commit`, with a suffix if that name is taken. */
+export function createTag(repo: string, prefix: string, commit: string): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
+  for (let i = 1; i <= 100; i++) {
+    const name = `${prefix}/${stamp}${i > 1 ? `-${i}` : ''}`;
+    // an empty old value creates the tag only if it does not exist yet
+    if (gitTry(repo, ['update-ref', `refs/tags/${name}`, commit, '']) !== undefined) return name;
+  }
+  throw new GitError(`could not create a ${prefix}/${stamp} tag in ${repo}`, ['update-ref'], null);
+}
+
+export interface CommitInfo {
+  sha: string;
+  name: string;
+  email: string;
+  subject: string;
+}
+
+/** The commits reachable from `head` but not from `base` (all of them when base is null), newest first. */
+export function commitsSince(repo: string, base: string | null, head: string): CommitInfo[] {
+  const range = base ? `${base}..${head}` : head;
+  // -z ends each commit with NUL and %x00 separates its fields: four fields per commit
+  const f = git(repo, ['log', '-z', '--format=%H%x00%an%x00%ae%x00%s', range]).split('\0');
+  const commits: CommitInfo[] = [];
+  for (let i = 0; i + 3 < f.length; i += 4) {
+    commits.push({ sha: f[i] ?? '', name: f[i + 1] ?? '', email: f[i + 2] ?? '', subject: f[i + 3] ?? '' });
+  }
+  return commits;
+}
+
+/** The paths that differ between two commits (every path of `to` when `from` is null). */
+export function changedPaths(repo: string, from: string | null, to: string): string[] {
+  const args = from
+    ? ['diff-tree', '-r', '-z', '--name-only', '--no-renames', from, to]
+    : ['ls-tree', '-r', '-z', '--name-only', to];
+  return git(repo, args).split('\0').filter(Boolean);
+}
+
+/** Write `paths` from `tree` into the work tree (content, mode, filters), without touching the user's index. */
+export function checkoutPaths(repo: string, tree: string, paths: string[]): void {
+  if (!paths.length) return;
+  withTempIndex((index) => {
+    readTree(repo, index, tree);
+    git(repo, ['checkout-index', '-f', '-z', '--stdin'], { index, input: nul(paths) });
+  });
+}
+
+/** Set the user's index entries for `paths` to their state in `tree` (HEAD when null), leaving every other entry. */
+export function resetIndexPaths(repo: string, tree: string | null, paths: string[]): void {
+  if (!paths.length) return;
+  const args = ['--literal-pathspecs', 'reset', '-q', '--pathspec-from-file=-', '--pathspec-file-nul'];
+  if (tree) args.push(tree);
+  git(repo, args, { input: nul(paths) });
+}
+
+/**
+ * Commit only `files` (absolute, or relative to `root`) on the current branch, authored by keel with hooks
+ * disabled. The commit is built in a temporary index from HEAD, so the user's other staged changes stay
+ * staged; afterwards only these files' index entries are set to the new commit. Ignored files are left out.
+ * Returns the commit sha, or undefined outside git or when there is nothing to commit.
+ */
+export function commitSessionFiles(root: string, files: string[], message: string): string | undefined {
+  const repo = findRepo(root);
+  if (!repo) return undefined;
+  const wanted = [
+    ...new Set(
+      files.map((f) => repoPath(repo, resolve(root, f))).filter((p): p is string => p !== undefined),
+    ),
+  ];
+  if (!wanted.length) return undefined;
+  const head = headCommit(repo);
+  return withTempIndex((index) => {
+    readTree(repo, index, head);
+    const ignored = new Set(ignoredPaths(repo, wanted, index));
+    const paths = wanted.filter((p) => !ignored.has(p));
+    if (!paths.length) return undefined;
+    git(repo, ['update-index', '--add', '--remove', '-z', '--stdin'], { index, input: nul(paths) });
+    const tree = git(repo, ['write-tree'], { index }).trim();
+    const before = head ? git(repo, ['rev-parse', `${head}^{tree}`]).trim() : emptyTree(repo);
+    if (tree === before) return undefined;
+    const commit = commitTree(repo, tree, head, message);
+    // the old value makes this fail, rather than lose work, if the branch moved meanwhile
+    git(repo, ['update-ref', '-m', `keel: ${message.split('\n')[0] ?? ''}`, 'HEAD', commit, head ?? '']);
+    resetIndexPaths(repo, null, paths);
+    return commit;
+  });
+}
+
+/** The empty tree's id in this repository's hash format. */
+export function emptyTree(repo: string): string {
+  return withTempIndex((index) => git(repo, ['write-tree'], { index }).trim());
+}

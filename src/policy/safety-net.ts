@@ -1,0 +1,392 @@
+/**
+ * The safety net: before a session's first write, keep the state it can be undone to, and undo back to it.
+ * In a git repository that is a snapshot commit of the whole work tree under refs/keel/sessions/<id>;
+ * elsewhere (and for ignored files or files outside the repository) a copy of each file before its first write.
+ */
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join, relative } from 'node:path';
+import { z } from 'zod';
+import {
+  changedPaths,
+  checkoutPaths,
+  commitsSince,
+  commitTree,
+  createTag,
+  currentBranch,
+  diffTrees,
+  findRepo,
+  git,
+  gitTry,
+  headCommit,
+  ignoredPaths,
+  KEEL_IDENT,
+  repoPath,
+  resetIndexPaths,
+  worktreeTree,
+} from './git.js';
+import { isInside } from './scope.js';
+
+export { commitSessionFiles, GitError } from './git.js';
+
+const copiedFileSchema = z.object({
+  path: z.string(),
+  existed: z.boolean(),
+  /** Where the copy is, relative to the record's dir (only for regular files). */
+  copy: z.string().optional(),
+  mode: z.number().optional(),
+  /** The top folder the write had to create, removed on undo when empty. */
+  created_dir: z.string().optional(),
+});
+
+/** What the safety net saved; the loop logs it as a `safety_net` event, undo reads it back. */
+export const safetyNetRecordSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('git'),
+    repo: z.string(),
+    ref: z.string(),
+    commit: z.string(),
+    head: z.string().nullable(),
+    branch: z.string().nullable(),
+    tag: z.string().nullable(),
+  }),
+  z.object({ kind: z.literal('copy'), dir: z.string(), files: z.array(copiedFileSchema) }),
+]);
+
+export type SafetyNetRecord = z.infer<typeof safetyNetRecordSchema>;
+type GitRecord = Extract<SafetyNetRecord, { kind: 'git' }>;
+type CopiedFile = z.infer<typeof copiedFileSchema>;
+
+/** Undo will not guess: it refuses when it cannot restore the pre-session state safely. */
+export class UndoRefused extends Error {
+  override name = 'UndoRefused';
+}
+
+export interface SafetyNetOptions {
+  /** The session's workspace root (canonical). */
+  root: string;
+  sessionId: string;
+  /** KEEL_HOME/undo: copies for files git cannot keep go in <undoDir>/<session-id>/. */
+  undoDir: string;
+}
+
+/**
+ * Keeps what a session's writes can be undone to. In git, the first call of any kind (shell included)
+ * snapshots the whole work tree. Paths git cannot keep (no repository, outside it, or ignored) are copied
+ * before their first write. A shell call outside git names no paths, so what it writes cannot be undone.
+ */
+export class SafetyNet {
+  private repo: string | null | undefined;
+  private snapshotted = false;
+  private copied: CopiedFile[] | undefined;
+
+  constructor(private readonly opts: SafetyNetOptions) {}
+
+  /** Call before every write or exec with the canonical paths it will write; returns the records to log (often none). */
+  beforeWrite(paths: string[]): SafetyNetRecord[] {
+    const records: SafetyNetRecord[] = [];
+    if (this.repo === undefined) this.repo = findRepo(this.opts.root) ?? null;
+    let untracked = paths;
+    if (this.repo) {
+      if (!this.snapshotted) {
+        const record = this.snapshot(this.repo);
+        this.snapshotted = true;
+        if (record) records.push(record);
+      }
+      untracked = this.outsideGit(this.repo, paths);
+    }
+    const copy = this.copyBeforeWrite(untracked);
+    if (copy) records.push(copy);
+    return records;
+  }
+
+  private snapshot(repo: string): GitRecord | undefined {
+    const ref = `refs/keel/sessions/${this.opts.sessionId}`;
+    // a resumed session: its first snapshot (already logged) is still the state to return to
+    if (gitTry(repo, ['rev-parse', '-q', '--verify', ref])) return undefined;
+    const head = headCommit(repo);
+    const tree = worktreeTree(repo, head);
+    const commit = commitTree(repo, tree, head, `keel: work tree before session ${this.opts.sessionId}`);
+    git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
+    return {
+      kind: 'git',
+      repo,
+      ref,
+      commit,
+      head,
+      branch: currentBranch(repo),
+      tag: head ? createTag(repo, 'keel-pre', head) : null,
+    };
+  }
+
+  private outsideGit(repo: string, paths: string[]): string[] {
+    const fresh = paths.filter((p) => !this.saved().some((f) => f.path === p));
+    const inside = fresh.map((p) => repoPath(repo, p));
+    const ignored = new Set(
+      ignoredPaths(
+        repo,
+        inside.filter((p): p is string => p !== undefined),
+      ),
+    );
+    return fresh.filter((_, i) => {
+      const rel = inside[i];
+      return rel === undefined || ignored.has(rel);
+    });
+  }
+
+  private dir(): string {
+    return join(this.opts.undoDir, this.opts.sessionId);
+  }
+
+  private saved(): CopiedFile[] {
+    if (this.copied) return this.copied;
+    const manifest = join(this.dir(), 'manifest.json');
+    // a resumed session keeps its first copies: those hold the state before the session
+    const parsed = existsSync(manifest)
+      ? z.object({ files: z.array(copiedFileSchema) }).safeParse(JSON.parse(readFileSync(manifest, 'utf8')))
+      : undefined;
+    this.copied = parsed?.success ? parsed.data.files : [];
+    return this.copied;
+  }
+
+  private copyBeforeWrite(paths: string[]): SafetyNetRecord | undefined {
+    const saved = this.saved();
+    const fresh = [...new Set(paths)].filter((p) => !saved.some((f) => f.path === p));
+    if (!fresh.length) return undefined;
+    const dir = this.dir();
+    mkdirSync(join(dir, 'files'), { recursive: true });
+    const files = fresh.map((path) => {
+      const entry = saveFile(path, dir, saved.length + 1);
+      saved.push(entry);
+      return entry;
+    });
+    const manifest = join(dir, 'manifest.json');
+    writeFileSync(
+      `${manifest}.tmp`,
+      `${JSON.stringify({ session_id: this.opts.sessionId, files: saved }, null, 2)}\n`,
+    );
+    renameSync(`${manifest}.tmp`, manifest);
+    return { kind: 'copy', dir, files };
+  }
+}
+
+function saveFile(path: string, dir: string, n: number): CopiedFile {
+  const st = lstatOrUndefined(path);
+  if (!st) return { path, existed: false, ...createdDir(path) };
+  // folders and symlinks are not copied: the write tools write regular files at canonical paths
+  if (!st.isFile()) return { path, existed: true };
+  const copy = join('files', `${String(n).padStart(5, '0')}-${basename(path)}`);
+  copyFileSync(path, join(dir, copy));
+  return { path, existed: true, copy, mode: st.mode & 0o7777 };
+}
+
+function lstatOrUndefined(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function createdDir(path: string): { created_dir?: string } {
+  let top: string | undefined;
+  for (let dir = dirname(path); !lstatOrUndefined(dir) && dirname(dir) !== dir; dir = dirname(dir)) top = dir;
+  return top ? { created_dir: top } : {};
+}
+
+/** One thing undo will do. */
+export type UndoStep =
+  | {
+      op: 'reset-branch';
+      repo: string;
+      branch: string | null;
+      from: string;
+      to: string | null;
+      commits: number;
+      paths: string[];
+    }
+  | {
+      op: 'remove';
+      path: string;
+      /** Folders the removal leaves empty are removed up to this one (exclusive). */
+      stop: string;
+    }
+  | { op: 'restore-git'; path: string; repo: string; commit: string; gitPath: string }
+  | { op: 'restore-copy'; path: string; copy: string; mode: number };
+
+/** What undo will do, in order, and where it keeps the session's work first. */
+export interface UndoPlan {
+  root: string;
+  steps: UndoStep[];
+  /** The session's work, kept under refs/keel/undone/<id> before anything is changed. */
+  keep: Array<{ repo: string; ref: string; tree: string; parent: string | null }>;
+}
+
+/** Work out how to return to the state before the session; throws UndoRefused when that is not safe. */
+export function planUndo(records: SafetyNetRecord[], root: string): UndoPlan {
+  const plan: UndoPlan = { root, steps: [], keep: [] };
+  const repos = new Set<string>();
+  for (const record of records) {
+    if (record.kind !== 'git' || repos.has(record.repo)) continue;
+    // the first snapshot of a repository is the state before the session
+    repos.add(record.repo);
+    planGit(record, plan);
+  }
+  const seen = new Set(plan.steps.flatMap((s) => (s.op === 'reset-branch' ? [] : [s.path])));
+  for (const record of records) {
+    if (record.kind !== 'copy') continue;
+    for (const file of record.files) {
+      if (seen.has(file.path)) continue;
+      seen.add(file.path);
+      const step = planCopy(record.dir, file);
+      if (step) plan.steps.push(step);
+    }
+  }
+  return plan;
+}
+
+function planGit(record: GitRecord, plan: UndoPlan): void {
+  const { repo } = record;
+  if (!existsSync(repo)) throw new UndoRefused(`the repository ${repo} is gone`);
+  if (gitTry(repo, ['cat-file', '-e', `${record.commit}^{commit}`]) === undefined) {
+    throw new UndoRefused(
+      `the snapshot ${record.commit.slice(0, 12)} is no longer in ${repo} (was ${record.ref} deleted?)`,
+    );
+  }
+  const before = plan.steps.length;
+  const now = headCommit(repo);
+  if (now !== record.head) plan.steps.push(planReset(record, now));
+  const nowTree = worktreeTree(repo, now);
+  for (const change of diffTrees(repo, `${record.commit}^{tree}`, nowTree)) {
+    // nested repositories (gitlinks) are the user's to manage; undo never deletes or rewrites one
+    if (change.oldMode === '160000' || change.newMode === '160000') continue;
+    const path = join(repo, change.path);
+    if (change.status === 'A') plan.steps.push({ op: 'remove', path, stop: repo });
+    else plan.steps.push({ op: 'restore-git', path, repo, commit: record.commit, gitPath: change.path });
+  }
+  if (plan.steps.length === before) return;
+  const ref = record.ref.replace('refs/keel/sessions/', 'refs/keel/undone/');
+  plan.keep.push({ repo, ref, tree: nowTree, parent: now });
+}
+
+function planReset(record: GitRecord, now: string | null): UndoStep {
+  const { repo } = record;
+  const where = `HEAD in ${repo}`;
+  if (!now) throw new UndoRefused(`${where} no longer points at a commit; undo cannot tell what happened`);
+  const branch = currentBranch(repo);
+  if (branch !== record.branch) {
+    throw new UndoRefused(
+      `${where} moved from ${record.branch ?? 'a detached HEAD'} to ${branch ?? 'a detached HEAD'}; switch back first`,
+    );
+  }
+  if (record.head && gitTry(repo, ['merge-base', '--is-ancestor', record.head, now]) === undefined) {
+    throw new UndoRefused(
+      `${where} moved to ${now.slice(0, 12)}, which no longer contains ${record.head.slice(0, 12)}`,
+    );
+  }
+  const commits = commitsSince(repo, record.head, now);
+  const foreign = commits.filter((c) => c.name !== KEEL_IDENT.name || c.email !== KEEL_IDENT.email);
+  if (foreign.length) {
+    const list = foreign.slice(0, 5).map((c) => `${c.sha.slice(0, 12)} ${c.name}: ${c.subject}`);
+    throw new UndoRefused(
+      `${where} moved past commits that are not keel's; undo will not rewrite them:\n  ${list.join('\n  ')}`,
+    );
+  }
+  const paths = changedPaths(repo, record.head, now);
+  return { op: 'reset-branch', repo, branch, from: now, to: record.head, commits: commits.length, paths };
+}
+
+function planCopy(dir: string, file: CopiedFile): UndoStep | undefined {
+  const now = lstatOrUndefined(file.path);
+  if (!file.existed) {
+    return now
+      ? { op: 'remove', path: file.path, stop: dirname(file.created_dir ?? dirname(file.path)) }
+      : undefined;
+  }
+  if (!file.copy) return undefined;
+  const copy = join(dir, file.copy);
+  if (!existsSync(copy)) throw new UndoRefused(`the saved copy of ${file.path} is missing (${copy})`);
+  const mode = file.mode ?? 0o644;
+  const same =
+    now?.isFile() && (now.mode & 0o7777) === mode && readFileSync(copy).equals(readFileSync(file.path));
+  return same ? undefined : { op: 'restore-copy', path: file.path, copy, mode };
+}
+
+/** One line for people: `remove src/new.ts`, `restore src/a.ts`, `reset branch main to abc1234`. */
+export function describeStep(step: UndoStep, root: string): string {
+  const shown = (p: string) => (isInside(p, root) ? relative(root, p) || '.' : p);
+  if (step.op === 'remove') return `remove ${shown(step.path)}`;
+  if (step.op !== 'reset-branch') return `restore ${shown(step.path)}`;
+  const branch = step.branch ? `branch ${step.branch.replace(/^refs\/heads\//, '')}` : 'HEAD';
+  const undone = `${step.commits} keel commit${step.commits === 1 ? '' : 's'}`;
+  return step.to
+    ? `reset ${branch} to ${step.to.slice(0, 12)} (drops ${undone})`
+    : `delete ${branch} (drops ${undone})`;
+}
+
+/** Carry out a plan; returns what was done, in order. Throws on the first step that fails. */
+export function applyUndo(plan: UndoPlan): string[] {
+  const done: string[] = [];
+  for (const keep of plan.keep) {
+    // the session's work stays reachable, so an undo can itself be undone
+    const commit = commitTree(keep.repo, keep.tree, keep.parent, 'keel: work tree before undo');
+    git(keep.repo, ['update-ref', '-m', 'keel: undo', keep.ref, commit]);
+  }
+  const restores = new Map<string, { repo: string; commit: string; paths: string[] }>();
+  for (const step of plan.steps) {
+    if (step.op === 'reset-branch') resetBranch(step);
+    else if (step.op === 'remove') removeFile(step.path, step.stop);
+    else if (step.op === 'restore-copy') restoreCopy(step);
+    else {
+      const key = `${step.repo}\0${step.commit}`;
+      const batch = restores.get(key) ?? { repo: step.repo, commit: step.commit, paths: [] };
+      batch.paths.push(step.gitPath);
+      restores.set(key, batch);
+    }
+    if (step.op !== 'restore-git') done.push(describeStep(step, plan.root));
+  }
+  for (const batch of restores.values()) {
+    checkoutPaths(batch.repo, `${batch.commit}^{tree}`, batch.paths);
+  }
+  for (const step of plan.steps) if (step.op === 'restore-git') done.push(describeStep(step, plan.root));
+  return done;
+}
+
+function resetBranch(step: Extract<UndoStep, { op: 'reset-branch' }>): void {
+  if (step.to) {
+    // --soft moves only the branch; the files are put back by the steps after this one
+    git(step.repo, ['reset', '-q', '--soft', step.to]);
+  } else if (step.branch) {
+    git(step.repo, ['update-ref', '-m', 'keel: undo', '-d', step.branch, step.from]);
+  }
+  // the index entries keel's commits set go back to the old HEAD's; the user's other entries stay
+  resetIndexPaths(step.repo, step.to, step.paths);
+}
+
+function removeFile(path: string, stop: string): void {
+  rmSync(path, { force: true });
+  for (let dir = dirname(path); dir !== stop && isInside(dir, stop); dir = dirname(dir)) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      return; // not empty: something else lives there
+    }
+  }
+}
+
+function restoreCopy(step: Extract<UndoStep, { op: 'restore-copy' }>): void {
+  if (lstatOrUndefined(step.path)?.isSymbolicLink()) rmSync(step.path);
+  mkdirSync(dirname(step.path), { recursive: true });
+  copyFileSync(step.copy, step.path);
+  chmodSync(step.path, step.mode);
+}

@@ -1,0 +1,299 @@
+/**
+ * The shell sandbox: where model-run commands execute. `bwrap` and `docker` confine writes to the scope
+ * (minus `.git`), hide the network and cap resources; `none` only caps resources. A sandbox asked for by
+ * name that cannot run here is an error, never a silent downgrade.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { SandboxKind } from '../config/schema.js';
+import type { ExecResult } from '../tools/types.js';
+import { commandArgv } from './exec.js';
+import { bwrapRunner, probeBwrap, SANDBOX_HOME } from './sandbox-bwrap.js';
+import { DEFAULT_DOCKER_IMAGE, DockerContainer, dockerLimitReport, probeDocker } from './sandbox-docker.js';
+import {
+  findProgram,
+  formatLimits,
+  HostLimits,
+  type LimitReport,
+  type SandboxLimits,
+} from './sandbox-limits.js';
+import { isInside } from './scope.js';
+
+export type { LimitMechanism, LimitReport, LimitState, SandboxLimits } from './sandbox-limits.js';
+export { proveSandbox, type SandboxProof } from './sandbox-proof.js';
+
+/** A sandbox that actually runs commands (`auto` resolves to one of these). */
+export type ResolvedSandboxKind = Exclude<SandboxKind, 'auto'>;
+
+export interface SandboxRunOptions {
+  timeoutS: number;
+  signal: AbortSignal;
+}
+
+/** Runs one session's shell commands; create with `createSandbox`, end with `close`. */
+export interface Sandbox {
+  readonly kind: ResolvedSandboxKind;
+  readonly root: string;
+  readonly writable: readonly string[];
+  readonly network: boolean;
+  /** One paragraph for `keel doctor`: what is confined, which mechanism enforces each limit. */
+  describe(): string;
+  limits(): LimitReport;
+  /** Run a shell string (`/bin/sh -c`) or an argv in the workspace root; never rejects on a failing command. */
+  run(command: string | string[], opts: SandboxRunOptions): Promise<ExecResult>;
+  close(): Promise<void>;
+}
+
+export interface SandboxOptions {
+  kind: SandboxKind;
+  /** The workspace root (canonical); commands start here. */
+  root: string;
+  /** The writable scope (canonical folders). */
+  writable: string[];
+  network: boolean;
+  limits: SandboxLimits;
+  /** keel's environment, from which the command's is filtered; defaults to `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Folders inside the scope that stay read-only besides `.git` and keel's config (keel's own state). */
+  protectedDirs?: string[];
+  /** Docker image for `kind: 'docker'`. */
+  image?: string;
+}
+
+/** A required sandbox that cannot run here; ends the run with ENVIRONMENT_ERROR. */
+export class SandboxError extends Error {
+  override name = 'SandboxError';
+  readonly code = 'ENVIRONMENT_ERROR' as const;
+}
+
+// Everything else in keel's environment is dropped: API keys (KEEL_API_KEY, OPENAI_API_KEY, *_TOKEN,
+// *_KEY, *_SECRET) must never reach a command the model wrote, and an allowlist cannot miss a new name
+const KEPT_VARIABLES = ['PATH', 'LANG', 'LANGUAGE', 'TERM', 'TZ', 'USER', 'LOGNAME'];
+
+/** The environment a sandboxed command sees: a short allowlist from `source`, plus HOME (and TMPDIR). */
+export function sandboxEnv(
+  source: NodeJS.ProcessEnv,
+  home: string | undefined,
+  opts: { path?: boolean } = {},
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(source)) {
+    if (value === undefined) continue;
+    if (key === 'PATH' && opts.path === false) continue;
+    if (KEPT_VARIABLES.includes(key) || key.startsWith('LC_')) env[key] = value;
+  }
+  if (home !== undefined) env.HOME = home;
+  return env;
+}
+
+/** Build the session's sandbox; throws SandboxError when `bwrap` or `docker` was asked for and cannot run. */
+export async function createSandbox(opts: SandboxOptions): Promise<Sandbox> {
+  const source = opts.env ?? process.env;
+  const base = {
+    root: resolve(opts.root),
+    writable: opts.writable.map((w) => resolve(w)),
+    network: opts.network,
+    limits: opts.limits,
+    source,
+    protectedDirs: (opts.protectedDirs ?? []).map((d) => resolve(d)),
+  };
+  if (opts.kind === 'none') return new HostSandbox('none', base, 'sandbox = "none"');
+  if (opts.kind === 'bwrap') {
+    const found = await findBwrap(source);
+    if (!found.bin) throw new SandboxError(`sandbox = "bwrap" is required but ${found.why}`);
+    return new HostSandbox('bwrap', base, `bubblewrap at ${found.bin}`, found.bin);
+  }
+  if (opts.kind === 'docker') {
+    const found = await findDocker(source);
+    if (!found.bin) throw new SandboxError(`sandbox = "docker" is required but ${found.why}`);
+    return DockerSandbox.start(found.bin, base, opts.image ?? DEFAULT_DOCKER_IMAGE);
+  }
+  const bwrap = await findBwrap(source);
+  if (bwrap.bin)
+    return new HostSandbox('bwrap', base, `sandbox = "auto" chose bubblewrap at ${bwrap.bin}`, bwrap.bin);
+  const docker = await findDocker(source);
+  if (docker.bin) return DockerSandbox.start(docker.bin, base, opts.image ?? DEFAULT_DOCKER_IMAGE);
+  return new HostSandbox('none', base, `sandbox = "auto" found none: ${bwrap.why}; ${docker.why}`);
+}
+
+interface Found {
+  bin?: string;
+  why: string;
+}
+
+async function findBwrap(env: NodeJS.ProcessEnv): Promise<Found> {
+  const bin = findProgram('bwrap', env.PATH);
+  if (!bin) return { why: 'bubblewrap (bwrap) is not installed (apt install bubblewrap)' };
+  const why = await probeBwrap(bin);
+  return why ? { why } : { bin, why: '' };
+}
+
+async function findDocker(env: NodeJS.ProcessEnv): Promise<Found> {
+  const bin = findProgram('docker', env.PATH);
+  if (!bin) return { why: 'docker is not installed' };
+  const why = await probeDocker(bin, env);
+  return why ? { why } : { bin, why: '' };
+}
+
+interface BaseOptions {
+  root: string;
+  writable: string[];
+  network: boolean;
+  limits: SandboxLimits;
+  source: NodeJS.ProcessEnv;
+  protectedDirs: string[];
+}
+
+function toArgv(command: string | string[]): string[] {
+  return commandArgv(typeof command === 'string' ? { shell: command } : command);
+}
+
+function keptNames(env: Record<string, string>): string {
+  return Object.keys(env).sort().join(', ');
+}
+
+// bwrap and none: both spawn on this host under the same cgroup/rlimit limits
+class HostSandbox implements Sandbox {
+  readonly root: string;
+  readonly writable: readonly string[];
+  readonly network: boolean;
+  private readonly hostLimits: HostLimits;
+  private readonly env: Record<string, string>;
+  private readonly runner: ((argv: string[], opts: SandboxRunOptions) => Promise<ExecResult>) | undefined;
+  private closed = false;
+
+  constructor(
+    readonly kind: 'bwrap' | 'none',
+    opts: BaseOptions,
+    private readonly origin: string,
+    bin?: string,
+  ) {
+    this.root = opts.root;
+    this.writable = opts.writable;
+    this.hostLimits = new HostLimits(opts.limits, opts.source.PATH);
+    const home = kind === 'bwrap' ? SANDBOX_HOME : opts.source.HOME;
+    this.env = sandboxEnv(opts.source, home);
+    if (kind === 'bwrap') this.env.TMPDIR = '/tmp';
+    // unsandboxed commands reach the network whatever the config says
+    this.network = kind === 'none' || opts.network;
+    if (kind === 'bwrap' && bin) {
+      const layout = {
+        root: opts.root,
+        writable: opts.writable,
+        network: opts.network,
+        dropCaps: process.getuid?.() === 0,
+      };
+      const bwrap = bwrapRunner(bin, layout, this.hostLimits, opts.protectedDirs);
+      this.runner = (argv, run) => bwrap.run(argv, this.env, run.timeoutS, run.signal);
+    }
+  }
+
+  describe(): string {
+    const limits = `limits: ${formatLimits(this.hostLimits.report)}`;
+    const env = `environment: only ${keptNames(this.env)}`;
+    if (this.kind === 'none') {
+      return `none (${this.origin}): commands run unsandboxed in ${this.root} with full access to the files and network of this user; ${limits}; ${env}`;
+    }
+    return [
+      `bwrap (${this.origin}): host read-only; writable: ${this.writable.join(', ') || 'nothing'}`,
+      '(.git and keel config inside stay read-only); private /tmp and HOME',
+      `network ${this.network ? 'ON (sandbox_network = true)' : 'off (own network namespace)'}; own pid namespace`,
+      `${limits}; ${env}`,
+    ].join('; ');
+  }
+
+  limits(): LimitReport {
+    return this.hostLimits.report;
+  }
+
+  async run(command: string | string[], opts: SandboxRunOptions): Promise<ExecResult> {
+    if (this.closed) throw new Error('the sandbox is closed');
+    const argv = toArgv(command);
+    if (this.runner) return this.runner(argv, opts);
+    return this.hostLimits.run(argv, { cwd: this.root, env: this.env, ...opts });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
+
+class DockerSandbox implements Sandbox {
+  readonly kind = 'docker' as const;
+  private readonly env: Record<string, string>;
+
+  private constructor(
+    private readonly container: DockerContainer,
+    private readonly opts: BaseOptions,
+    private readonly image: string,
+  ) {
+    this.env = sandboxEnv(opts.source, '/tmp', { path: false });
+  }
+
+  get root(): string {
+    return this.opts.root;
+  }
+  get writable(): readonly string[] {
+    return this.opts.writable;
+  }
+  get network(): boolean {
+    return this.opts.network;
+  }
+
+  static async start(bin: string, opts: BaseOptions, image: string): Promise<DockerSandbox> {
+    const env = sandboxEnv(opts.source, '/tmp', { path: false });
+    const uid = process.getuid?.();
+    const gid = process.getgid?.();
+    const layout = {
+      image,
+      name: `keel-${process.pid}-${randomBytes(4).toString('hex')}`,
+      root: opts.root,
+      writable: opts.writable,
+      readOnly: dockerProtected(opts),
+      network: opts.network,
+      limits: opts.limits,
+      user: uid !== undefined && gid !== undefined ? `${uid}:${gid}` : undefined,
+      env,
+    };
+    try {
+      return new DockerSandbox(await DockerContainer.start(bin, layout, opts.source), opts, image);
+    } catch (err) {
+      throw new SandboxError(`the docker sandbox could not start: ${(err as Error).message}`);
+    }
+  }
+
+  describe(): string {
+    return [
+      `docker (container ${this.container.id.slice(0, 12)}, image ${this.image}): read-only image`,
+      `writable: ${this.opts.writable.join(', ') || 'nothing'} (.git and keel config inside stay read-only)`,
+      `private /tmp; network ${this.opts.network ? 'ON (bridge)' : 'off (--network none)'}`,
+      `limits: ${formatLimits(this.limits())}; environment: only ${keptNames(this.env)}`,
+    ].join('; ');
+  }
+
+  limits(): LimitReport {
+    return dockerLimitReport(this.opts.limits);
+  }
+
+  run(command: string | string[], opts: SandboxRunOptions): Promise<ExecResult> {
+    return this.container.exec(toArgv(command), {
+      root: this.opts.root,
+      env: this.env,
+      maxOutputBytes: this.opts.limits.output_kb * 1024,
+      ...opts,
+    });
+  }
+
+  close(): Promise<void> {
+    return this.container.remove();
+  }
+}
+
+// Mounts are fixed when the container starts, so only what exists then can be protected
+function dockerProtected(opts: BaseOptions): string[] {
+  const names = ['.git', '.keel', 'keel.toml'];
+  const inScope = [opts.root, ...opts.writable].filter((d) => opts.writable.some((w) => isInside(d, w)));
+  const paths = inScope.flatMap((dir) => names.map((n) => join(dir, n)));
+  return [...new Set([...paths, ...opts.protectedDirs])].filter((p) => existsSync(p)).sort();
+}

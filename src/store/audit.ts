@@ -1,0 +1,315 @@
+/**
+ * The tamper-evident audit chain: `audit/YYYY-MM-DD.jsonl` (UTC), one metadata-only line per event that
+ * matters, each carrying the hash of the line before it, plus `head.json` so a cut tail shows.
+ */
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  type AuditEntry,
+  type AuditHead,
+  type AuditLine,
+  canonicalJson,
+  dayFileName,
+  GENESIS,
+  HEAD_FILE,
+  hashOf,
+  isAuditLine,
+  listDayFiles,
+  RESERVED,
+  readHead,
+  sha256,
+  splitLines,
+} from './audit-chain.js';
+
+export type { AuditEntry, AuditHead, AuditLine } from './audit-chain.js';
+export { type VerifyResult, verifyChain } from './audit-verify.js';
+
+/** How long a writer waits for another process's append before giving up; appends take milliseconds. */
+const LOCK_WAIT_MS = 10_000;
+
+interface Tail {
+  count: number;
+  hash: string;
+  file: string | undefined;
+  line: number;
+}
+
+/** Appends to the audit chain in one folder; safe to use from many processes at once. */
+export class AuditLog {
+  private readonly now: () => Date;
+  private lock: Database.Database | undefined;
+
+  constructor(
+    private readonly dir: string,
+    options: { now?: () => Date } = {},
+  ) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** Append one entry; it is written (head updated) when this returns, because keel records before acting. */
+  append(entry: AuditEntry): AuditLine {
+    if (typeof entry.type !== 'string' || entry.type === '') throw new TypeError('audit entry needs a type');
+    for (const key of RESERVED) {
+      if (key in entry) throw new TypeError(`audit entry may not set "${key}"; the chain assigns it`);
+    }
+    // Hash exactly what a reader will parse back (undefined dropped, Dates as strings, NaN as null).
+    const fields = JSON.parse(JSON.stringify(entry)) as AuditEntry;
+    return this.locked(() => {
+      const tail = this.tail();
+      const at = this.now();
+      // Files must sort in chain order, so a clock that stepped back keeps writing to the newest file.
+      const today = dayFileName(at);
+      const name = tail.file && tail.file > today ? tail.file : today;
+      const path = join(this.dir, name);
+      const lineNo = name === tail.file ? tail.line + 1 : countLines(path) + 1;
+      const body: Record<string, unknown> = {
+        seq: tail.count + 1,
+        ts: at.toISOString(),
+        ...fields,
+        prev: tail.hash,
+      };
+      const line = { ...body, hash: hashOf(body) } as AuditLine;
+      appendDurably(this.dir, path, `${JSON.stringify(line)}\n`);
+      const head: AuditHead = { count: line.seq, hash: line.hash, file: name, line: lineNo };
+      writeAtomically(this.dir, HEAD_FILE, `${JSON.stringify(head)}\n`);
+      return line;
+    });
+  }
+
+  /** Release the lock file's handle; the log can still be appended to afterwards (it reopens). */
+  close(): void {
+    this.lock?.close();
+    this.lock = undefined;
+  }
+
+  /**
+   * Run `fn` while holding the writers' lock, so two processes never link to the same tail (a fork).
+   * The lock is SQLite's exclusive lock on `audit/.lock`: an OS byte-range lock that the kernel drops the
+   * moment its holder dies, so there is no stale-lock guessing (no pid reuse, no clock, no race between
+   * two waiters breaking the same stale lock), and busy_timeout waits synchronously inside SQLite.
+   */
+  private locked<T>(fn: () => T): T {
+    if (!this.lock) {
+      mkdirSync(this.dir, { recursive: true });
+      const db = new Database(join(this.dir, '.lock'));
+      db.pragma(`busy_timeout = ${LOCK_WAIT_MS}`);
+      this.lock = db;
+    }
+    const db = this.lock;
+    try {
+      db.exec('BEGIN EXCLUSIVE');
+    } catch (err) {
+      throw new Error(`audit log ${this.dir} is locked by another writer (${(err as Error).message})`);
+    }
+    try {
+      return fn();
+    } finally {
+      db.exec('ROLLBACK');
+    }
+  }
+
+  /** Where the chain ends now. head.json is trusted over the files, so an append never papers over a cut tail. */
+  private tail(): Tail {
+    const head = readHead(this.dir);
+    if (head instanceof Error)
+      throw new Error(`audit chain head is unreadable (${head.message}); run keel audit verify`);
+    const newest = listDayFiles(this.dir).at(-1);
+    const genesis: Tail = { count: 0, hash: GENESIS, file: undefined, line: 0 };
+    if (!newest) return head ?? genesis;
+    const path = join(this.dir, newest);
+    const text = lastCompleteLine(path);
+    const last = parseLine(text);
+    if (!head) {
+      // No head yet: the first append crashed before writing it, so the files are all there is.
+      if (text === undefined) return genesis;
+      if (!last) throw new Error(`audit chain tail in ${path} is unreadable; run keel audit verify`);
+      return { count: last.seq, hash: last.hash, file: newest, line: countLines(path) };
+    }
+    // One valid line past the head is an append whose head write a crash cut short: it was on disk, keep it.
+    if (last && last.seq === head.count + 1 && last.prev === head.hash) {
+      const line = newest === head.file ? head.line + 1 : countLines(path);
+      return { count: last.seq, hash: last.hash, file: newest, line };
+    }
+    return head;
+  }
+}
+
+/** Read the newest `n` lines of the chain in an audit folder, oldest first; unparsable lines come back as text only. */
+export function readAuditTail(
+  dir: string,
+  n: number,
+): Array<{ file: string; line: number; text: string; entry: AuditLine | undefined }> {
+  const out: Array<{ file: string; line: number; text: string; entry: AuditLine | undefined }> = [];
+  for (const name of listDayFiles(dir).reverse()) {
+    const lines = splitLines(readFileSync(join(dir, name), 'utf8'));
+    for (let i = lines.length - 1; i >= 0 && out.length < n; i--) {
+      const text = lines[i] ?? '';
+      out.push({ file: name, line: i + 1, text, entry: parseLine(text, false) });
+    }
+    if (out.length >= n) break;
+  }
+  return out.reverse();
+}
+
+const PATH_TOOLS = new Set(['read_file', 'list_dir', 'glob', 'grep', 'edit_file', 'write_file']);
+
+/**
+ * The metadata-only audit entry for a session event, or undefined when the event is not audited.
+ * Unknown event types are not audited: an allow-list cannot leak a field added later.
+ */
+export function auditEntryFor(
+  event: { readonly type: string; readonly [k: string]: unknown },
+  sessionId: string,
+): AuditEntry | undefined {
+  const base = { type: event.type, session_id: sessionId };
+  switch (event.type) {
+    case 'session_start':
+      return { ...base, ...pick(event, ['mode', 'provider', 'model', 'cwd']) };
+    case 'gate_decision':
+      return { ...base, ...pick(event, ['call_id', 'tool', 'decision', 'deny', 'reason']) };
+    case 'tool_start': {
+      // Arguments carry file contents and shell commands (which can hold secrets): keep the path, hash the rest.
+      const args = event.args;
+      const path =
+        typeof event.tool === 'string' &&
+        PATH_TOOLS.has(event.tool) &&
+        isRecord(args) &&
+        typeof args.path === 'string'
+          ? { path: args.path }
+          : {};
+      return {
+        ...base,
+        ...pick(event, ['call_id', 'tool', 'sandboxed']),
+        ...path,
+        args_sha256: sha256(canonicalJson(args ?? null)),
+      };
+    }
+    case 'hook': {
+      // A hook's command line can carry a token; its program name says which hook decided.
+      const program = typeof event.hook === 'string' ? { hook: event.hook.split(' ')[0] } : {};
+      return { ...base, ...pick(event, ['event', 'tool', 'decision', 'reason']), ...program };
+    }
+    case 'safety_net': {
+      // Where the pre-session state was saved, and which files: enough to audit an undo, no contents.
+      const files = Array.isArray(event.files) ? event.files.filter(isRecord).map((f) => f.path) : undefined;
+      return {
+        ...base,
+        ...pick(event, ['kind', 'repo', 'ref', 'commit']),
+        ...(files ? { paths: files } : {}),
+      };
+    }
+    case 'tool_call_invalid':
+      return { ...base, ...pick(event, ['round', 'call_id', 'tool']) };
+    case 'tool_result':
+      return {
+        ...base,
+        ...pick(event, ['call_id', 'tool', 'is_error', 'files_changed', 'diff_lines', 'duration_ms']),
+      };
+    case 'model_fallback':
+      // The error text is left out: a provider's message can echo a URL or a key.
+      return { ...base, ...pick(event, ['round', 'from', 'to']) };
+    case 'session_end':
+      return {
+        ...base,
+        ...pick(event, ['code', 'budget', 'reason', 'rounds', 'tokens', 'cost_usd', 'files_changed']),
+      };
+    default:
+      return undefined;
+  }
+}
+
+function pick(event: { readonly [k: string]: unknown }, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) if (event[key] !== undefined) out[key] = event[key];
+  return out;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Parse a line; with `check`, only a line whose hash verifies counts. */
+function parseLine(text: string | undefined, check = true): AuditLine | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    if (!isAuditLine(value)) return undefined;
+    return !check || hashOf(value) === value.hash ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function countLines(path: string): number {
+  return existsSync(path) ? splitLines(readFileSync(path, 'utf8')).length : 0;
+}
+
+/**
+ * The last complete line of a file, reading only its end. A fragment after the last newline is an append
+ * that crashed mid-write and so never returned (nothing acted on it); it is cut so the next line starts clean.
+ */
+function lastCompleteLine(path: string): string | undefined {
+  const fd = openSync(path, 'r+');
+  try {
+    let size = fstatSync(fd).size;
+    for (let want = 4096; ; want *= 4) {
+      const start = Math.max(0, size - want);
+      const buf = Buffer.alloc(size - start);
+      readSync(fd, buf, 0, buf.length, start);
+      const end = buf.lastIndexOf(0x0a);
+      if (end === -1 && start > 0) continue;
+      if (end !== buf.length - 1) {
+        size = start + end + 1;
+        ftruncateSync(fd, size);
+        fsyncSync(fd);
+        if (end === -1) return undefined;
+      }
+      const begin = end === 0 ? -1 : buf.lastIndexOf(0x0a, end - 1);
+      if (begin === -1 && start > 0) continue;
+      return buf.subarray(begin + 1, end).toString('utf8');
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Append a line. It is in the kernel when this returns, so it survives the process being killed, the
+ * same promise the event log makes (SQLite WAL, synchronous=NORMAL). No fsync per line: on these disks
+ * each costs 10-40 ms, and a power cut can lose the tail, which `keel audit verify` then reports.
+ */
+function appendDurably(_dir: string, path: string, text: string): void {
+  const fd = openSync(path, 'a');
+  try {
+    const buf = Buffer.from(text, 'utf8');
+    for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Replace a file so a reader sees the old or the new contents, never half of either. */
+function writeAtomically(dir: string, name: string, text: string): void {
+  // The writers' lock is held, so one temp name per process cannot collide.
+  const tmp = join(dir, `${name}.${process.pid}.tmp`);
+  const fd = openSync(tmp, 'w');
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, join(dir, name));
+}

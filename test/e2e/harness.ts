@@ -1,0 +1,133 @@
+/** End-to-end harness: the real `keel` binary, a scripted model on 127.0.0.1, a temporary KEEL_HOME. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+import type { Script, ScriptTurn } from '../../src/model/script.js';
+import { type ScriptServer, startScriptServer } from '../../src/model/script-server.js';
+import { openDb } from '../../src/store/db.js';
+import { EventLog, type StoredEvent } from '../../src/store/event-log.js';
+import { tempDir } from '../helpers/tmp.js';
+
+export const KEEL_BIN = fileURLToPath(new URL('../../bin/keel.js', import.meta.url));
+
+const servers: ScriptServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+/** A scripted OpenAI-compatible model server, closed after the test. */
+export async function model(
+  turns: ScriptTurn[],
+  opts: Parameters<typeof startScriptServer>[1] = {},
+): Promise<ScriptServer> {
+  const server = await startScriptServer({ turns } as Script, opts);
+  servers.push(server);
+  return server;
+}
+
+export interface KeelRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export interface KeelOptions {
+  cwd: string;
+  home: string;
+  env?: Record<string, string | undefined>;
+  input?: string;
+  timeoutMs?: number;
+  /** Called with the child once it is spawned (to send signals). */
+  onSpawn?(child: ChildProcess): void;
+}
+
+/** A clean environment: nothing from the developer's shell leaks into a test. */
+export function baseEnv(home: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home,
+    KEEL_HOME: home,
+    NO_COLOR: '1',
+    LANG: 'C.UTF-8',
+  };
+}
+
+/** Run the real binary and collect its output. */
+export function keel(args: string[], opts: KeelOptions): Promise<KeelRun> {
+  const started = Date.now();
+  return new Promise((resolvePromise, reject) => {
+    const env = { ...baseEnv(opts.home), ...opts.env };
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+    const child = spawn(process.execPath, [KEEL_BIN, ...args], {
+      cwd: opts.cwd,
+      env: env as NodeJS.ProcessEnv,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 20_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolvePromise({ code, signal, stdout, stderr, ms: Date.now() - started });
+    });
+    child.stdin.end(opts.input ?? '');
+    opts.onSpawn?.(child);
+  });
+}
+
+/** Flags that point keel at a scripted server. */
+export function modelFlags(server: ScriptServer, name = 'test-model'): string[] {
+  return ['--provider', 'openai', '--base-url', server.url, '--model', name];
+}
+
+/** A fresh KEEL_HOME, optionally with a user config file. */
+export function keelHome(config?: string): string {
+  const home = tempDir('keel-home-');
+  if (config) writeFileSync(join(home, 'config.toml'), config);
+  return home;
+}
+
+/** Every event of the newest session in a KEEL_HOME, read straight from SQLite. */
+export function lastSessionEvents(home: string): StoredEvent[] {
+  const db = openDb(join(home, 'keel.db'));
+  try {
+    const log = new EventLog(db);
+    const [session] = log.listSessions(1);
+    if (!session) throw new Error('no session recorded');
+    return log.events(session.id);
+  } finally {
+    db.close();
+  }
+}
+
+/** The chat-completion request bodies the server received, in order (metadata calls left out). */
+export function chatBodies(server: ScriptServer): unknown[] {
+  return server.requests
+    .filter((r) => r.method === 'POST' && r.path.endsWith('/chat/completions'))
+    .map((r) => r.body);
+}
+
+/** Messages of a recorded chat-completions request body. */
+export function requestMessages(
+  body: unknown,
+): Array<{ role: string; content?: string | null; tool_calls?: unknown[] }> {
+  return (body as { messages: Array<{ role: string; content?: string | null }> }).messages;
+}
+
+/** Tool names offered in a recorded request body. */
+export function offeredTools(body: unknown): string[] {
+  return ((body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map(
+    (t) => t.function.name,
+  );
+}
