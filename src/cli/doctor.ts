@@ -84,7 +84,12 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
               detail: `${model} is not among the server's models: ${models.slice(0, 8).join(', ') || '(none)'}`,
             },
       );
-      if (!present) exit = EXIT.failed;
+      if (!present) {
+        // asking an absent model to call a tool only repeats the failure
+        checks.push({ name: 'tool calling', status: 'skip', detail: 'needs the model' });
+        print();
+        return EXIT.failed;
+      }
     } catch (err) {
       const message = err instanceof ModelError ? err.message : (err as Error).message;
       checks.push({ name: 'endpoint', status: 'fail', detail: message });

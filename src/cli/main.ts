@@ -1,5 +1,5 @@
 /** The `keel` command line: verbs, flags and help. Each verb's module is loaded only when it runs. */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EXIT } from './exit-codes.js';
 
 const SESSION_VERBS = [
@@ -36,22 +36,14 @@ export function addSessionOptions(cmd: Command): Command {
 function parseIntArg(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0)
-    throw new CommanderError(
-      EXIT.usage,
-      'keel.invalidArgument',
-      `expected a positive integer, got "${value}"`,
-    );
+    throw new InvalidArgumentError(`expected a positive integer, got "${value}"`);
   return n;
 }
 
 function parseFloatArg(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0)
-    throw new CommanderError(
-      EXIT.usage,
-      'keel.invalidArgument',
-      `expected a positive number, got "${value}"`,
-    );
+    throw new InvalidArgumentError(`expected a positive number, got "${value}"`);
   return n;
 }
 
