@@ -52,6 +52,8 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .description('A local-first coding agent for your own models. Read-only unless you say otherwise.')
     .version(version, '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
+    // `keel trust --json` and `keel trust diff --json` each own their flags
+    .enablePositionalOptions()
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
 
@@ -156,6 +158,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
 
   const trust = program
     .command('trust')
+    .enablePositionalOptions()
     .description(
       "trust this project's keel.toml as it is now (its hooks, shell, sandbox and endpoint keys take effect)",
     )

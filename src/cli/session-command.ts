@@ -43,6 +43,8 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
     throw err;
   }
 
+  for (const warning of setup.loaded.warnings) process.stderr.write(`${red('keel: warning:')} ${warning}\n`);
+
   const controller = new AbortController();
   let interrupts = 0;
   const onSigint = () => {

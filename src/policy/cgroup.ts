@@ -224,7 +224,10 @@ export class CommandCgroups {
 
   /** Kill anything still inside and remove the groups; retries while the kernel finishes reaping. */
   async remove(): Promise<void> {
-    for (let attempt = 0; attempt < 50 && this.dirs.length > 0; attempt++) {
+    // the namespace's last processes are usually reaped within a millisecond or two, so poll fast first
+    let waited = 0;
+    let delay = 1;
+    while (this.dirs.length > 0 && waited < 2000) {
       for (const dir of [...this.dirs]) {
         killMembers(dir);
         try {
@@ -235,9 +238,12 @@ export class CommandCgroups {
           if (code === 'ENOENT') this.dirs.splice(this.dirs.indexOf(dir), 1);
         }
       }
-      if (this.dirs.length > 0) await new Promise((r) => setTimeout(r, 20));
+      if (this.dirs.length === 0) break;
+      await new Promise((r) => setTimeout(r, delay));
+      waited += delay;
+      delay = Math.min(delay * 2, 100);
     }
-    // still busy after a second: left for sweepStale on keel's next start
+    // still busy after two seconds: left for sweepStale on keel's next start
   }
 }
 

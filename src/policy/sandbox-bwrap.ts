@@ -90,7 +90,7 @@ export function bwrapArgs(layout: BwrapLayout, command: string[]): string[] {
     args.push('--ro-bind', layout.root, layout.root);
   const writable = layout.writable.filter((w) => existsSync(w)).sort((a, b) => a.length - b.length);
   for (const dir of writable) args.push('--bind', dir, dir);
-  for (const path of layout.readOnly.filter(() => false)) args.push('--ro-bind', path, path);
+  for (const path of layout.readOnly) args.push('--ro-bind', path, path);
   args.push('--chdir', layout.root, '--', ...command);
   return args;
 }

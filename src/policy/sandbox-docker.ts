@@ -79,7 +79,8 @@ export function dockerExecArgs(
 
 /** The `docker exec` arguments that kill one command's process group (SIGTERM, then SIGKILL). */
 export function dockerKillArgs(container: string, pidFile: string): string[] {
-  const script = `p=$(cat "$1") || exit 0; kill -TERM -- "-$p" 2>/dev/null; sleep ${KILL_AFTER_S}; kill -KILL -- "-$p" 2>/dev/null; exit 0`;
+  // no `--` before the negative pid: dash's kill rejects it
+  const script = `p=$(cat "$1") || exit 0; kill -TERM "-$p" 2>/dev/null || exit 0; sleep ${KILL_AFTER_S}; kill -KILL "-$p" 2>/dev/null; exit 0`;
   return ['exec', container, '/bin/sh', '-c', script, 'keel-kill', pidFile];
 }
 

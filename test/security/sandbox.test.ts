@@ -6,9 +6,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cgroupBases } from '../../src/policy/cgroup.js';
-import { bwrapArgs, protectedPaths } from '../../src/policy/sandbox-bwrap.js';
-import { dockerExecArgs, dockerKillArgs, dockerRunArgs } from '../../src/policy/sandbox-docker.js';
-import { findProgram } from '../../src/policy/sandbox-limits.js';
+import { runArgv } from '../../src/policy/exec.js';
 import {
   createSandbox,
   proveSandbox,
@@ -17,13 +15,17 @@ import {
   type SandboxLimits,
   type SandboxOptions,
 } from '../../src/policy/sandbox.js';
+import { bwrapArgs, protectedPaths } from '../../src/policy/sandbox-bwrap.js';
+import { dockerExecArgs, dockerKillArgs, dockerRunArgs } from '../../src/policy/sandbox-docker.js';
+import { findProgram } from '../../src/policy/sandbox-limits.js';
 import { git, gitRepo, tempDir } from '../helpers/tmp.js';
 
 const BWRAP = findProgram('bwrap', process.env.PATH);
 const LIMITS: SandboxLimits = { cpu_s: 60, memory_mb: 1024, processes: 128, file_size_mb: 64, output_kb: 64 };
 const never = new AbortController().signal;
 
-if (!BWRAP) console.warn('SKIPPED: bubblewrap (bwrap) is not installed; the sandbox tests need it (CI installs it)');
+if (!BWRAP)
+  console.warn('SKIPPED: bubblewrap (bwrap) is not installed; the sandbox tests need it (CI installs it)');
 
 const opened: Sandbox[] = [];
 afterAll(async () => {
@@ -31,7 +33,14 @@ afterAll(async () => {
 });
 
 async function sandbox(root: string, extra: Partial<SandboxOptions> = {}): Promise<Sandbox> {
-  const made = await createSandbox({ kind: 'bwrap', root, writable: [root], network: false, limits: LIMITS, ...extra });
+  const made = await createSandbox({
+    kind: 'bwrap',
+    root,
+    writable: [root],
+    network: false,
+    limits: LIMITS,
+    ...extra,
+  });
   opened.push(made);
   return made;
 }
@@ -95,7 +104,10 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
   });
 
   it('keeps .git read-only inside a writable scope', async () => {
-    const result = await run(box, 'echo evil > .git/hooks/pre-commit; git config user.name hacked; echo ok > x.txt');
+    const result = await run(
+      box,
+      'echo evil > .git/hooks/pre-commit; git config user.name hacked; echo ok > x.txt',
+    );
     expect(existsSync(join(root, '.git/hooks/pre-commit'))).toBe(false);
     expect(readFileSync(join(root, '.git/config'), 'utf8')).not.toContain('hacked');
     expect(result.stderr).toMatch(/Read-only file system|could not lock config file/);
@@ -106,7 +118,10 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
     const tree = join(tempDir('keel-wt-'), 'tree');
     git(root, 'worktree', 'add', '-q', tree);
     const wt = await sandbox(tree);
-    const result = await run(wt, 'git status --short >/dev/null && echo git-ok; echo x > .git; git branch evil');
+    const result = await run(
+      wt,
+      'git status --short >/dev/null && echo git-ok; echo x > .git; git branch evil',
+    );
     expect(result.stdout).toContain('git-ok');
     expect(readFileSync(join(tree, '.git'), 'utf8')).toMatch(/^gitdir:/);
     expect(git(root, 'branch', '--list', 'evil')).toBe('');
@@ -114,7 +129,10 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
 
   it('keeps /tmp private and HOME on it', async () => {
     const name = `keel-private-${randomBytes(4).toString('hex')}`;
-    const result = await run(box, `echo x > /tmp/${name} && ls /tmp && echo "home=$HOME" && touch "$HOME/.cache"`);
+    const result = await run(
+      box,
+      `echo x > /tmp/${name} && ls /tmp && echo "home=$HOME" && touch "$HOME/.cache"`,
+    );
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain(name);
     expect(result.stdout).toContain('home=/tmp/home');
@@ -140,11 +158,17 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
   it('blocks the network, including the host loopback, unless sandbox_network is on', async () => {
     const { server, port, accepted } = await loopbackServer();
     try {
-      const blocked = await box.run([process.execPath, '-e', CONNECT, String(port)], { timeoutS: 20, signal: never });
+      const blocked = await box.run([process.execPath, '-e', CONNECT, String(port)], {
+        timeoutS: 20,
+        signal: never,
+      });
       expect(blocked.stdout).toMatch(/ECONNREFUSED|ENETUNREACH/);
       expect(accepted()).toBe(0);
       const open = await sandbox(root, { network: true });
-      const allowed = await open.run([process.execPath, '-e', CONNECT, String(port)], { timeoutS: 20, signal: never });
+      const allowed = await open.run([process.execPath, '-e', CONNECT, String(port)], {
+        timeoutS: 20,
+        signal: never,
+      });
       expect(allowed.stdout).toContain('connected');
       expect(accepted()).toBe(1);
     } finally {
@@ -167,8 +191,12 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
 
   it('does not let background jobs outlive the command', async () => {
     const marker = `keel-bg-${randomBytes(4).toString('hex')}`;
-    const result = await run(box, `sh -c 'exec -a ${marker} sleep 30' & echo started`);
-    expect(result.stdout).toBe('started\n');
+    // the trailing `:` keeps sh (and the marker in its argv) alive while sleep runs
+    const result = await run(
+      box,
+      `sh -c 'sleep 30; : ${marker}' & sleep 0.2; ps -eo args | grep -c '^sh -c sleep 30; : ${marker}'`,
+    );
+    expect(result.stdout).toBe('1\n');
     expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(marker);
   });
 
@@ -188,7 +216,11 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
     // say which mechanism is in force rather than pass without one
     console.info(`process limit mechanism: ${mechanism} (${note ?? ''})`);
     if (mechanism === 'none') ctx.skip(`no process limit can be enforced here: ${note ?? ''}`);
-    const result = await run(small, 'i=0; while [ $i -lt 2000 ]; do sleep 5 & i=$((i+1)); done; echo spawned-all', 20);
+    const result = await run(
+      small,
+      'i=0; while [ $i -lt 2000 ]; do sleep 5 & i=$((i+1)); done; echo spawned-all',
+      20,
+    );
     expect(result.stderr).toMatch(/fork|Resource temporarily unavailable/i);
     expect(result.stdout).not.toContain('spawned-all');
     expect(result.timedOut).toBe(false);
@@ -210,13 +242,21 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
   it('removes its per-command cgroups', async () => {
     await run(box, 'true');
     for (const base of Object.values(cgroupBases())) {
-      const left = readdirSync(base.dir).filter((e) => e.startsWith('keel-') && e.includes(`-${process.pid}-`));
+      const left = readdirSync(base.dir).filter(
+        (e) => e.startsWith('keel-') && e.includes(`-${process.pid}-`),
+      );
       expect(left).toEqual([]);
     }
   });
 
   it('chooses bwrap for auto', async () => {
-    const auto = await createSandbox({ kind: 'auto', root, writable: [root], network: false, limits: LIMITS });
+    const auto = await createSandbox({
+      kind: 'auto',
+      root,
+      writable: [root],
+      network: false,
+      limits: LIMITS,
+    });
     opened.push(auto);
     expect(auto.kind).toBe('bwrap');
     expect(auto.describe()).toMatch(/^bwrap \(sandbox = "auto"/);
@@ -230,7 +270,9 @@ describe('sandbox selection fails closed', () => {
   it('throws when bwrap is required but missing', async () => {
     const made = createSandbox({ ...base, kind: 'bwrap', env: { PATH: '/nonexistent' } });
     await expect(made).rejects.toThrow(SandboxError);
-    await expect(made).rejects.toThrow(/sandbox = "bwrap" is required but bubblewrap \(bwrap\) is not installed/);
+    await expect(made).rejects.toThrow(
+      /sandbox = "bwrap" is required but bubblewrap \(bwrap\) is not installed/,
+    );
   });
 
   it('throws when docker is required and no daemon answers', async (ctx) => {
@@ -254,7 +296,9 @@ describe('sandbox selection fails closed', () => {
   it('falls back to none for auto and says why', async () => {
     const none = await createSandbox({ ...base, kind: 'auto', env: { PATH: '/nonexistent' } });
     expect(none.kind).toBe('none');
-    expect(none.describe()).toMatch(/found none: bubblewrap \(bwrap\) is not installed.*; docker is not installed/);
+    expect(none.describe()).toMatch(
+      /found none: bubblewrap \(bwrap\) is not installed.*; docker is not installed/,
+    );
     const proof = await proveSandbox(none);
     expect(proof).toMatchObject({ writeOutsideBlocked: false, networkBlocked: false });
   });
@@ -266,7 +310,13 @@ describe('argv builders', () => {
       { root: '/w', writable: ['/'], readOnly: ['/w/.git'], network: false, dropCaps: true },
       ['/bin/sh', '-c', 'true'],
     );
-    expect(args.slice(0, 5)).toEqual(['--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL']);
+    expect(args.slice(0, 5)).toEqual([
+      '--unshare-all',
+      '--die-with-parent',
+      '--new-session',
+      '--cap-drop',
+      'ALL',
+    ]);
     expect(args).not.toContain('--share-net');
     const bind = args.indexOf('--bind');
     const gitRo = args.lastIndexOf('--ro-bind');
@@ -274,7 +324,9 @@ describe('argv builders', () => {
     expect(bind).toBeGreaterThan(args.indexOf('--tmpfs'));
     expect(gitRo).toBeGreaterThan(bind);
     expect(args.slice(-6)).toEqual(['--chdir', '/w', '--', '/bin/sh', '-c', 'true']);
-    const net = bwrapArgs({ root: '/w', writable: [], readOnly: [], network: true, dropCaps: false }, ['true']);
+    const net = bwrapArgs({ root: '/w', writable: [], readOnly: [], network: true, dropCaps: false }, [
+      'true',
+    ]);
     expect(net.slice(0, 2)).toEqual(['--unshare-all', '--share-net']);
     expect(net).not.toContain('--cap-drop');
   });
@@ -351,6 +403,31 @@ describe('argv builders', () => {
     );
     expect(readFileSync(pidFile, 'utf8')).toMatch(/^\d+\n$/);
     expect(shown).toBe('--kill-after=2s|30s|/bin/sh|-c|make test|');
-    expect(dockerKillArgs('cid', '/tmp/p')).toEqual(expect.arrayContaining(['exec', 'cid', '/tmp/p']));
+  });
+
+  it("runs the container's exec and kill scripts correctly (on the host: they are plain sh and coreutils)", async () => {
+    const dir = tempDir();
+    const pidFile = join(dir, 'pid');
+    const marker = `keel-dk-${randomBytes(4).toString('hex')}`;
+    const inner = ['/bin/sh', '-c', `trap "" TERM; sh -c 'sleep 60; : ${marker}' & wait`];
+    const exec = dockerExecArgs('cid', inner, { root: dir, env: {}, timeoutS: 60, pidFile });
+    const execCut = exec.slice(exec.indexOf('cid') + 1);
+    const started = Date.now();
+    const running = runArgv(execCut, { cwd: dir, timeoutS: 30, signal: never, maxOutputBytes: 4096 });
+    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '')
+      await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).toContain(marker);
+    const kill = dockerKillArgs('cid', pidFile);
+    await runArgv(kill.slice(kill.indexOf('cid') + 1), {
+      cwd: dir,
+      timeoutS: 30,
+      signal: never,
+      maxOutputBytes: 4096,
+    });
+    const result = await running;
+    expect(result.exitCode === 137 || result.signal === 'SIGKILL').toBe(true);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(marker);
   });
 });
