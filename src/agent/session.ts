@@ -4,8 +4,8 @@ import type { LoadedConfig } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
 import { createModelClient } from '../model/create.js';
-import { runCommand } from '../policy/exec.js';
 import { commitSessionFiles, SafetyNet } from '../policy/safety-net.js';
+import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
@@ -15,6 +15,7 @@ import { ToolRegistry } from '../tools/registry.js';
 import type { ToolContext } from '../tools/types.js';
 import type { SessionEvent } from './events.js';
 import { runSession, type SessionResult } from './loop.js';
+import { RunError } from './terminal.js';
 
 export interface StartOptions {
   mode: Mode;
@@ -53,6 +54,13 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
   const model = createModelClient(config, env, { cwd: opts.cwd });
   const contextWindow =
     config.context_window ?? (await model.contextWindow?.(opts.signal).catch(() => undefined));
+  const { sandboxes, sandboxExec, plainExec } = await sessionSandboxes(
+    opts.mode,
+    scope,
+    config,
+    env,
+    paths.stateDir,
+  );
   const db = openDb(paths.db);
   const log = new EventLog(db);
   const audit = new AuditLog(paths.auditDir);
@@ -66,16 +74,6 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     model: model.currentModel(),
     prompt: opts.prompt,
   });
-  const plainExec: ToolContext['exec'] = (command, o) =>
-    runCommand(
-      { shell: command },
-      {
-        cwd: scope.root,
-        timeoutS: o.timeoutS,
-        signal: o.signal,
-        maxOutputBytes: config.sandbox_limits.output_kb * 1024,
-      },
-    );
   try {
     const result = await runSession({
       mode: opts.mode,
@@ -87,7 +85,8 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
       signal: opts.signal,
       sessionId,
       hooks: config.hooks,
-      plainExec,
+      ...(sandboxExec ? { sandboxExec } : {}),
+      ...(plainExec ? { plainExec } : {}),
       beforeWrite: (paths) => net.beforeWrite(paths),
       ...(opts.confirm ? { confirm: opts.confirm } : {}),
       ...(contextWindow ? { contextWindow } : {}),
@@ -108,7 +107,49 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     }
     return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {
+    await Promise.all(sandboxes.map((s) => s.close()));
     audit.close();
     db.close();
   }
+}
+
+interface SessionSandboxes {
+  sandboxes: Sandbox[];
+  /** Runs a command inside the sandbox; absent when no sandbox can run here. */
+  sandboxExec?: ToolContext['exec'];
+  /** Runs a command without one (limits and a filtered environment only), for calls the user allowed so. */
+  plainExec?: ToolContext['exec'];
+}
+
+/** Shell exists only in modes that may run commands; read-only sessions never build a sandbox. */
+async function sessionSandboxes(
+  mode: Mode,
+  scope: Scope,
+  config: LoadedConfig['config'],
+  env: NodeJS.ProcessEnv,
+  stateDir: string,
+): Promise<SessionSandboxes> {
+  if (mode !== 'edit' && mode !== 'auto') return { sandboxes: [] };
+  const common = {
+    root: scope.root,
+    writable: scope.writable,
+    network: config.sandbox_network,
+    limits: config.sandbox_limits,
+    env,
+    protectedDirs: [stateDir],
+  };
+  let sandbox: Sandbox;
+  try {
+    sandbox = await createSandbox({ ...common, kind: config.sandbox });
+  } catch (err) {
+    // a sandbox the user asked for by name and cannot have: refuse, never run unconfined instead
+    if (err instanceof SandboxError) throw new RunError('ENVIRONMENT_ERROR', err.message);
+    throw err;
+  }
+  const plain = sandbox.kind === 'none' ? sandbox : await createSandbox({ ...common, kind: 'none' });
+  return {
+    sandboxes: plain === sandbox ? [sandbox] : [sandbox, plain],
+    ...(sandbox.kind !== 'none' ? { sandboxExec: (command, o) => sandbox.run(command, o) } : {}),
+    plainExec: (command, o) => plain.run(command, o),
+  };
 }

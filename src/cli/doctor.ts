@@ -61,6 +61,9 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
   });
   for (const warning of setup.loaded.warnings)
     checks.push({ name: 'trust', status: 'warn', detail: warning });
+  const sandboxCheck = await checkSandbox(setup.cwd, config);
+  checks.push(sandboxCheck);
+  if (sandboxCheck.status === 'fail') exit = EXIT.environment;
 
   const { provider, model } = client.primary;
   const signal = AbortSignal.timeout(config.timeouts.connect_s * 1000);
@@ -121,6 +124,45 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
   );
   print();
   return exit;
+}
+
+/** Which sandbox shell commands get here, proven: a write outside the scope and a network call must both fail. */
+async function checkSandbox(
+  cwd: string,
+  config: ReturnType<typeof load>['loaded']['config'],
+): Promise<Check> {
+  const { createSandbox, proveSandbox } = await import('../policy/sandbox.js');
+  const { Scope } = await import('../policy/scope.js');
+  const scope = new Scope({ root: cwd, writable: config.scope });
+  let sandbox: Awaited<ReturnType<typeof createSandbox>>;
+  try {
+    sandbox = await createSandbox({
+      kind: config.sandbox,
+      root: scope.root,
+      writable: scope.writable,
+      network: config.sandbox_network,
+      limits: config.sandbox_limits,
+    });
+  } catch (err) {
+    return { name: 'sandbox', status: 'fail', detail: (err as Error).message };
+  }
+  try {
+    if (sandbox.kind === 'none') {
+      const how = config.allow_shell
+        ? 'shell runs unsandboxed (allow_shell = true)'
+        : 'shell is denied unless a PreToolUse hook covers it or allow_shell = true';
+      return { name: 'sandbox', status: 'warn', detail: `none: ${sandbox.describe()}; ${how}` };
+    }
+    const proof = await proveSandbox(sandbox);
+    const proven = proof.writeOutsideBlocked && (proof.networkBlocked || config.sandbox_network);
+    return {
+      name: 'sandbox',
+      status: proven ? 'ok' : 'fail',
+      detail: `${sandbox.kind}: ${proof.detail}`,
+    };
+  } finally {
+    await sandbox.close();
+  }
 }
 
 /** Ask the model to read a file, with keel's real prompt and tools, and see whether it calls the tool. */

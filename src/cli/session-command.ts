@@ -1,6 +1,7 @@
 /** `keel ask|plan|edit|run`: start a session, render it, and exit with its code. */
 import { statSync } from 'node:fs';
 import type { SessionOutcome } from '../agent/session.js';
+import { RunError } from '../agent/terminal.js';
 import type { Mode } from '../config/schema.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
@@ -71,6 +72,9 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
     });
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
+    if (err instanceof RunError && (err.code === 'ENVIRONMENT_ERROR' || err.code === 'CONFIG_ERROR')) {
+      return fail(err.code, err.message);
+    }
     const e = err as NodeJS.ErrnoException;
     if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return fail('ENVIRONMENT_ERROR', e.message);
     throw err;

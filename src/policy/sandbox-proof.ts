@@ -28,7 +28,9 @@ export async function proveSandbox(sandbox: Sandbox): Promise<SandboxProof> {
   if (landed) rmSync(target, { force: true });
   const writeDetail = landed
     ? `a write to ${target} succeeded (removed again)`
-    : `a write to ${target} was refused: ${firstLine(write.stderr) || `exit code ${write.exitCode}`}`;
+    : write.exitCode === 0
+      ? `a write to ${target} never reached the host (it landed in the sandbox's own private copy)`
+      : `a write to ${target} was refused: ${firstLine(write.stderr) || `exit code ${write.exitCode}`}`;
   const net = sandbox.kind === 'docker' ? await proveDockerNetwork(sandbox) : await proveLoopback(sandbox);
   return {
     writeOutsideBlocked: !landed,

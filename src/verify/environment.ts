@@ -39,7 +39,10 @@ const CHECKS: Check[] = [
 ];
 
 function commandNotFound(text: string, evidence: RunEvidence): string | undefined {
-  const match = /^(?:\S*sh: (?:line )?\d+: )?(?:\S*sh: )?([^\s:]+): (?:command )?not found\s*$/m.exec(text);
+  // the shell's own words (sh, dash, bash, zsh), so a test printing "x: not found" is not mistaken for it
+  const match =
+    /^\S*sh: (?:line )?(?:\d+: )?([^\s:]+): (?:command )?not found\s*$/m.exec(text) ??
+    /^\S*sh: command not found: (\S+)\s*$/m.exec(text);
   const name = match?.[1];
   if (name !== undefined)
     return name.endsWith('pytest')

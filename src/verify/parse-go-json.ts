@@ -1,5 +1,5 @@
 /** `go test -json` event streams: one JSON object per line, per test and per package. */
-import { field, str } from './parse-jest-json.js';
+import { field, str } from './json-value.js';
 import { clipMessage, dedupeIds, joinId } from './result-ids.js';
 import type { TestResult } from './types.js';
 
@@ -27,8 +27,11 @@ export function parseGoJson(text: string): TestResult[] {
   for (const line of text.split('\n')) {
     const event = parseLine(line);
     if (event === undefined) continue;
-    // go 1.24 reports build failures with ImportPath instead of Package
-    const pkg = str(field(event, 'Package')) ?? str(field(event, 'ImportPath')) ?? '';
+    // go 1.24 reports build output by ImportPath, with the test variant in brackets
+    const pkg = (str(field(event, 'Package')) ?? str(field(event, 'ImportPath')) ?? '').replace(
+      / \[.*\]$/,
+      '',
+    );
     const test = str(field(event, 'Test'));
     const action = str(field(event, 'Action'));
     const target = test === undefined ? entry(packages, pkg, '') : entry(tests, pkg, test);

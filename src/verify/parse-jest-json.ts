@@ -1,4 +1,5 @@
 /** Jest-shaped JSON reports, written by both jest (`--json`) and vitest (`--reporter=json`). */
+import { field, str } from './json-value.js';
 import { clipMessage, dedupeIds, joinId, relativeFile } from './result-ids.js';
 import type { TestResult, TestStatus } from './types.js';
 
@@ -66,15 +67,4 @@ function mapStatus(status: string | undefined): TestStatus {
   if (status === 'failed') return 'failed';
   // pending, skipped, todo, disabled, focused-out
   return 'skipped';
-}
-
-/** A property of an unknown JSON value, or undefined. */
-export function field(value: unknown, key: string): unknown {
-  if (typeof value !== 'object' || value === null) return undefined;
-  return (value as Record<string, unknown>)[key];
-}
-
-/** A JSON value if it is a string. */
-export function str(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
 }

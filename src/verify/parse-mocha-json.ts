@@ -1,5 +1,5 @@
 /** Mocha's JSON reporter output, read from its report file or fished out of mixed stdout. */
-import { field, str } from './parse-jest-json.js';
+import { field, str } from './json-value.js';
 import { clipMessage, dedupeIds, joinId, relativeFile } from './result-ids.js';
 import type { TestResult, TestStatus } from './types.js';
 

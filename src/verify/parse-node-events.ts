@@ -1,5 +1,5 @@
 /** The JSON lines keel's own node test reporter writes (see node-reporter.ts). */
-import { field, str } from './parse-jest-json.js';
+import { field, str } from './json-value.js';
 import { clipMessage, dedupeIds, joinId, relativeFile } from './result-ids.js';
 import type { TestResult, TestStatus } from './types.js';
 

@@ -126,7 +126,6 @@ function pytestCount(text: string): number | null {
 /** Keep the results a filter names: by id, name or file, as a substring. */
 export function filterResults(results: TestResult[], filter: string): TestResult[] {
   return results.filter(
-    (r) =>
-      r.id.includes(filter) || r.name.includes(filter) || (r.file !== undefined && r.file.includes(filter)),
+    (r) => r.id.includes(filter) || r.name.includes(filter) || r.file?.includes(filter) === true,
   );
 }

@@ -52,7 +52,7 @@ function planFor(detected: DetectedCommand, opts: InvocationOptions): Plan {
     case 'vitest': {
       const filterArgs =
         filter === undefined ? '' : pathFilter ? shellQuote(filter) : `-t ${shellQuote(filter)}`;
-      return appendPlan(detected, 'vitest-json', [
+      return appendPlan(detected, filter, 'vitest-json', [
         '--reporter=default --reporter=json',
         `--outputFile.json=${report}`,
         filterArgs,
@@ -61,13 +61,13 @@ function planFor(detected: DetectedCommand, opts: InvocationOptions): Plan {
     case 'jest': {
       const filterArgs =
         filter === undefined ? '' : pathFilter ? shellQuote(filter) : `-t ${shellQuote(filter)}`;
-      return appendPlan(detected, 'jest-json', ['--json', `--outputFile=${report}`, filterArgs]);
+      return appendPlan(detected, filter, 'jest-json', ['--json', `--outputFile=${report}`, filterArgs]);
     }
     case 'mocha': {
       const filterArgs =
         filter === undefined ? '' : pathFilter ? shellQuote(filter) : `--grep ${shellQuote(filter)}`;
       // mocha before 10 ignores `output` and prints the JSON to stdout, which the parser also reads
-      return appendPlan(detected, 'mocha-json', [
+      return appendPlan(detected, filter, 'mocha-json', [
         '--reporter=json',
         `--reporter-option ${shellQuote(`output=${reportFile}`)}`,
         filterArgs,
@@ -97,11 +97,16 @@ function planFor(detected: DetectedCommand, opts: InvocationOptions): Plan {
 }
 
 /** Runners whose flags must be appended to the command line; without that, only the exit code speaks. */
-function appendPlan(detected: DetectedCommand, parse: ParseFormat, args: string[]): Plan {
+function appendPlan(
+  detected: DetectedCommand,
+  filter: string | undefined,
+  parse: ParseFormat,
+  args: string[],
+): Plan {
   if (!runsLast(scriptText(detected), detected.runner)) {
     return exitCodePlan(
       detected,
-      undefined,
+      filter,
       `the test command does not end by running ${detected.runner}, so keel cannot add its reporter flags`,
     );
   }
@@ -109,6 +114,22 @@ function appendPlan(detected: DetectedCommand, parse: ParseFormat, args: string[
 }
 
 function nodePlan(detected: DetectedCommand, opts: InvocationOptions): Plan {
+  const text = scriptText(detected);
+  const reporters = text.match(/--test-reporter(?=[=\s])/g)?.length ?? 0;
+  const destinations = text.match(/--test-reporter-destination/g)?.length ?? 0;
+  // node refuses reporters without a destination each once NODE_OPTIONS adds any; leave the user's alone
+  if (reporters > 0 && reporters !== destinations) {
+    const why = 'the test command picks its own node --test reporter, which keel cannot add to';
+    if (/--test-reporter[=\s]+tap\b/.test(text)) {
+      return {
+        test: detected.command,
+        parse: 'tap',
+        ...(opts.filter === undefined ? {} : { resultFilter: opts.filter }),
+        note: `${why}; results are read from its TAP output`,
+      };
+    }
+    return exitCodePlan(detected, opts.filter, why);
+  }
   // NODE_OPTIONS reaches `node --test` through npm and any wrapper; spec keeps stdout readable
   const extend: Array<[string, string]> = [
     [

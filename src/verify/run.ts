@@ -10,7 +10,10 @@ import { stripAnsi } from './result-ids.js';
 import type { Invocation, SuiteRun } from './types.js';
 
 /** Runs shell text in the project root, e.g. the session's sandboxed exec. */
-export type SuiteExec = (command: string, opts: { timeoutS: number; signal: AbortSignal }) => Promise<ExecResult>;
+export type SuiteExec = (
+  command: string,
+  opts: { timeoutS: number; signal: AbortSignal },
+) => Promise<ExecResult>;
 
 export interface RunSuiteOptions {
   timeoutS: number;
@@ -29,7 +32,11 @@ const READ_CAP_BYTES = 64 * 1024 * 1024;
 const DIRECT_CAPTURE_BYTES = 64 * 1024;
 
 /** Run an invocation in `root` and return its per-test results, or its exit code and a note why not. */
-export async function runSuite(root: string, invocation: Invocation, opts: RunSuiteOptions): Promise<SuiteRun> {
+export async function runSuite(
+  root: string,
+  invocation: Invocation,
+  opts: RunSuiteOptions,
+): Promise<SuiteRun> {
   // a report left by an earlier run must never be read as this run's
   rmSync(invocation.reportFile, { force: true });
   rmSync(invocation.logFile, { force: true });
@@ -39,7 +46,10 @@ export async function runSuite(root: string, invocation: Invocation, opts: RunSu
   const exec: SuiteExec =
     opts.exec ??
     ((command, o) =>
-      runCommand({ shell: command }, { ...o, cwd: root, maxOutputBytes: DIRECT_CAPTURE_BYTES, ...envOf(opts) }));
+      runCommand(
+        { shell: command },
+        { ...o, cwd: root, maxOutputBytes: DIRECT_CAPTURE_BYTES, ...envOf(opts) },
+      ));
   const started = performance.now();
   let exit: ExecResult;
   try {

@@ -2,7 +2,9 @@
 import { ID_SEPARATOR } from './result-ids.js';
 import type { SuiteRun, TestResult } from './types.js';
 
-export type TargetResolution = { ok: true; ids: string[] } | { ok: false; error: string; unmatched: string[] };
+export type TargetResolution =
+  | { ok: true; ids: string[] }
+  | { ok: false; error: string; unmatched: string[] };
 
 const MAX_CANDIDATES = 5;
 
@@ -15,7 +17,9 @@ export function matchTarget(results: TestResult[], requested: string): string[] 
   const byName = results.filter((r) => r.name === want || r.id.endsWith(`${ID_SEPARATOR}${want}`));
   if (byName.length > 0) return ids(byName);
   const folder = want.replace(/\/+$/, '');
-  const byFile = results.filter((r) => r.file !== undefined && (r.file === folder || r.file.startsWith(`${folder}/`)));
+  const byFile = results.filter(
+    (r) => r.file !== undefined && (r.file === folder || r.file.startsWith(`${folder}/`)),
+  );
   return ids(byFile);
 }
 
@@ -31,7 +35,8 @@ export function resolveTargets(run: Pick<SuiteRun, 'results'>, requested: string
   if (unmatched.length === 0) return { ok: true, ids: [...found] };
   const lines = unmatched.map((request) => {
     const close = closeCandidates(run.results, request);
-    const hint = close.length === 0 ? 'no similar test' : `close: ${close.map((c) => JSON.stringify(c)).join(', ')}`;
+    const hint =
+      close.length === 0 ? 'no similar test' : `close: ${close.map((c) => JSON.stringify(c)).join(', ')}`;
     return `${JSON.stringify(request)} (${hint})`;
   });
   const noun = unmatched.length === 1 ? 'target matches' : 'targets match';
@@ -48,20 +53,16 @@ export function closeCandidates(results: TestResult[], request: string, max = MA
     // containment beats any edit distance: "add" should suggest "adds two numbers"
     return { id: r.id, score: contains ? -1 : distance / Math.max(want.length, 1) };
   });
-  return scored
+  const best = scored
     .filter((s) => s.score < 0.5)
     .sort((a, b) => a.score - b.score)
-    .slice(0, max)
     .map((s) => s.id);
+  return [...new Set(best)].slice(0, max);
 }
 
 /** pytest node ids (`a.py::Class::test`) and `./` prefixes name the same tests as keel's ids. */
 function normalize(request: string): string {
-  return request
-    .trim()
-    .replace(/^\.\//, '')
-    .split('::')
-    .join(ID_SEPARATOR);
+  return request.trim().replace(/^\.\//, '').split('::').join(ID_SEPARATOR);
 }
 
 function ids(results: TestResult[]): string[] {

@@ -42,7 +42,8 @@ export interface Verdict {
 
 /** Summarize a baseline run and say whether it can anchor a verification. */
 export function baseline(run: SuiteRun): Baseline {
-  const ids = (status: TestStatus): string[] => run.results.filter((r) => r.status === status).map((r) => r.id);
+  const ids = (status: TestStatus): string[] =>
+    run.results.filter((r) => r.status === status).map((r) => r.id);
   const problem = runProblem(run);
   return {
     mode: run.parsed ? 'per-test' : 'exit-code',
@@ -72,12 +73,16 @@ export async function verify(input: VerifyInput): Promise<Verdict> {
   let targetIds: string[];
   if (targets.length > 0) {
     const resolved = resolveTargets({ results: [...before.results, ...after.results] }, targets);
-    if (!resolved.ok) return { ...empty('per-test'), targetsFailing: targets, reason: `not verified: ${resolved.error}` };
+    if (!resolved.ok)
+      return { ...empty('per-test'), targetsFailing: targets, reason: `not verified: ${resolved.error}` };
     targetIds = resolved.ids;
   } else if (before.parsed) {
     targetIds = before.results.filter((r) => r.status === 'failed').map((r) => r.id);
     if (targetIds.length === 0) {
-      return { ...empty('per-test'), reason: 'not verified: no test failed at baseline and no target was named' };
+      return {
+        ...empty('per-test'),
+        reason: 'not verified: no test failed at baseline and no target was named',
+      };
     }
   } else {
     return wholeSuiteVerdict(after);
@@ -89,7 +94,9 @@ export async function verify(input: VerifyInput): Promise<Verdict> {
   const targetSet = new Set(targetIds);
   // a test that passed before and now fails, is skipped or no longer runs at all
   const suspects = before.parsed
-    ? before.results.filter((r) => r.status === 'passed' && !targetSet.has(r.id) && afterStatus.get(r.id) !== 'passed')
+    ? before.results.filter(
+        (r) => r.status === 'passed' && !targetSet.has(r.id) && afterStatus.get(r.id) !== 'passed',
+      )
     : [];
 
   let regressions = suspects.map((r) => r.id);
@@ -111,7 +118,13 @@ export async function verify(input: VerifyInput): Promise<Verdict> {
   const verified = targetsFailing.length === 0 && regressions.length === 0 && !unexplainedExit;
   const reason = verified
     ? verifiedReason(targetsPassing, before, flaky)
-    : failedReason({ targetsFailing, regressions, after, unexplainedExit, messages: messageMap(after.results) });
+    : failedReason({
+        targetsFailing,
+        regressions,
+        after,
+        unexplainedExit,
+        messages: messageMap(after.results),
+      });
   return {
     status: verified ? 'verified' : 'failed',
     mode: 'per-test',
@@ -136,7 +149,10 @@ function exitCodeVerdict(input: VerifyInput): Verdict {
   const { after, targets } = input;
   const why = after.note ?? 'per-test results are unavailable';
   if (targets.length === 0 && input.baseline.exitCode === 0 && !input.baseline.parsed) {
-    return { ...empty('exit-code'), reason: 'not verified: the suite already passed at baseline and no target was named' };
+    return {
+      ...empty('exit-code'),
+      reason: 'not verified: the suite already passed at baseline and no target was named',
+    };
   }
   const count = after.collected === null ? 'the test count is unknown' : `${after.collected} tests counted`;
   if (after.exitCode === 0) {
@@ -174,7 +190,8 @@ function wholeSuiteVerdict(after: SuiteRun): Verdict {
 function verifiedReason(targetsPassing: string[], before: SuiteRun, flaky: string[]): string {
   const held = before.results.filter((r) => r.status === 'passed').length;
   const flakyText = flaky.length === 0 ? '' : `; flaky (failed, then passed on rerun): ${list(flaky)}`;
-  return `verified: ${plural(targetsPassing.length, 'target')} pass (${list(targetsPassing)}); none of the ${held} tests that passed at baseline fails${flakyText}`;
+  const targets = targetsPassing.length === 1 ? '1 target passes' : `${targetsPassing.length} targets pass`;
+  return `verified: ${targets} (${list(targetsPassing)}); none of the ${held} tests that passed at baseline fails${flakyText}`;
 }
 
 interface FailedFacts {
@@ -191,10 +208,14 @@ function failedReason(facts: FailedFacts): string {
     parts.push(`target still failing: ${withMessages(facts.targetsFailing, facts.messages)}`);
   }
   if (facts.regressions.length > 0) {
-    parts.push(`regressed (passed at baseline, fail now): ${withMessages(facts.regressions, facts.messages)}`);
+    parts.push(
+      `regressed (passed at baseline, fail now): ${withMessages(facts.regressions, facts.messages)}`,
+    );
   }
   if (facts.unexplainedExit) {
-    parts.push(`the suite exited ${facts.after.exitCode} though no test failed (a hook, a crash or a threshold?)`);
+    parts.push(
+      `the suite exited ${facts.after.exitCode} though no test failed (a hook, a crash or a threshold?)`,
+    );
   }
   return `not verified: ${parts.join('; ')}`;
 }
@@ -222,13 +243,17 @@ function statusMap(results: TestResult[]): Map<string, TestStatus> {
 }
 
 function empty(mode: Verdict['mode']): Verdict {
-  return { status: 'failed', mode, targetsPassing: [], targetsFailing: [], regressions: [], flaky: [], reason: '' };
+  return {
+    status: 'failed',
+    mode,
+    targetsPassing: [],
+    targetsFailing: [],
+    regressions: [],
+    flaky: [],
+    reason: '',
+  };
 }
 
 function list(ids: string[]): string {
   return ids.length > 5 ? `${ids.slice(0, 5).join(', ')} and ${ids.length - 5} more` : ids.join(', ');
-}
-
-function plural(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

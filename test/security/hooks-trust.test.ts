@@ -183,3 +183,34 @@ describe('project trust', () => {
     expect(requestMessages).toBeTypeOf('function');
   });
 });
+
+describe('shell through the real sandbox', () => {
+  it('edit mode runs shell in bubblewrap: writes inside land, writes outside and into .git do not', async () => {
+    const repo = gitRepo();
+    const outside = tempDir();
+    const home = keelHome();
+    const command = `echo inside > made.txt; echo x > ${outside}/escaped.txt; echo x > .git/evil; echo done`;
+    const server = await model([
+      { tool_calls: [{ name: 'shell', arguments: { command } }] },
+      { text: 'ok', expect: { last_tool_result_contains: 'done' } },
+    ]);
+    const run = await keel(['edit', ...modelFlags(server), 'go'], { cwd: repo, home });
+    expect(run.code).toBe(0);
+    expect(existsSync(join(repo, 'made.txt'))).toBe(true);
+    expect(existsSync(join(outside, 'escaped.txt'))).toBe(false);
+    expect(existsSync(join(repo, '.git/evil'))).toBe(false);
+    const start = lastSessionEvents(home).find((e) => e.type === 'tool_start');
+    expect(start?.data.sandboxed).toBe(true);
+  });
+
+  it('a sandbox required by name that cannot run exits 3 and runs nothing', async () => {
+    const repo = gitRepo();
+    const home = keelHome('sandbox = "docker"\n');
+    const server = await model([{ text: 'never' }]);
+    const run = await keel(['edit', ...modelFlags(server), '--json', 'go'], { cwd: repo, home });
+    expect(run.code).toBe(3);
+    expect(JSON.parse(run.stdout)).toMatchObject({ code: 'ENVIRONMENT_ERROR' });
+    expect(run.stdout).toContain('docker');
+    expect(chatBodies(server)).toHaveLength(0);
+  });
+});
