@@ -21,7 +21,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-'));
 const TRIVIAL = { turns: [{ text: 'OK', usage: { prompt_tokens: 650, completion_tokens: 1 } }] };
 
 const GREET_BEFORE = "export function greet(name) {\n  return 'Hello, ' + name;\n}\n";
-const GREET_AFTER = 'export function greet(name) {\n  return `Hello, ${name}!`;\n}\n';
+const GREET_AFTER = "export function greet(name) {\n  return 'Hi, ' + name + '!';\n}\n";
 const THREE_STEPS = {
   turns: [
     {
@@ -33,14 +33,18 @@ const THREE_STEPS = {
         {
           id: 'call_2',
           name: 'edit_file',
-          arguments: { path: 'src/greet.js', old_string: "'Hello, ' + name", new_string: '`Hello, ${name}!`' },
+          arguments: {
+            path: 'src/greet.js',
+            old_string: "'Hello, ' + name",
+            new_string: "'Hi, ' + name + '!'",
+          },
         },
       ],
       usage: { prompt_tokens: 1180, completion_tokens: 40 },
       expect: { last_tool_result_contains: "return 'Hello, ' + name;" },
     },
     {
-      text: 'greet now uses a template string and ends with "!".',
+      text: 'greet now says "Hi, NAME!".',
       usage: { prompt_tokens: 1230, completion_tokens: 14 },
       expect: { last_tool_result_contains: 'Edited src/greet.js' },
     },
@@ -160,7 +164,10 @@ async function promptSize(verb) {
 /** One trivial ask: wall time, and when its requests reached the server. */
 async function trivialAsk(home, cwd, rss = false) {
   const { server, arrivals } = await serve(TRIVIAL);
-  const run = assertOk(await runKeel(['ask', 'hi', ...modelFlags(server.url)], { cwd, home, rss }), 'keel ask');
+  const run = assertOk(
+    await runKeel(['ask', 'hi', ...modelFlags(server.url)], { cwd, home, rss }),
+    'keel ask',
+  );
   await server.close();
   if (run.stdout.trim() !== 'OK') throw new Error(`keel ask printed ${JSON.stringify(run.stdout)}`);
   const chat = arrivals.find(isChat);
@@ -174,42 +181,12 @@ async function trivialAsk(home, cwd, rss = false) {
   };
 }
 
-/** The startup trio, interleaved so background load hits each the same: node itself, --version, ask. */
-async function startup() {
-  const home = workspace('home');
-  const cwd = workspace('ask');
-  const floor = [];
-  const version = [];
-  const asks = [];
-  for (let i = 0; i < RUNS.warmup + RUNS.ask; i++) {
-    const warm = i < RUNS.warmup;
-    const n = await runNode(['-e', ''], { cwd, home });
-    const v = assertOk(await runKeel(['--version'], { cwd, home }), 'keel --version');
-    const a = await trivialAsk(home, cwd);
-    if (warm) continue;
-    floor.push(n.ms);
-    version.push(v.ms);
-    asks.push(a);
-  }
-  const rss = [];
-  for (let i = 0; i < RUNS.rss; i++) rss.push((await trivialAsk(home, cwd, true)).rssKb / 1024);
-  return {
-    floorMs: spread(floor),
-    versionMs: spread(version),
-    askMs: spread(asks.map((a) => a.ms)),
-    firstRequestMs: spread(asks.map((a) => a.firstRequestMs)),
-    firstAnyRequestMs: spread(asks.map((a) => a.firstAnyRequestMs)),
-    askRequests: asks[0]?.requests ?? [],
-    rssMb: spread(rss),
-  };
-}
-
 /** One 3-step edit (read, edit, answer) in a fresh git repository. */
 async function threeSteps(home, rss = false) {
   const cwd = workspace('edit', { 'src/greet.js': GREET_BEFORE, 'README.md': '# demo\n' }, true);
   const { server, arrivals } = await serve(THREE_STEPS);
   const run = assertOk(
-    await runKeel(['edit', 'make greet use a template string and end with !', ...modelFlags(server.url)], {
+    await runKeel(['edit', 'make greet say Hi and end with !', ...modelFlags(server.url)], {
       cwd,
       home,
       rss,
@@ -217,7 +194,8 @@ async function threeSteps(home, rss = false) {
     'keel edit (3 steps)',
   );
   await server.close();
-  if (readFileSync(join(cwd, 'src/greet.js'), 'utf8') !== GREET_AFTER) throw new Error('the edit did not land');
+  if (readFileSync(join(cwd, 'src/greet.js'), 'utf8') !== GREET_AFTER)
+    throw new Error('the edit did not land');
   const chats = server.requests.filter(isChat);
   if (chats.length !== 3) throw new Error(`expected 3 chat requests, got ${chats.length}`);
   const bytes = server.requests.reduce(
@@ -241,26 +219,68 @@ async function threeSteps(home, rss = false) {
     const b = chatArrivals[i + 1];
     if (a && b) serverGap.push(Number(b.at - a.at) / 1e6 - r.toolMs);
   });
-  return { ms: run.ms, rssKb: run.rssKb, bytes, requests: server.requests.length, harness, serverGap, modelMs };
+  return {
+    ms: run.ms,
+    rssKb: run.rssKb,
+    bytes,
+    requests: server.requests.length,
+    harness,
+    serverGap,
+    modelMs,
+  };
 }
 
-async function edits() {
+/**
+ * Everything timed, interleaved run by run (node itself, --version, ask, the 3-step edit), so load from
+ * other processes on the machine lands on every metric alike and their ratios stay honest.
+ */
+async function timedRuns() {
   const home = workspace('home');
-  const runs = [];
-  for (let i = 0; i < RUNS.warmup + RUNS.edit; i++) {
-    const r = await threeSteps(home);
-    if (i >= RUNS.warmup) runs.push(r);
+  const editHome = workspace('home');
+  const cwd = workspace('ask');
+  const floor = [];
+  const version = [];
+  const asks = [];
+  const steps = [];
+  const total = RUNS.warmup + Math.max(RUNS.ask, RUNS.edit);
+  for (let i = 0; i < total; i++) {
+    const warm = i < RUNS.warmup;
+    const n = await runNode(['-e', ''], { cwd, home });
+    const v = assertOk(await runKeel(['--version'], { cwd, home }), 'keel --version');
+    const a = await trivialAsk(home, cwd);
+    const e = i < RUNS.warmup + RUNS.edit ? await threeSteps(editHome) : undefined;
+    if (warm) continue;
+    floor.push(n.ms);
+    version.push(v.ms);
+    asks.push(a);
+    if (e) steps.push(e);
   }
-  const rss = [];
-  for (let i = 0; i < RUNS.editRss; i++) rss.push((await threeSteps(home, true)).rssKb / 1024);
+  const askRss = [];
+  for (let i = 0; i < RUNS.rss; i++) askRss.push((await trivialAsk(home, cwd, true)).rssKb / 1024);
+  const editRss = [];
+  for (let i = 0; i < RUNS.editRss; i++) editRss.push((await threeSteps(editHome, true)).rssKb / 1024);
   return {
-    ms: spread(runs.map((r) => r.ms)),
-    bytes: spread(runs.map((r) => r.bytes)),
-    requests: runs[0]?.requests ?? 0,
-    harnessMs: spread(runs.flatMap((r) => r.harness)),
-    serverGapMs: spread(runs.flatMap((r) => r.serverGap)),
-    modelMs: spread(runs.flatMap((r) => r.modelMs)),
-    rssMb: spread(rss),
+    startup: {
+      floorMs: spread(floor),
+      versionMs: spread(version),
+      askMs: spread(asks.map((a) => a.ms)),
+      askOverFloorMs: spread(asks.map((a, i) => a.ms - (floor[i] ?? 0))),
+      firstRequestMs: spread(asks.map((a) => a.firstRequestMs)),
+      firstAnyRequestMs: spread(asks.map((a) => a.firstAnyRequestMs)),
+      askRequests: asks[0]?.requests ?? [],
+      rssMb: spread(askRss),
+    },
+    steps: {
+      ms: spread(steps.map((r) => r.ms)),
+      bytes: spread(steps.map((r) => r.bytes)),
+      requests: steps[0]?.requests ?? 0,
+      harnessMs: spread(steps.flatMap((r) => r.harness)),
+      harnessReadMs: spread(steps.map((r) => r.harness[0] ?? Number.NaN)),
+      harnessEditMs: spread(steps.map((r) => r.harness[1] ?? Number.NaN)),
+      serverGapMs: spread(steps.flatMap((r) => r.serverGap)),
+      modelMs: spread(steps.flatMap((r) => r.modelMs)),
+      rssMb: spread(editRss),
+    },
   };
 }
 
@@ -280,14 +300,28 @@ const PEERS = {
   bytes: 'pi 18,400 · Codex CLI 126,329',
 };
 
+/** One table row; `value` is a number, or a spread whose median is compared and whose p10–p90 is shown. */
 function row(id, metric, value, unit, target, peers = '—', digits = 0) {
-  return { id, metric, value, unit, target, peers, digits, meets: target === undefined ? null : value <= target };
+  const s = typeof value === 'number' ? undefined : value;
+  const v = s ? s.p50 : value;
+  return {
+    id,
+    metric,
+    value: v,
+    spread: s,
+    unit,
+    target,
+    peers,
+    digits,
+    meets: target === undefined ? null : v <= target,
+  };
 }
 
 function table(rows) {
   const lines = ['| metric | keel | target | peers | meets |', '| --- | ---: | ---: | --- | :---: |'];
   for (const r of rows) {
-    const keel = `${fmt(r.value, r.digits)} ${r.unit}`;
+    const range = r.spread ? ` (${fmt(r.spread.p10, r.digits)}–${fmt(r.spread.p90, r.digits)})` : '';
+    const keel = `${fmt(r.value, r.digits)} ${r.unit}${range}`;
     const target = r.target === undefined ? '—' : `≤ ${fmt(r.target)} ${r.unit}`;
     const meets = r.meets === null ? '—' : r.meets ? 'yes' : '**no**';
     lines.push(`| ${r.metric} | ${keel} | ${target} | ${r.peers} | ${meets} |`);
@@ -300,8 +334,7 @@ async function main() {
   const t0 = process.hrtime.bigint();
   const ask = await promptSize('ask');
   const edit = await promptSize('edit');
-  const start = await startup();
-  const steps = await edits();
+  const { startup: start, steps } = await timedRuns();
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const load1 = loadavg()[0];
 
@@ -325,11 +358,17 @@ async function main() {
       PEERS.tokens,
     ),
     row('tokens_edit_body', '… the whole request body, JSON as sent', edit.body, 'tok'),
-    row('ask_wall', 'trivial `keel ask` answered "OK": wall, median', start.askMs.p50, 'ms', 250, PEERS.wall),
+    row('ask_wall', 'trivial `keel ask` answered "OK": wall, median', start.askMs, 'ms', 250, PEERS.wall),
+    row(
+      'ask_over_floor',
+      "… minus the node floor of the same round (keel's own time)",
+      start.askOverFloorMs,
+      'ms',
+    ),
     row(
       'first_request',
       'launch → first chat request at the server, median',
-      start.firstRequestMs.p50,
+      start.firstRequestMs,
       'ms',
       150,
       PEERS.first,
@@ -337,13 +376,20 @@ async function main() {
     row(
       'first_any_request',
       `… launch → first request of any kind (${start.askRequests[0] ?? 'none'}), median`,
-      start.firstAnyRequestMs.p50,
+      start.firstAnyRequestMs,
       'ms',
     ),
-    row('version', '`keel --version` cold start, median', start.versionMs.p50, 'ms', 80, PEERS.version),
-    row('node_floor', 'floor: `node -e ""` spawn → exit on this machine, median', start.floorMs.p50, 'ms'),
-    row('ask_rss', `peak RSS, trivial ask (${rssNote})`, start.rssMb.p50, 'MB', 100, PEERS.rss),
-    row('edit_wall', '3-step `keel edit` (read, edit, answer), wall, median', steps.ms.p50, 'ms', 400, PEERS.edit),
+    row('version', '`keel --version` cold start, median', start.versionMs, 'ms', 80, PEERS.version),
+    row('node_floor', 'floor: `node -e ""` spawn → exit on this machine, median', start.floorMs, 'ms'),
+    row('ask_rss', `peak RSS, trivial ask (${rssNote})`, start.rssMb, 'MB', 100, PEERS.rss),
+    row(
+      'edit_wall',
+      '3-step `keel edit` (read, edit, answer), wall, median',
+      steps.ms,
+      'ms',
+      400,
+      PEERS.edit,
+    ),
     row(
       'edit_bytes',
       `… request bytes sent to the server (${steps.requests} requests, bodies)`,
@@ -355,16 +401,26 @@ async function main() {
     row(
       'harness_round',
       '… harness per round excl. model and tools, p50 (event log, 1 ms resolution)',
-      steps.harnessMs.p50,
+      steps.harnessMs,
       'ms',
       5,
+      '—',
+      1,
+    ),
+    row('harness_read', '… of which the read_file round', steps.harnessReadMs, 'ms', undefined, '—', 1),
+    row(
+      'harness_edit',
+      '… of which the edit_file round (first write: safety-net snapshot runs here)',
+      steps.harnessEditMs,
+      'ms',
+      undefined,
       '—',
       1,
     ),
     row(
       'round_gap',
       '… request-to-request gap at the server minus tool time, p50 (incl. HTTP client + SDK)',
-      steps.serverGapMs.p50,
+      steps.serverGapMs,
       'ms',
       undefined,
       '—',
@@ -373,19 +429,19 @@ async function main() {
     row(
       'model_round',
       '… model_request → assistant_message per round, p50 (zero-latency server: all client side)',
-      steps.modelMs.p50,
+      steps.modelMs,
       'ms',
       undefined,
       '—',
       1,
     ),
-    row('edit_rss', `… peak RSS (${rssNote})`, steps.rssMb.p50, 'MB'),
+    row('edit_rss', `… peak RSS (${rssNote})`, steps.rssMb, 'MB'),
   ];
 
   const context =
     `keel bench · node ${process.version} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ` +
     `load ${load0.toFixed(1)} → ${load1.toFixed(1)} · ${seconds.toFixed(0)} s · ` +
-    `zero-latency scripted server on 127.0.0.1 (no real model) · medians of ${RUNS.ask} asks, ${RUNS.edit} edits`;
+    `zero-latency scripted server on 127.0.0.1 (no real model) · median (p10–p90) of ${RUNS.ask} asks, ${RUNS.edit} edits`;
   process.stdout.write(`${context}\n\n${table(rows)}\n`);
 
   const results = {
@@ -396,7 +452,7 @@ async function main() {
     seconds,
     runs: RUNS,
     rss_method: rssMethod,
-    metrics: rows.map(({ digits, ...r }) => r),
+    metrics: rows.map(({ digits: _digits, ...r }) => r),
     detail: { ask_prompt: ask, edit_prompt: edit, startup: start, three_steps: steps },
   };
   const dir = new URL('./results/', import.meta.url);

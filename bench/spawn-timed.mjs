@@ -29,7 +29,8 @@ export function runKeel(args, opts) {
  */
 export function runNode(nodeArgs, { cwd, home, rss = false }) {
   const env = keelEnv(home);
-  const rssFile = rss && rssMethod === 'gnu-time' ? join(mkdtempSync(join(tmpdir(), 'keel-rss-')), 'rss') : '';
+  const rssFile =
+    rss && rssMethod === 'gnu-time' ? join(mkdtempSync(join(tmpdir(), 'keel-rss-')), 'rss') : '';
   const [cmd, argv] = rssFile
     ? [GNU_TIME, ['-f', '%M', '-o', rssFile, process.execPath, ...nodeArgs]]
     : [process.execPath, nodeArgs];

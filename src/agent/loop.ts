@@ -51,6 +51,12 @@ export interface SessionOptions {
   sandboxExec?: ToolContext['exec'];
   /** Runs shell commands without a sandbox: used only when the gate says the user allowed that. */
   plainExec?: ToolContext['exec'];
+  /** Run the project's tests, for `run_tests`; the session decides how (sandboxed or not). */
+  runTests?(
+    filter: string | undefined,
+    signal: AbortSignal,
+    sandboxed: boolean,
+  ): Promise<{ output: string; failed: boolean }>;
   /** Ask the person to confirm (interactive sessions only); absent means deny. */
   confirm?(question: string): Promise<boolean>;
   /** Called before every write or exec call with its canonical paths; returns what it saved, to record. */
@@ -400,6 +406,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     };
     const exec = sandboxed ? opts.sandboxExec : opts.plainExec;
     if (exec) ctx.exec = exec;
+    const runTests = opts.runTests;
+    if (runTests) ctx.runTests = (filter, signal) => runTests(filter, signal, sandboxed === true);
     let output: string;
     let isError = false;
     let changed: string[] = [];

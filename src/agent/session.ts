@@ -1,5 +1,8 @@
 /** A session end to end: open the log, build the scope, tools and model, run the loop, close the log. */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
@@ -13,6 +16,7 @@ import { EventLog } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { ToolContext } from '../tools/types.js';
+import { describeRun, findSuite } from '../verify/suite.js';
 import type { SessionEvent } from './events.js';
 import { runSession, type SessionResult } from './loop.js';
 import { RunError } from './terminal.js';
@@ -54,13 +58,17 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
   const model = createModelClient(config, env, { cwd: opts.cwd });
   const contextWindow =
     config.context_window ?? (await model.contextWindow?.(opts.signal).catch(() => undefined));
+  // test reports are written by the (sandboxed) test command, so they need a folder it may write
+  const reportsDir = mkdtempSync(join(tmpdir(), 'keel-tests-'));
   const { sandboxes, sandboxExec, plainExec } = await sessionSandboxes(
     opts.mode,
     scope,
     config,
     env,
     paths.stateDir,
+    reportsDir,
   );
+  const suite = findSuite(scope.root, reportsDir, config.test_command);
   const db = openDb(paths.db);
   const log = new EventLog(db);
   const audit = new AuditLog(paths.auditDir);
@@ -88,6 +96,19 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
       ...(sandboxExec ? { sandboxExec } : {}),
       ...(plainExec ? { plainExec } : {}),
       beforeWrite: (paths) => net.beforeWrite(paths),
+      ...(suite
+        ? {
+            runTests: async (filter: string | undefined, signal: AbortSignal, sandboxed: boolean) => {
+              const exec = sandboxed ? sandboxExec : plainExec;
+              const run = await suite.run({
+                signal,
+                ...(filter ? { filter } : {}),
+                ...(exec ? { exec } : {}),
+              });
+              return { output: describeRun(run), failed: run.exitCode !== 0 || run.results.length === 0 };
+            },
+          }
+        : {}),
       ...(opts.confirm ? { confirm: opts.confirm } : {}),
       ...(contextWindow ? { contextWindow } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
@@ -108,6 +129,7 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {
     await Promise.all(sandboxes.map((s) => s.close()));
+    rmSync(reportsDir, { recursive: true, force: true });
     audit.close();
     db.close();
   }
@@ -128,11 +150,12 @@ async function sessionSandboxes(
   config: LoadedConfig['config'],
   env: NodeJS.ProcessEnv,
   stateDir: string,
+  reportsDir: string,
 ): Promise<SessionSandboxes> {
   if (mode !== 'edit' && mode !== 'auto') return { sandboxes: [] };
   const common = {
     root: scope.root,
-    writable: scope.writable,
+    writable: [...scope.writable, reportsDir],
     network: config.sandbox_network,
     limits: config.sandbox_limits,
     env,

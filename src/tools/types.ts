@@ -24,6 +24,8 @@ export interface ToolContext {
   resolve(path: string, access: Access): string;
   /** Run a shell command under the session's policy (sandbox, limits). Only `shell` uses it. */
   exec?(command: string, opts: { timeoutS: number; signal: AbortSignal }): Promise<ExecResult>;
+  /** Run the project's test command (optionally filtered) and describe the result. Only `run_tests` uses it. */
+  runTests?(filter: string | undefined, signal: AbortSignal): Promise<{ output: string; failed: boolean }>;
 }
 
 export interface ExecResult {

@@ -87,7 +87,7 @@ function packageName(specifier: string): string {
 
 function missingGoModule(text: string): string | undefined {
   const match =
-    /(?:no required module provides package|cannot find module providing package|missing go\.sum entry for module providing package) (\S+)/.exec(
+    /(?:no required module provides package|cannot find module providing package|missing go\.sum entry for module providing package) ([^\s;]+)/.exec(
       text,
     );
   return match === null ? undefined : `Go module not available: ${match[1]}`;

@@ -18,7 +18,19 @@ describe('the keel command line', () => {
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
     const help = await keel(['--help'], { cwd: home, home });
     expect(help.code).toBe(0);
-    for (const verb of ['ask', 'plan', 'edit', 'run', 'doctor', 'config', 'sessions', 'undo', 'audit', 'trust', 'check']) {
+    for (const verb of [
+      'ask',
+      'plan',
+      'edit',
+      'run',
+      'doctor',
+      'config',
+      'sessions',
+      'undo',
+      'audit',
+      'trust',
+      'check',
+    ]) {
       expect(help.stdout).toContain(verb);
     }
     const editHelp = await keel(['edit', '--help'], { cwd: home, home });
@@ -73,11 +85,18 @@ describe('the keel command line', () => {
       },
     });
     expect((await run).signal).toBe('SIGKILL');
-    const show = await keel(['sessions', 'show', '--json', lastSessionEvents(home)[0]?.session_id ?? ''], { cwd: repo, home });
+    const show = await keel(['sessions', 'show', '--json', lastSessionEvents(home)[0]?.session_id ?? ''], {
+      cwd: repo,
+      home,
+    });
     expect(show.code).toBe(0);
     const doc = JSON.parse(show.stdout);
     expect(doc.session.code).toBeNull();
-    expect(doc.events.map((e: { type: string }) => e.type)).toEqual(['session_start', 'user_message', 'model_request']);
+    expect(doc.events.map((e: { type: string }) => e.type)).toEqual([
+      'session_start',
+      'user_message',
+      'model_request',
+    ]);
     const human = await keel(['sessions', 'show', doc.session.id], { cwd: repo, home });
     expect(human.stdout).toContain('UNFINISHED');
   });
@@ -119,7 +138,11 @@ describe('the keel command line', () => {
     const home = keelHome();
     const server = await model([{ text: 'OK' }]);
     const secret = 'sk-live-do-not-leak-123456';
-    const run = await keel(['ask', ...modelFlags(server), '--json', 'hi'], { cwd: repo, home, env: { KEEL_API_KEY: secret } });
+    const run = await keel(['ask', ...modelFlags(server), '--json', 'hi'], {
+      cwd: repo,
+      home,
+      env: { KEEL_API_KEY: secret },
+    });
     expect(run.code).toBe(0);
     // it was sent to the server, where it belongs
     expect(server.requests.some((r) => r.headers.authorization === `Bearer ${secret}`)).toBe(true);
@@ -133,16 +156,30 @@ describe('the keel command line', () => {
     const repo = gitRepo();
     const home = keelHome();
     const server = await model(
-      [{ tool_calls: [{ name: 'read_file', arguments: { path: 'README.md' } }], expect: { tools: ['read_file'] } }],
+      [
+        {
+          tool_calls: [{ name: 'read_file', arguments: { path: 'README.md' } }],
+          expect: { tools: ['read_file'] },
+        },
+      ],
       { models: ['test-model'] },
     );
-    const run = await keel(['doctor', ...modelFlags(server), '--json'], { cwd: repo, home, env: { KEEL_PROVIDER: 'openai' } });
+    const run = await keel(['doctor', ...modelFlags(server), '--json'], {
+      cwd: repo,
+      home,
+      env: { KEEL_PROVIDER: 'openai' },
+    });
     const doc = JSON.parse(run.stdout);
-    const status = Object.fromEntries(doc.checks.map((c: { name: string; status: string }) => [c.name, c.status]));
+    const status = Object.fromEntries(
+      doc.checks.map((c: { name: string; status: string }) => [c.name, c.status]),
+    );
     expect(status).toMatchObject({ config: 'ok', endpoint: 'ok', model: 'ok', 'tool calling': 'ok' });
     expect(run.code).toBe(0);
 
-    const wrong = await keel(['doctor', ...modelFlags(server, 'absent-model'), '--json'], { cwd: repo, home });
+    const wrong = await keel(['doctor', ...modelFlags(server, 'absent-model'), '--json'], {
+      cwd: repo,
+      home,
+    });
     expect(wrong.code).toBe(1);
     expect(wrong.stdout).toContain('absent-model is not among');
   });

@@ -1,7 +1,15 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
-import { chatBodies, keel, keelHome, lastSessionEvents, model, modelFlags, requestMessages } from './harness.js';
+import {
+  chatBodies,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+  requestMessages,
+} from './harness.js';
 
 /** A port nothing listens on: bind, read the port, close. */
 async function closedPort(): Promise<number> {
@@ -13,7 +21,17 @@ async function closedPort(): Promise<number> {
   return address.port;
 }
 
-const CONTRACT_FIELDS = ['session_id', 'mode', 'code', 'exit_code', 'summary', 'rounds', 'tokens', 'cost_usd', 'files_changed'];
+const CONTRACT_FIELDS = [
+  'session_id',
+  'mode',
+  'code',
+  'exit_code',
+  'summary',
+  'rounds',
+  'tokens',
+  'cost_usd',
+  'files_changed',
+];
 
 describe('failures end in a named code, and the log stays complete', () => {
   it('a dead endpoint exits 4 quickly, naming the URL and the cause', async () => {
@@ -51,9 +69,7 @@ describe('failures end in a named code, and the log stays complete', () => {
       { model: 'big', error: { status: 503 } },
       { model: 'small', text: 'answered by the fallback' },
     ]);
-    const home = keelHome(
-      `[retries]\nmax = 1\nbase_delay_ms = 10\n\n[[fallback_models]]\nmodel = "small"\n`,
-    );
+    const home = keelHome(`[retries]\nmax = 1\nbase_delay_ms = 10\n\n[[fallback_models]]\nmodel = "small"\n`);
     const run = await keel(['ask', ...modelFlags(server, 'big'), '--json', 'hi'], { cwd: repo, home });
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).summary).toBe('answered by the fallback');
@@ -69,11 +85,20 @@ describe('failures end in a named code, and the log stays complete', () => {
       { tool_calls: [{ name: 'read_file', arguments: { path: 'b.txt' } }] },
       { tool_calls: [{ name: 'read_file', arguments: { path: 'c.txt' } }] },
     ]);
-    const run = await keel(['ask', ...modelFlags(server), '--max-rounds', '2', '--json', 'read all'], { cwd: repo, home });
+    const run = await keel(['ask', ...modelFlags(server), '--max-rounds', '2', '--json', 'read all'], {
+      cwd: repo,
+      home,
+    });
     expect(run.code).toBe(1);
     const doc = JSON.parse(run.stdout);
     for (const field of CONTRACT_FIELDS) expect(doc).toHaveProperty(field);
-    expect(doc).toMatchObject({ code: 'BUDGET_EXCEEDED', budget: 'max_rounds', rounds: 2, exit_code: 1, mode: 'ask' });
+    expect(doc).toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      budget: 'max_rounds',
+      rounds: 2,
+      exit_code: 1,
+      mode: 'ask',
+    });
     expect(doc.tokens.total).toBeGreaterThan(0);
     expect(doc.cost_usd).toBeNull();
   });
@@ -102,10 +127,15 @@ describe('failures end in a named code, and the log stays complete', () => {
     const repo = gitRepo({ 'notes.md': 'the secret word is heron\n' });
     const home = keelHome();
     const server = await model([
-      { text: 'Let me look.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.md"}}\n</tool_call>' },
+      {
+        text: 'Let me look.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.md"}}\n</tool_call>',
+      },
       { text: 'The word is heron.', expect: { last_tool_result_contains: 'heron' } },
     ]);
-    const run = await keel(['ask', ...modelFlags(server), '--json', 'what is the word?'], { cwd: repo, home });
+    const run = await keel(['ask', ...modelFlags(server), '--json', 'what is the word?'], {
+      cwd: repo,
+      home,
+    });
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).summary).toBe('The word is heron.');
     const assistant = lastSessionEvents(home).find((e) => e.type === 'assistant_message');
@@ -153,7 +183,11 @@ describe('failures end in a named code, and the log stays complete', () => {
 
   it('reads the prompt from stdin', async () => {
     const server = await model([{ text: 'piped ok', expect: { last_user_contains: 'from a pipe' } }]);
-    const run = await keel(['ask', ...modelFlags(server)], { cwd: gitRepo(), home: keelHome(), input: 'question from a pipe\n' });
+    const run = await keel(['ask', ...modelFlags(server)], {
+      cwd: gitRepo(),
+      home: keelHome(),
+      input: 'question from a pipe\n',
+    });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('piped ok');
   });

@@ -1,8 +1,16 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import {
+  chatBodies,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+  requestMessages,
+} from '../e2e/harness.js';
 import { git, gitRepo, tempDir } from '../helpers/tmp.js';
-import { chatBodies, keel, keelHome, lastSessionEvents, model, modelFlags, requestMessages } from '../e2e/harness.js';
 
 /** Write a small Node hook script; it gets the event on stdin. */
 function hookScript(body: string): string {
@@ -60,7 +68,12 @@ describe('hooks', () => {
       `${hooksToml('PreToolUse', crash, 'matcher = "read_file"\n')}\n${hooksToml('PreToolUse', slow, 'matcher = "list_dir"\ntimeout_s = 0.5\n')}`,
     );
     const server = await model([
-      { tool_calls: [{ name: 'read_file', arguments: { path: 'README.md' } }, { name: 'list_dir', arguments: {} }] },
+      {
+        tool_calls: [
+          { name: 'read_file', arguments: { path: 'README.md' } },
+          { name: 'list_dir', arguments: {} },
+        ],
+      },
       { text: 'done' },
     ]);
     const run = await keel(['ask', ...modelFlags(server), 'look'], { cwd: repo, home });
@@ -75,7 +88,9 @@ describe('hooks', () => {
 
   it('a hook that asks is denied in an unattended session', async () => {
     const repo = gitRepo();
-    const script = hookScript(`  process.stdout.write(JSON.stringify({ decision: 'ask', reason: 'delete files?' }));`);
+    const script = hookScript(
+      `  process.stdout.write(JSON.stringify({ decision: 'ask', reason: 'delete files?' }));`,
+    );
     const home = keelHome(hooksToml('PreToolUse', script, 'matcher = "write_file"\n'));
     const server = await model([
       { tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }] },
@@ -102,7 +117,9 @@ describe('hooks', () => {
 
   it('a UserPromptSubmit hook that denies ends the run HOOK_DENIED before the model is called', async () => {
     const repo = gitRepo();
-    const script = hookScript(`  process.stderr.write('prompt mentions prod'); process.exit(event.prompt.includes('prod') ? 2 : 0);`);
+    const script = hookScript(
+      `  process.stderr.write('prompt mentions prod'); process.exit(event.prompt.includes('prod') ? 2 : 0);`,
+    );
     const home = keelHome(hooksToml('UserPromptSubmit', script));
     const server = await model([{ text: 'never' }]);
     const run = await keel(['ask', ...modelFlags(server), '--json', 'touch prod'], { cwd: repo, home });
@@ -118,7 +135,10 @@ describe('hooks', () => {
       `  const fs = await import('node:fs');\n  if (fs.existsSync(${JSON.stringify(flag)})) process.exit(0);\n  fs.writeFileSync(${JSON.stringify(flag)}, '1');\n  process.stderr.write('run the tests first');\n  process.exit(2);`,
     );
     const home = keelHome(hooksToml('Stop', script));
-    const server = await model([{ text: 'done early' }, { text: 'done for real', expect: { last_user_contains: 'run the tests first' } }]);
+    const server = await model([
+      { text: 'done early' },
+      { text: 'done for real', expect: { last_user_contains: 'run the tests first' } },
+    ]);
     const run = await keel(['ask', ...modelFlags(server), '--json', 'work'], { cwd: repo, home });
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED', summary: 'done for real', rounds: 2 });
   });
@@ -127,7 +147,9 @@ describe('hooks', () => {
 describe('project trust', () => {
   it('a project config that adds a hook takes effect only after keel trust, and again only after re-trust', async () => {
     const marker = join(tempDir(), 'hook-ran');
-    const script = hookScript(`  (await import('node:fs')).writeFileSync(${JSON.stringify(marker)}, 'ran');\n  process.exit(0);`);
+    const script = hookScript(
+      `  (await import('node:fs')).writeFileSync(${JSON.stringify(marker)}, 'ran');\n  process.exit(0);`,
+    );
     const repo = gitRepo({ 'keel.toml': hooksToml('SessionStart', script) });
     const home = keelHome();
     const turns = [{ text: 'one' }, { text: 'two' }, { text: 'three' }];
@@ -176,7 +198,11 @@ describe('project trust', () => {
     const repo = gitRepo({ 'keel.toml': 'base_url = "http://203.0.113.9/v1"\nmodel = "m"\n' });
     const home = keelHome();
     const server = await model([{ text: 'local answer' }]);
-    const run = await keel(['ask', 'hi'], { cwd: repo, home, env: { KEEL_PROVIDER: 'openai', KEEL_BASE_URL: undefined } });
+    const run = await keel(['ask', 'hi'], {
+      cwd: repo,
+      home,
+      env: { KEEL_PROVIDER: 'openai', KEEL_BASE_URL: undefined },
+    });
     // without trust the project's base_url is ignored and the default (local) one is used
     expect(run.stderr).toContain('ignoring base_url');
     expect(server.requests).toHaveLength(0);

@@ -1,0 +1,25 @@
+/** run_tests: run the project's configured test command and read back per-test results. */
+import { z } from 'zod';
+import { type Tool, ToolError } from './types.js';
+
+const schema = z.object({
+  filter: z.string().optional().describe('test name or file'),
+});
+
+/** The run_tests tool. */
+export const runTestsTool: Tool<typeof schema> = {
+  name: 'run_tests',
+  description:
+    "Run the project's tests (all, or those matching filter). Returns pass/fail counts and each failure.",
+  effect: 'exec',
+  schema,
+  paths: () => [],
+  async execute(args, ctx) {
+    if (!ctx.runTests) {
+      throw new ToolError('no test command is configured or detected here; set test_command in keel.toml');
+    }
+    const filter = args.filter?.trim() || undefined;
+    const result = await ctx.runTests(filter, ctx.signal);
+    return { output: result.output, isError: result.failed };
+  },
+};
