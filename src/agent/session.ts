@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
-import { keelPaths } from '../config/paths.js';
+import { keelPaths, protectedStatePaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
+import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
 import { commitSessionFiles, SafetyNet } from '../policy/safety-net.js';
 import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
@@ -30,6 +31,12 @@ export interface StartOptions {
   signal: AbortSignal;
   onText?(text: string): void;
   onEvent?(event: SessionEvent): void;
+  /** A model client to reuse (a fix run shares one across its sessions); default: built from config. */
+  model?: ModelClient;
+  /** The run this session belongs to (a fix run's plan and attempts). */
+  parentId?: string;
+  /** Snapshot before the first write (default true); a fix works in its own throwaway worktree. */
+  safetyNet?: boolean;
   /** Commit the session's own files when it ends COMPLETED (also `auto_commit` in config). */
   commit?: boolean;
   /** Ask the person (interactive sessions); without it, `ask` decisions deny. */
@@ -54,8 +61,12 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
   const env = opts.env ?? process.env;
   const { config } = opts.loaded;
   const paths = keelPaths(env);
-  const scope = new Scope({ root: opts.cwd, writable: config.scope, protectedDirs: [paths.stateDir] });
-  const model = createModelClient(config, env, { cwd: opts.cwd });
+  const scope = new Scope({
+    root: opts.cwd,
+    writable: config.scope,
+    protectedDirs: protectedStatePaths(paths),
+  });
+  const model = opts.model ?? createModelClient(config, env, { cwd: opts.cwd });
   const contextWindow =
     config.context_window ?? (await model.contextWindow?.(opts.signal).catch(() => undefined));
   // test reports are written by the (sandboxed) test command, so they need a folder it may write
@@ -65,7 +76,7 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     scope,
     config,
     env,
-    paths.stateDir,
+    protectedStatePaths(paths),
     reportsDir,
   );
   const suite = findSuite(scope.root, reportsDir, config.test_command);
@@ -76,6 +87,7 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
   const net = new SafetyNet({ root: scope.root, sessionId, undoDir: paths.undoDir });
   log.createSession({
     id: sessionId,
+    ...(opts.parentId ? { parentId: opts.parentId } : {}),
     mode: opts.mode,
     cwd: scope.root,
     provider: model.provider,
@@ -95,7 +107,7 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
       hooks: config.hooks,
       ...(sandboxExec ? { sandboxExec } : {}),
       ...(plainExec ? { plainExec } : {}),
-      beforeWrite: (paths) => net.beforeWrite(paths),
+      ...(opts.safetyNet === false ? {} : { beforeWrite: (paths: string[]) => net.beforeWrite(paths) }),
       ...(suite
         ? {
             runTests: async (filter: string | undefined, signal: AbortSignal, sandboxed: boolean) => {
@@ -149,7 +161,7 @@ async function sessionSandboxes(
   scope: Scope,
   config: LoadedConfig['config'],
   env: NodeJS.ProcessEnv,
-  stateDir: string,
+  protectedPaths: string[],
   reportsDir: string,
 ): Promise<SessionSandboxes> {
   if (mode !== 'edit' && mode !== 'auto') return { sandboxes: [] };
@@ -159,7 +171,7 @@ async function sessionSandboxes(
     network: config.sandbox_network,
     limits: config.sandbox_limits,
     env,
-    protectedDirs: [stateDir],
+    protectedDirs: protectedPaths,
   };
   let sandbox: Sandbox;
   try {

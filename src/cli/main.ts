@@ -40,6 +40,10 @@ function parseIntArg(value: string): number {
   return n;
 }
 
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 function parseFloatArg(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0)
@@ -65,6 +69,34 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       },
     );
   }
+
+  program
+    .command('fix')
+    .description("fix a bug in a snapshot; 'verified' only when the repository's own tests prove it")
+    .option('--repo <dir>', 'the repository (default: the current folder)')
+    .option('--issue <text|@file>', 'the bug report, or @FILE to read it')
+    .option(
+      '--target-test <id>',
+      'a test that must pass (repeatable); default: the tests failing now',
+      collect,
+      [],
+    )
+    .option('--test-command <cmd>', 'how to run the tests (default: detected)')
+    .option('--max-attempts <n>', 'attempts before giving up', parseIntArg, 3)
+    .option('--json', 'print one JSON document on stdout and nothing else')
+    .option('--provider <name>', 'openai | ollama | scripted')
+    .option('--model <name>', 'model name as the server knows it')
+    .option('--base-url <url>', 'server URL')
+    .option('--script <file>', 'script file for the scripted provider')
+    .option('--context-window <n>', 'context window in tokens', parseIntArg)
+    .option('--max-rounds <n>', 'budget per attempt: model rounds', parseIntArg)
+    .option('--max-tokens <n>', 'budget per attempt: tokens', parseIntArg)
+    .option('--max-cost <usd>', 'budget per attempt: cost in USD', parseFloatArg)
+    .option('--max-wall <s>', 'budget per attempt: seconds', parseFloatArg)
+    .action(async (opts) => {
+      const { runFixCommand } = await import('./fix-command.js');
+      setExit(await runFixCommand(opts));
+    });
 
   program
     .command('doctor')

@@ -10,6 +10,8 @@ export interface KeelPaths {
   runsDir: string;
   trustFile: string;
   undoDir: string;
+  /** Where `keel fix` keeps its snapshots: the one part of keel's state a session may write. */
+  worktreesDir: string;
 }
 
 /** Resolve keel's paths from the environment. */
@@ -24,6 +26,7 @@ export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
       runsDir: join(home, 'runs'),
       trustFile: join(home, 'trust.json'),
       undoDir: join(home, 'undo'),
+      worktreesDir: join(home, 'worktrees'),
     };
   }
   const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config');
@@ -37,5 +40,20 @@ export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
     runsDir: join(stateDir, 'runs'),
     trustFile: join(stateDir, 'trust.json'),
     undoDir: join(stateDir, 'undo'),
+    worktreesDir: join(stateDir, 'worktrees'),
   };
+}
+
+/** keel's own state that no session may write, even when it lies inside the workspace. */
+export function protectedStatePaths(paths: KeelPaths): string[] {
+  return [
+    paths.db,
+    `${paths.db}-wal`,
+    `${paths.db}-shm`,
+    paths.auditDir,
+    paths.runsDir,
+    paths.trustFile,
+    paths.undoDir,
+    paths.userConfig,
+  ];
 }

@@ -95,6 +95,13 @@ export class EventLog {
       .all(limit) as SessionRow[];
   }
 
+  /** Sessions started by a run (a fix's plan and attempts), oldest first. */
+  childSessions(parentId: string): SessionRow[] {
+    return this.db
+      .prepare('SELECT * FROM sessions WHERE parent_id = ? ORDER BY created_at, id')
+      .all(parentId) as SessionRow[];
+  }
+
   events(sessionId: string): StoredEvent[] {
     const rows = this.db
       .prepare('SELECT session_id, seq, ts, type, data FROM events WHERE session_id = ? ORDER BY seq')

@@ -1,0 +1,127 @@
+/** `keel fix`: fix an issue in a snapshot and report "verified" only when the repository's tests prove it. */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { FixResult } from '../fix/run.js';
+import { EXIT, exitCodeFor } from './exit-codes.js';
+import { type CommonFlags, ConfigError, load } from './options.js';
+import { dim, red, renderEvent } from './render.js';
+
+export interface FixFlags extends CommonFlags {
+  repo?: string;
+  issue?: string;
+  targetTest?: string[];
+  testCommand?: string;
+  maxAttempts?: number;
+}
+
+/** Run `keel fix`; returns the exit status. */
+export async function runFixCommand(flags: FixFlags): Promise<number> {
+  const fail = (code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR', message: string): number => {
+    const exit = exitCodeFor(code);
+    if (flags.json) {
+      process.stdout.write(
+        `${JSON.stringify({ session_id: null, mode: 'fix', code, exit_code: exit, status: 'failed', summary: message })}\n`,
+      );
+    } else process.stderr.write(`${red('keel fix:')} ${message}\n`);
+    return exit;
+  };
+  const repo = resolve(flags.repo ?? flags.cwd ?? process.cwd());
+  if (!statSync(repo, { throwIfNoEntry: false })?.isDirectory())
+    return fail('CONFIG_ERROR', `--repo ${repo} is not a folder`);
+  const issue = readIssue(flags.issue);
+  if (issue instanceof Error) return fail('CONFIG_ERROR', issue.message);
+
+  let loaded: ReturnType<typeof load>['loaded'];
+  try {
+    loaded = load({ ...flags, cwd: repo }).loaded;
+  } catch (err) {
+    if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
+    throw err;
+  }
+  for (const warning of loaded.warnings) process.stderr.write(`${red('keel: warning:')} ${warning}\n`);
+
+  const controller = new AbortController();
+  const onSigint = () => controller.abort();
+  process.on('SIGINT', onSigint);
+  const progress = (message: string) => process.stderr.write(`${dim('keel fix:')} ${message}\n`);
+  const { runFix } = await import('../fix/run.js');
+  let result: FixResult;
+  try {
+    result = await runFix({
+      repo,
+      issue,
+      targetTests: flags.targetTest ?? [],
+      ...(flags.testCommand ? { testCommand: flags.testCommand } : {}),
+      maxAttempts: flags.maxAttempts ?? 3,
+      loaded,
+      signal: controller.signal,
+      onProgress: progress,
+      ...(flags.json ? {} : { onEvent: renderEvent }),
+    });
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+  const exit = exitCodeFor(result.code);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(fixDocument(result, exit), null, 2)}\n`);
+    return exit;
+  }
+  printVerdict(result);
+  return exit;
+}
+
+function readIssue(issue: string | undefined): string | Error {
+  if (!issue?.trim())
+    return new Error('--issue is required: the bug report as text, or @FILE to read it from a file');
+  if (!issue.startsWith('@')) return issue.trim();
+  const path = resolve(issue.slice(1));
+  if (!existsSync(path)) return new Error(`--issue ${issue}: no such file ${path}`);
+  const text = readFileSync(path, 'utf8').trim();
+  return text || new Error(`--issue ${issue}: the file is empty`);
+}
+
+/** The `--json` document for a fix: the session contract plus the fix fields (DESIGN.md). */
+export function fixDocument(r: FixResult, exit: number): Record<string, unknown> {
+  return {
+    session_id: r.runId,
+    mode: 'fix',
+    code: r.code,
+    exit_code: exit,
+    reason: r.reason,
+    summary: r.summary,
+    rounds: r.rounds,
+    tokens: { ...r.tokens, total: r.tokens.input + r.tokens.output },
+    cost_usd: r.costUsd,
+    files_changed: r.files,
+    status: r.status,
+    attempts: r.attempts,
+    branch: r.branch,
+    commit: r.commit,
+    verification: r.verification,
+    test_command: r.testCommand,
+    snapshot: r.snapshot,
+    run_dir: r.paths?.runDir ?? null,
+    trace: r.paths?.trace ?? null,
+    rationale: r.paths?.rationale ?? null,
+    pr_description: r.paths?.pr ?? null,
+    diff: r.paths?.diff ?? null,
+  };
+}
+
+function printVerdict(r: FixResult): void {
+  const head = r.status === 'verified' ? 'VERIFIED' : `NOT VERIFIED (${r.code})`;
+  process.stdout.write(`\n${head}: ${r.summary}\n`);
+  if (r.branch)
+    process.stdout.write(`branch:    ${r.branch}${r.commit ? ` @ ${r.commit.slice(0, 12)}` : ''}\n`);
+  if (r.files.length) process.stdout.write(`changed:   ${r.files.join(', ')}\n`);
+  if (r.paths) {
+    process.stdout.write(
+      `rationale: ${r.paths.rationale}\npr:        ${r.paths.pr}\ndiff:      ${r.paths.diff}\n`,
+    );
+  }
+  if (r.status !== 'verified' && r.snapshot?.kind === 'worktree') {
+    process.stdout.write(dim(`the attempt is kept for inspection in ${r.snapshot.dir}\n`));
+  }
+}
+
+export { EXIT };

@@ -1,0 +1,430 @@
+/** `keel fix`: snapshot, baseline, plan, attempts, verification, output. Only the verifier mints "verified". */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SessionEvent } from '../agent/events.js';
+import { newSessionId, startSession } from '../agent/session.js';
+import { RunError, type TerminalCode } from '../agent/terminal.js';
+import type { LoadedConfig } from '../config/load.js';
+import { keelPaths } from '../config/paths.js';
+import type { ModelClient } from '../model/chain.js';
+import { createModelClient } from '../model/create.js';
+import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
+import { openDb } from '../store/db.js';
+import { EventLog, type StoredEvent } from '../store/event-log.js';
+import { describeRun, findSuite, type TestSuite } from '../verify/suite.js';
+import { resolveTargets } from '../verify/targets.js';
+import type { SuiteRun } from '../verify/types.js';
+import { baseline as summarizeBaseline, type Verdict, verify } from '../verify/verifier.js';
+import { writeReport } from './report.js';
+import {
+  attemptDiff,
+  commitAttempt,
+  createSnapshot,
+  removeWorktree,
+  rollback,
+  type Snapshot,
+  slugify,
+} from './snapshot.js';
+
+export interface FixOptions {
+  repo: string;
+  issue: string;
+  targetTests: string[];
+  testCommand?: string;
+  maxAttempts: number;
+  loaded: LoadedConfig;
+  env?: NodeJS.ProcessEnv;
+  signal: AbortSignal;
+  /** Where the fix is, in words, as it goes (stderr). */
+  onProgress?(message: string): void;
+  onText?(text: string): void;
+  onEvent?(event: SessionEvent): void;
+}
+
+export interface FixResult {
+  runId: string;
+  code: TerminalCode;
+  status: 'verified' | 'failed';
+  reason: string;
+  summary: string;
+  attempts: number;
+  branch: string | null;
+  commit: string | null;
+  verification: Verdict | null;
+  files: string[];
+  rounds: number;
+  tokens: { input: number; output: number };
+  costUsd: number | null;
+  paths: { runDir: string; trace: string; rationale: string; pr: string; diff: string } | null;
+  snapshot: { kind: string; dir: string; linked: string[] } | null;
+  testCommand: string | null;
+}
+
+/** Run a fix to its verdict. Throws RunError only for problems before there is anything to report. */
+export async function runFix(opts: FixOptions): Promise<FixResult> {
+  const env = opts.env ?? process.env;
+  const paths = keelPaths(env);
+  const progress = opts.onProgress ?? (() => {});
+  const config = opts.loaded.config;
+  const runId = newSessionId();
+  const db = openDb(paths.db);
+  const log = new EventLog(db);
+  log.createSession({
+    id: runId,
+    mode: 'fix',
+    cwd: opts.repo,
+    provider: config.provider,
+    model: config.model || 'scripted',
+    prompt: opts.issue,
+  });
+  const record = (type: string, data: Record<string, unknown>) => log.append(runId, type, data);
+  const tokens = { input: 0, output: 0 };
+  let cost: number | null = 0;
+  let rounds = 0;
+  const reportsDir = mkdtempSync(join(tmpdir(), 'keel-fix-'));
+  let sandbox: Sandbox | undefined;
+  let snapshot: Snapshot | undefined;
+
+  const result = (r: Partial<FixResult> & Pick<FixResult, 'code' | 'status' | 'reason'>): FixResult => {
+    const out: FixResult = {
+      runId,
+      summary: r.reason,
+      attempts: 0,
+      branch: snapshot?.branch ?? null,
+      commit: null,
+      verification: null,
+      files: [],
+      rounds,
+      tokens,
+      costUsd: cost,
+      paths: null,
+      snapshot: snapshot ? { kind: snapshot.kind, dir: snapshot.dir, linked: snapshot.linked } : null,
+      testCommand: null,
+      ...r,
+    };
+    record('fix_end', { code: out.code, status: out.status, reason: out.reason, attempts: out.attempts });
+    log.finishSession(runId, out.code, out.reason);
+    return out;
+  };
+
+  try {
+    progress('snapshot: creating a worktree (your checkout is not touched)');
+    snapshot = createSnapshot(opts.repo, runId, slugify(opts.issue), paths.worktreesDir);
+    const linked = snapshot.linked.length ? `; linked ${snapshot.linked.join(', ')} from your checkout` : '';
+    progress(
+      `snapshot: ${snapshot.branch ? `branch ${snapshot.branch}` : 'a copy'} at ${snapshot.dir}${linked}`,
+    );
+    record('fix_snapshot', {
+      kind: snapshot.kind,
+      dir: snapshot.dir,
+      branch: snapshot.branch,
+      base: snapshot.base,
+      linked: snapshot.linked,
+    });
+
+    const suite = findSuite(snapshot.dir, reportsDir, opts.testCommand ?? config.test_command);
+    if (!suite) {
+      throw new RunError(
+        'ENVIRONMENT_ERROR',
+        'no test command found (looked at package.json, pytest, go.mod, Cargo.toml); pass --test-command',
+      );
+    }
+    sandbox = await testSandbox(snapshot, reportsDir, opts.loaded);
+    const box = sandbox;
+    const exec = (command: string, o: { timeoutS: number; signal: AbortSignal }) => box.run(command, o);
+    const runTests = () => suite.run({ signal: opts.signal, exec });
+    progress(
+      `baseline: running \`${suite.detected.command}\` (${suite.detected.source}) ${sandbox.kind === 'none' ? 'without a sandbox' : `in ${sandbox.kind}`}`,
+    );
+    const before = await runTests();
+    const base = summarizeBaseline(before);
+    record('fix_baseline', {
+      command: before.command,
+      exit_code: before.exitCode,
+      passing: base.passing,
+      failing: base.failing,
+      problem: base.problem,
+      duration_ms: before.durationMs,
+      parsed: before.parsed,
+    });
+    if (base.problem) {
+      throw new RunError(
+        'ENVIRONMENT_ERROR',
+        `the tests cannot run in the snapshot: ${base.problem}. Make them runnable, or pass --test-command CMD`,
+      );
+    }
+    progress(`baseline: ${describeRun(before).split('\n')[0]}`);
+
+    const targets = resolveTargetIds(before, opts.targetTests, base.failing);
+    const stillPassing = targets.filter((id) => base.passing.includes(id));
+    if (opts.targetTests.length && stillPassing.length === targets.length) {
+      const reason = `the target already passes before any change (${stillPassing.join(', ')}); nothing to fix, no model called`;
+      progress(reason);
+      return result({ code: 'COMPLETED', status: 'verified', reason, testCommand: before.command });
+    }
+    if (!targets.length) {
+      const reason =
+        'every test passes at baseline and no --target-test was given: nothing to verify, no model called';
+      progress(reason);
+      return result({ code: 'COMPLETED', status: 'verified', reason, testCommand: before.command });
+    }
+    progress(`target: ${targets.join(', ')}`);
+
+    const model = createModelClient(config, env, { cwd: opts.repo });
+    const session = sessionRunner(opts, model, runId, snapshot, suite, tokens, (n, c) => {
+      rounds += n;
+      cost = cost === null || c === null ? null : cost + c;
+    });
+
+    progress('plan: asking the model for a short plan');
+    const planOutcome = await session(
+      'plan',
+      planPrompt(opts.issue, before, targets),
+      Math.min(config.budgets.max_rounds, 8),
+    );
+    if (planOutcome.code === 'MODEL_ERROR' || planOutcome.code === 'CANCELLED') {
+      return result({
+        code: planOutcome.code,
+        status: 'failed',
+        reason: planOutcome.reason,
+        testCommand: before.command,
+      });
+    }
+    const plan = planOutcome.summary;
+    record('fix_plan', { plan });
+
+    let feedback = '';
+    let last: {
+      verdict?: Verdict;
+      after?: SuiteRun;
+      patch: string;
+      files: string[];
+      summary: string;
+      why: string;
+    } = {
+      patch: '',
+      files: [],
+      summary: '',
+      why: 'no attempt was made',
+    };
+    let attempts = 0;
+    for (let attempt = 1; attempt <= opts.maxAttempts; attempt++) {
+      attempts = attempt;
+      progress(`attempt ${attempt} of ${opts.maxAttempts}: editing in the snapshot`);
+      record('fix_attempt', { attempt });
+      const outcome = await session(
+        'edit',
+        attemptPrompt(opts.issue, plan, targets, feedback),
+        config.budgets.max_rounds,
+      );
+      if (outcome.code === 'MODEL_ERROR' || outcome.code === 'CANCELLED') {
+        rollback(snapshot);
+        return finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, targets);
+      }
+      const diff = attemptDiff(snapshot);
+      if (!diff.files.length) {
+        const why = `attempt ${attempt} changed no files (the model said: ${firstLine(outcome.summary)})`;
+        progress(`verdict: not verified: ${why}`);
+        record('fix_verdict', { attempt, status: 'failed', reason: why });
+        last = { patch: '', files: [], summary: outcome.summary, why };
+        feedback = `Your previous attempt changed no files. ${why}`;
+        continue;
+      }
+      progress(`verifying: ${diff.files.length} file(s) changed; running the tests`);
+      const after = await runTests();
+      const verdict = await verify({ baseline: before, after, targets, rerun: () => runTests() });
+      record('fix_verdict', { attempt, ...verdict, files: diff.files });
+      last = {
+        verdict,
+        after,
+        patch: diff.patch,
+        files: diff.files,
+        summary: outcome.summary,
+        why: verdict.reason,
+      };
+      if (verdict.status === 'verified') {
+        progress(`verdict: verified (${verdict.reason})`);
+        return finish('COMPLETED', 'verified', verdict.reason, attempts, last, before, plan, targets);
+      }
+      progress(`verdict: not verified: ${verdict.reason}`);
+      feedback = `Your previous attempt did not pass verification: ${verdict.reason}\n${describeRun(after)}`;
+      if (attempt < opts.maxAttempts) rollback(snapshot);
+    }
+    return finish('VERIFICATION_FAILED', 'failed', last.why, attempts, last, before, plan, targets);
+  } catch (err) {
+    if (err instanceof RunError) return result({ code: err.code, status: 'failed', reason: err.message });
+    if (err instanceof SandboxError)
+      return result({ code: 'ENVIRONMENT_ERROR', status: 'failed', reason: err.message });
+    throw err;
+  } finally {
+    await sandbox?.close();
+    rmSync(reportsDir, { recursive: true, force: true });
+    db.close();
+  }
+
+  function finish(
+    code: TerminalCode,
+    status: 'verified' | 'failed',
+    reason: string,
+    attempts: number,
+    last: { verdict?: Verdict; after?: SuiteRun; patch: string; files: string[]; summary: string },
+    before: SuiteRun,
+    plan: string,
+    targets: string[],
+  ): FixResult {
+    if (!snapshot) throw new Error('finish before snapshot');
+    let commit: string | null = null;
+    if (last.files.length && status === 'verified') {
+      commit = commitAttempt(
+        snapshot,
+        last.files,
+        `${firstLine(opts.issue).slice(0, 60)}\n\nFixed by keel run ${runId}; verified: ${reason}`,
+      );
+    } else if (last.files.length && code === 'VERIFICATION_FAILED') {
+      // kept for inspection, and labelled so nobody mistakes it for a fix
+      commit = commitAttempt(
+        snapshot,
+        last.files,
+        `keel (UNVERIFIED): ${firstLine(opts.issue).slice(0, 48)}\n\n${reason}`,
+      );
+    }
+    const runDir = join(paths.runsDir, runId);
+    const events = traceEvents(log, runId);
+    const report = writeReport({
+      runDir,
+      issue: opts.issue,
+      status,
+      plan,
+      modelSummary: last.summary,
+      patch: last.patch,
+      files: last.files,
+      baseline: before,
+      ...(last.after ? { after: last.after } : {}),
+      ...(last.verdict ? { verdict: last.verdict } : {}),
+      targets,
+      attempts,
+      ...(snapshot.branch ? { branch: snapshot.branch } : {}),
+      ...(commit ? { commit } : {}),
+      testCommand: before.command,
+      events,
+      ...(status === 'failed' ? { failure: reason } : {}),
+    });
+    // a verified fix lives on its branch; the worktree folder is only scaffolding
+    if (status === 'verified' && snapshot.kind === 'worktree') removeWorktree(snapshot);
+    return result({
+      code,
+      status,
+      reason,
+      summary: status === 'verified' ? `verified after ${attempts} attempt(s): ${reason}` : reason,
+      attempts,
+      commit,
+      verification: last.verdict ?? null,
+      files: last.files,
+      paths: { runDir, ...report },
+      testCommand: before.command,
+    });
+  }
+}
+
+type SessionRun = (
+  mode: 'plan' | 'edit',
+  prompt: string,
+  maxRounds: number,
+) => Promise<{ code: TerminalCode; reason: string; summary: string }>;
+
+/** Each plan and attempt is an ordinary session in the snapshot, sharing one model client and the run's budgets. */
+function sessionRunner(
+  opts: FixOptions,
+  model: ModelClient,
+  runId: string,
+  snapshot: Snapshot,
+  suite: TestSuite,
+  tokens: { input: number; output: number },
+  add: (rounds: number, cost: number | null) => void,
+): SessionRun {
+  return async (mode, prompt, maxRounds) => {
+    const base = opts.loaded.config;
+    const config = {
+      ...base,
+      scope: ['.'],
+      test_command: suite.detected.command,
+      budgets: { ...base.budgets, max_rounds: maxRounds },
+    };
+    const outcome = await startSession({
+      mode,
+      prompt,
+      loaded: { ...opts.loaded, config },
+      cwd: snapshot.dir,
+      signal: opts.signal,
+      model,
+      parentId: runId,
+      safetyNet: false,
+      ...(opts.env ? { env: opts.env } : {}),
+      ...(opts.onText ? { onText: opts.onText } : {}),
+      ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    });
+    tokens.input += outcome.tokens.input;
+    tokens.output += outcome.tokens.output;
+    add(outcome.rounds, outcome.costUsd);
+    return outcome;
+  };
+}
+
+/** The sandbox the tests run in: the configured one over the snapshot, or none (the user asked for these tests). */
+async function testSandbox(snapshot: Snapshot, reportsDir: string, loaded: LoadedConfig): Promise<Sandbox> {
+  const config = loaded.config;
+  return createSandbox({
+    kind: config.sandbox,
+    root: snapshot.dir,
+    writable: [snapshot.top, reportsDir],
+    network: config.sandbox_network,
+    limits: config.sandbox_limits,
+  });
+}
+
+function resolveTargetIds(run: SuiteRun, requested: string[], failing: string[]): string[] {
+  if (!requested.length) return failing;
+  const resolved = resolveTargets(run, requested);
+  if (!resolved.ok) throw new RunError('CONFIG_ERROR', `--target-test: ${resolved.error}`);
+  return resolved.ids;
+}
+
+function planPrompt(issue: string, before: SuiteRun, targets: string[]): string {
+  return [
+    'Investigate this issue in the repository and write a short plan (at most 6 steps) for the smallest fix.',
+    '',
+    `Issue:\n${issue}`,
+    '',
+    `Failing tests to make pass:\n${targets.map((t) => `- ${t}`).join('\n')}`,
+    '',
+    `Test results now:\n${describeRun(before)}`,
+  ].join('\n');
+}
+
+function attemptPrompt(issue: string, plan: string, targets: string[], feedback: string): string {
+  return [
+    'Fix this issue by editing the code. Do not edit the tests unless they are wrong.',
+    'Use run_tests to check your change. When you are done, reply with one paragraph: what was wrong and what you changed.',
+    '',
+    `Issue:\n${issue}`,
+    '',
+    `Plan:\n${plan}`,
+    '',
+    `These tests must pass, and every test that passes now must still pass:\n${targets.map((t) => `- ${t}`).join('\n')}`,
+    ...(feedback ? ['', feedback] : []),
+  ].join('\n');
+}
+
+/** The run's own events and its sessions', in time order: the trace. */
+function traceEvents(log: EventLog, runId: string): StoredEvent[] {
+  const children = log.childSessions(runId);
+  const all = [log.events(runId), ...children.map((c) => log.events(c.id))].flat();
+  return all.sort(
+    (a, b) => a.ts.localeCompare(b.ts) || a.session_id.localeCompare(b.session_id) || a.seq - b.seq,
+  );
+}
+
+function firstLine(text: string): string {
+  return text.trim().split('\n')[0] ?? '';
+}
