@@ -71,6 +71,15 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
   }
 
   program
+    .command('demo')
+    .description('run the real fix pipeline offline on a small buggy project, with a scripted model')
+    .option('--json', 'print one JSON document on stdout and nothing else')
+    .action(async (opts) => {
+      const { runDemo } = await import('./demo-command.js');
+      setExit(await runDemo(opts));
+    });
+
+  program
     .command('fix')
     .description("fix a bug in a snapshot; 'verified' only when the repository's own tests prove it")
     .option('--repo <dir>', 'the repository (default: the current folder)')

@@ -1,0 +1,71 @@
+/** `keel demo`: the real fix pipeline, offline, on a small buggy project bundled with keel and a scripted model. */
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { git, KEEL_IDENT } from '../policy/git.js';
+import { exitCodeFor } from './exit-codes.js';
+import { fixDocument } from './fix-command.js';
+import { ConfigError, load } from './options.js';
+import { dim, red, renderEvent } from './render.js';
+
+const DEMO = fileURLToPath(new URL('../../fixtures/demo/', import.meta.url));
+
+/** Copy the demo project to a temporary git repository, fix it, and show the verdict, branch, diff and rationale. */
+export async function runDemo(flags: { json?: boolean }): Promise<number> {
+  const dir = join(mkdtempSync(join(tmpdir(), 'keel-demo-')), 'cart');
+  cpSync(DEMO, dir, { recursive: true, filter: (src) => !src.endsWith('script.json') });
+  const identity = ['-c', `user.name=${KEEL_IDENT.name}`, '-c', `user.email=${KEEL_IDENT.email}`];
+  git(dir, ['init', '-q', '-b', 'main']);
+  git(dir, ['add', '-A']);
+  git(dir, [...identity, 'commit', '-q', '-m', 'A small cart with a discount bug']);
+  const issue = readFileSync(join(dir, 'ISSUE.md'), 'utf8').trim();
+  const say = (s: string) => {
+    if (!flags.json) process.stderr.write(s);
+  };
+  say(`keel demo: a copy of a small project with a bug is in ${dir}\n`);
+  say(
+    dim('keel demo: the model is scripted (offline); the snapshot, sandbox, tests and verifier are real\n\n'),
+  );
+
+  let loaded: ReturnType<typeof load>['loaded'];
+  try {
+    loaded = load({ cwd: dir, provider: 'scripted', script: join(DEMO, 'script.json') }).loaded;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${red('keel demo:')} ${err.message}\n`);
+    return exitCodeFor('CONFIG_ERROR');
+  }
+  const { runFix } = await import('../fix/run.js');
+  const result = await runFix({
+    repo: dir,
+    issue,
+    targetTests: [],
+    maxAttempts: 2,
+    loaded,
+    signal: new AbortController().signal,
+    ...(flags.json
+      ? {}
+      : {
+          onProgress: (m: string) => process.stderr.write(`${dim('keel fix:')} ${m}\n`),
+          onEvent: renderEvent,
+        }),
+  });
+  const exit = exitCodeFor(result.code);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ ...fixDocument(result, exit), demo_repo: dir }, null, 2)}\n`);
+    return exit;
+  }
+  const verdict = result.status === 'verified' ? 'VERIFIED' : `NOT VERIFIED (${result.code})`;
+  process.stdout.write(`\n${verdict}: ${result.summary}\n\n`);
+  if (result.branch)
+    process.stdout.write(
+      `branch:    ${result.branch}${result.commit ? ` @ ${result.commit.slice(0, 12)}` : ''}\n`,
+    );
+  process.stdout.write(`repo:      ${dir}  (try: git -C ${dir} log --oneline ${result.branch ?? ''})\n`);
+  if (result.paths) {
+    process.stdout.write(`rationale: ${result.paths.rationale}\npr:        ${result.paths.pr}\n\n`);
+    process.stdout.write(readFileSync(result.paths.diff, 'utf8'));
+  }
+  return exit;
+}
