@@ -67,8 +67,12 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     protectedDirs: protectedStatePaths(paths),
   });
   const model = opts.model ?? createModelClient(config, env, { cwd: opts.cwd });
+  // only Ollama takes the window per request (num_ctx); asking an OpenAI-compatible server costs a round trip for nothing
   const contextWindow =
-    config.context_window ?? (await model.contextWindow?.(opts.signal).catch(() => undefined));
+    config.context_window ??
+    (config.provider === 'ollama'
+      ? await model.contextWindow(opts.signal).catch(() => undefined)
+      : undefined);
   // test reports are written by the (sandboxed) test command, so they need a folder it may write
   const reportsDir = mkdtempSync(join(tmpdir(), 'keel-tests-'));
   const { sandboxes, sandboxExec, plainExec } = await sessionSandboxes(

@@ -2,14 +2,14 @@
 import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { git, KEEL_IDENT } from '../policy/git.js';
 import { exitCodeFor } from './exit-codes.js';
 import { fixDocument } from './fix-command.js';
 import { ConfigError, load } from './options.js';
+import { packageRoot } from './package-root.js';
 import { dim, red, renderEvent } from './render.js';
 
-const DEMO = fileURLToPath(new URL('../../fixtures/demo/', import.meta.url));
+const DEMO = join(packageRoot(), 'fixtures', 'demo');
 
 /** Copy the demo project to a temporary git repository, fix it, and show the verdict, branch, diff and rationale. */
 export async function runDemo(flags: { json?: boolean }): Promise<number> {

@@ -108,6 +108,33 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     });
 
   program
+    .command('loop')
+    .description(
+      'edit, test and review in this repository, round after round, until the tests pass (and a reviewer approves)',
+    )
+    .argument('[task...]', 'the task (or use -m, or pipe it on stdin)')
+    .option('-m, --message <text>', 'the task')
+    .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+    .option('--max-iterations <n>', 'rounds of edit, test and review before giving up', parseIntArg, 5)
+    .option('--test-command <cmd>', 'how to run the tests (default: detected)')
+    .option('--json', 'print one JSON document on stdout and nothing else')
+    .option('--provider <name>', 'openai | ollama | scripted')
+    .option('--model <name>', 'model name as the server knows it')
+    .option('--base-url <url>', 'server URL')
+    .option('--script <file>', 'script file for the scripted provider')
+    .option('--context-window <n>', 'context window in tokens', parseIntArg)
+    .option('--max-rounds <n>', 'budget per round: model rounds', parseIntArg)
+    .option('--max-tokens <n>', 'budget per round: tokens', parseIntArg)
+    .option('--max-cost <usd>', 'budget per round: cost in USD', parseFloatArg)
+    .option('--max-wall <s>', 'budget per round: seconds', parseFloatArg)
+    .option('--max-diff-lines <n>', 'budget per round: lines changed', parseIntArg)
+    .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
+    .action(async (words: string[], opts) => {
+      const { runLoopCommand } = await import('./loop-command.js');
+      setExit(await runLoopCommand(words, opts));
+    });
+
+  program
     .command('doctor')
     .description(
       'check the model endpoint: reachable, model present, tool calling works, context window known',
@@ -243,10 +270,8 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
 
 /** Run the CLI with `argv` (as process.argv) and return the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const { readFileSync } = await import('node:fs');
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
+  const { keelVersion } = await import('./package-root.js');
+  const pkg = { version: keelVersion() };
   let exitCode: number = EXIT.ok;
   const program = buildProgram(pkg.version, (code) => {
     exitCode = code;

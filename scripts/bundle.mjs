@@ -1,0 +1,24 @@
+// Bundle the compiled CLI into a few files so `keel` starts fast: Node loads one module graph of a
+// handful of files instead of hundreds (zod, commander, openai). Verbs stay lazy: each dynamic import
+// becomes its own chunk. better-sqlite3 stays external (a native addon).
+import { rmSync } from 'node:fs';
+import { build } from 'esbuild';
+
+const outdir = new URL('../dist/bundle/', import.meta.url).pathname;
+rmSync(outdir, { recursive: true, force: true });
+await build({
+  entryPoints: { main: new URL('../dist/cli/main.js', import.meta.url).pathname },
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external: ['better-sqlite3'],
+  chunkNames: 'chunks/[name]-[hash]',
+  // some dependencies call require() for Node built-ins; give ESM chunks a real one
+  banner: {
+    js: "import { createRequire as __keelRequire } from 'node:module'; const require = __keelRequire(import.meta.url);",
+  },
+  logLevel: 'warning',
+});
