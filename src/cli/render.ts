@@ -23,7 +23,8 @@ export function renderEvent(event: SessionEvent): void {
       if (event.is_error) process.stderr.write(dim(`    ${firstLine(event.output)}\n`));
       return;
     case 'gate_decision':
-      if (event.decision !== 'allow')
+      // an `ask` is shown as the question itself, by whoever asks the person
+      if (event.decision === 'deny')
         process.stderr.write(red(`  ✗ ${event.tool} denied: ${event.reason ?? ''}\n`));
       return;
     case 'tool_call_invalid':

@@ -68,6 +68,10 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
       cwd: setup.cwd,
       signal: controller.signal,
       ...(flags.commit ? { commit: true } : {}),
+      // a person at a terminal can answer a hook's question; unattended runs (auto, --json, pipes) deny
+      ...(mode !== 'auto' && !flags.json && process.stdin.isTTY && process.stderr.isTTY
+        ? { confirm: askPerson }
+        : {}),
       ...(flags.json ? {} : { onText: (text: string) => process.stdout.write(text), onEvent: renderEvent }),
     });
   } catch (err) {
@@ -122,4 +126,16 @@ export function jsonDocument(outcome: SessionOutcome, exit: number): Record<stri
 
 function verbOf(mode: Mode): string {
   return mode === 'auto' ? 'run' : mode;
+}
+
+/** Ask the person at the terminal a yes/no question (default no). */
+async function askPerson(question: string): Promise<boolean> {
+  const { createInterface } = await import('node:readline/promises');
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`${red('keel asks:')} ${question} [y/N] `);
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
 }

@@ -1,8 +1,11 @@
+import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  baseEnv,
   chatBodies,
+  KEEL_BIN,
   keel,
   keelHome,
   lastSessionEvents,
@@ -238,5 +241,37 @@ describe('shell through the real sandbox', () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'ENVIRONMENT_ERROR' });
     expect(run.stdout).toContain('docker');
     expect(chatBodies(server)).toHaveLength(0);
+  });
+});
+
+describe('asking the person', () => {
+  it('an interactive session asks at the terminal, and a yes lets the call run', async () => {
+    const repo = gitRepo();
+    const script = hookScript(
+      `  process.stdout.write(JSON.stringify({ decision: 'ask', reason: 'write a.txt?' }));`,
+    );
+    const home = keelHome(hooksToml('PreToolUse', script, 'matcher = "write_file"\n'));
+    const server = await model([
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }] },
+      { text: 'written' },
+    ]);
+    // `script` gives keel a real terminal, as a person would have
+    const command = [process.execPath, KEEL_BIN, 'edit', ...modelFlags(server), 'write']
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const child = spawn('script', ['-qec', command, '/dev/null'], {
+      cwd: repo,
+      env: { ...baseEnv(home), TERM: 'dumb' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let screen = '';
+    child.stdout.on('data', (d: Buffer) => {
+      screen += d.toString();
+      if (screen.includes('[y/N]') && !child.stdin.writableEnded) child.stdin.end('y\n');
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(screen).toContain('keel asks: write_file: write a.txt? [y/N]');
+    expect(code).toBe(0);
+    expect(existsSync(join(repo, 'a.txt'))).toBe(true);
   });
 });
