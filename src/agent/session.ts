@@ -35,6 +35,8 @@ export interface StartOptions {
   model?: ModelClient;
   /** The run this session belongs to (a fix run's plan and attempts). */
   parentId?: string;
+  /** Folders outside the scope that commands must still see, read-only (a fix snapshot's linked node_modules). */
+  readOnlyDirs?: string[];
   /** Snapshot before the first write (default true); a fix works in its own throwaway worktree. */
   safetyNet?: boolean;
   /** Commit the session's own files when it ends COMPLETED (also `auto_commit` in config). */
@@ -80,7 +82,7 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     scope,
     config,
     env,
-    protectedStatePaths(paths),
+    [...protectedStatePaths(paths), ...(opts.readOnlyDirs ?? [])],
     reportsDir,
   );
   const suite = findSuite(scope.root, reportsDir, config.test_command);

@@ -82,6 +82,8 @@ export const configSchema = z.strictObject({
   /** The same tool call (name and arguments) repeated this many times ends the run. */
   loop_threshold: positiveInt.default(3),
   fallback_models: z.array(modelRefSchema).default([]),
+  /** Models for other jobs than the agent's own; `review` judges each passing round of `keel loop`. */
+  roles: z.strictObject({ review: modelRefSchema.optional() }).prefault({}),
   timeouts: z
     .strictObject({
       connect_s: positive.default(10),

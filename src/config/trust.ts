@@ -14,6 +14,7 @@ export const TRUST_KEYS = [
   'base_url', // could send the code (and the API key) to another host
   'api_key_env',
   'fallback_models',
+  'roles', // a review model could send the diff to another host
   'scope', // only entries outside the repository need trust; see gatedKeys
 ] as const;
 

@@ -1,5 +1,5 @@
 /** `keel fix`: snapshot, baseline, plan, attempts, verification, output. Only the verifier mints "verified". */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
@@ -21,6 +21,7 @@ import {
   attemptDiff,
   commitAttempt,
   createSnapshot,
+  discardSnapshot,
   removeWorktree,
   rollback,
   type Snapshot,
@@ -85,13 +86,17 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
   const reportsDir = mkdtempSync(join(tmpdir(), 'keel-fix-'));
   let sandbox: Sandbox | undefined;
   let snapshot: Snapshot | undefined;
+  let attempted = false;
 
   const result = (r: Partial<FixResult> & Pick<FixResult, 'code' | 'status' | 'reason'>): FixResult => {
+    // nothing was tried: leave no empty branch or worktree behind in the user's repository
+    const discard = snapshot !== undefined && !attempted;
+    if (snapshot && discard) discardSnapshot(snapshot);
     const out: FixResult = {
       runId,
       summary: r.reason,
       attempts: 0,
-      branch: snapshot?.branch ?? null,
+      branch: discard ? null : (snapshot?.branch ?? null),
       commit: null,
       verification: null,
       files: [],
@@ -163,13 +168,19 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       progress(reason);
       return result({ code: 'COMPLETED', status: 'verified', reason, testCommand: before.command });
     }
-    if (!targets.length) {
+    // without per-test results there are no failing ids: a failing suite is the target as a whole, and
+    // the verifier judges it by its exit code (an empty target list), never as "nothing to fix"
+    const wholeSuite = !before.parsed && before.exitCode !== 0;
+    if (!targets.length && !wholeSuite) {
       const reason =
         'every test passes at baseline and no --target-test was given: nothing to verify, no model called';
       progress(reason);
       return result({ code: 'COMPLETED', status: 'verified', reason, testCommand: before.command });
     }
-    progress(`target: ${targets.join(', ')}`);
+    const shown = targets.length
+      ? targets
+      : [`the whole suite: \`${before.command}\` exits ${before.exitCode} and must exit 0`];
+    progress(`target: ${shown.join(', ')}`);
 
     const model = createModelClient(config, env, { cwd: opts.repo });
     const session = sessionRunner(opts, model, runId, snapshot, suite, tokens, (n, c) => {
@@ -180,7 +191,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
     progress('plan: asking the model for a short plan');
     const planOutcome = await session(
       'plan',
-      planPrompt(opts.issue, before, targets),
+      planPrompt(opts.issue, before, shown),
       Math.min(config.budgets.max_rounds, 8),
     );
     if (planOutcome.code === 'MODEL_ERROR' || planOutcome.code === 'CANCELLED') {
@@ -209,18 +220,19 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       why: 'no attempt was made',
     };
     let attempts = 0;
+    attempted = true;
     for (let attempt = 1; attempt <= opts.maxAttempts; attempt++) {
       attempts = attempt;
       progress(`attempt ${attempt} of ${opts.maxAttempts}: editing in the snapshot`);
       record('fix_attempt', { attempt });
       const outcome = await session(
         'edit',
-        attemptPrompt(opts.issue, plan, targets, feedback),
+        attemptPrompt(opts.issue, plan, shown, feedback),
         config.budgets.max_rounds,
       );
       if (outcome.code === 'MODEL_ERROR' || outcome.code === 'CANCELLED') {
         rollback(snapshot);
-        return finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, targets);
+        return finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, shown);
       }
       const diff = attemptDiff(snapshot);
       if (!diff.files.length) {
@@ -245,13 +257,13 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       };
       if (verdict.status === 'verified') {
         progress(`verdict: verified (${verdict.reason})`);
-        return finish('COMPLETED', 'verified', verdict.reason, attempts, last, before, plan, targets);
+        return finish('COMPLETED', 'verified', verdict.reason, attempts, last, before, plan, shown);
       }
       progress(`verdict: not verified: ${verdict.reason}`);
       feedback = `Your previous attempt did not pass verification: ${verdict.reason}\n${describeRun(after)}`;
       if (attempt < opts.maxAttempts) rollback(snapshot);
     }
-    return finish('VERIFICATION_FAILED', 'failed', last.why, attempts, last, before, plan, targets);
+    return finish('VERIFICATION_FAILED', 'failed', last.why, attempts, last, before, plan, shown);
   } catch (err) {
     if (err instanceof RunError) return result({ code: err.code, status: 'failed', reason: err.message });
     if (err instanceof SandboxError)
@@ -360,6 +372,8 @@ function sessionRunner(
       model,
       parentId: runId,
       safetyNet: false,
+      // the linked dependency folders live in the user's checkout: visible, never writable
+      readOnlyDirs: snapshot.linked.map((name) => realpathSync(join(snapshot.dir, name))),
       ...(opts.env ? { env: opts.env } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
@@ -380,6 +394,9 @@ async function testSandbox(snapshot: Snapshot, reportsDir: string, loaded: Loade
     writable: [snapshot.top, reportsDir],
     network: config.sandbox_network,
     limits: config.sandbox_limits,
+    // the linked dependency folders live in the user's checkout, which may sit under the sandbox's private
+    // /tmp: bind them (read-only) so the links resolve inside it too
+    protectedDirs: snapshot.linked.map((name) => realpathSync(join(snapshot.dir, name))),
   });
 }
 

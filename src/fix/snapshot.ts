@@ -6,6 +6,9 @@ import { findRepo, git, gitTry, KEEL_IDENT } from '../policy/git.js';
 /** Folders a project's tests need that git does not hold: linked (not copied) into the snapshot. */
 const DEPENDENCY_DIRS = ['node_modules', '.venv', 'venv', 'env', 'vendor', '.tox'];
 
+/** What running the tests leaves behind: never part of a fix, even in a project that does not ignore it. */
+const TEST_ARTIFACTS = ['__pycache__/', '*.py[cod]', '.pytest_cache/'];
+
 export interface Snapshot {
   kind: 'worktree' | 'copy';
   /** Where the fix works. */
@@ -122,7 +125,10 @@ export function rollback(snapshot: Snapshot): void {
 export function attemptDiff(snapshot: Snapshot): { patch: string; files: string[] } {
   const keep = new Set(snapshot.linked);
   // intent-to-add makes new files show in the diff; reset afterwards leaves the index as it was
-  const untracked = (gitTry(snapshot.dir, ['ls-files', '--others', '--exclude-standard', '-z']) ?? '')
+  const artifacts = TEST_ARTIFACTS.map((pattern) => `--exclude=${pattern}`);
+  const untracked = (
+    gitTry(snapshot.dir, ['ls-files', '--others', '--exclude-standard', ...artifacts, '-z']) ?? ''
+  )
     .split('\0')
     .filter((p) => p && !keep.has(p));
   if (untracked.length) git(snapshot.dir, ['add', '-N', '--', ...untracked]);
@@ -145,4 +151,15 @@ export function removeWorktree(snapshot: Snapshot): void {
   if (repo) gitTry(repo, ['worktree', 'remove', '--force', snapshot.top]);
   rmSync(snapshot.top, { recursive: true, force: true });
   if (repo) gitTry(repo, ['worktree', 'prune']);
+}
+
+/** Throw away a snapshot nothing was attempted in: its worktree and its (empty) branch. */
+export function discardSnapshot(snapshot: Snapshot): void {
+  if (snapshot.kind !== 'worktree') {
+    rmSync(snapshot.top, { recursive: true, force: true });
+    return;
+  }
+  removeWorktree(snapshot);
+  const repo = findRepo(snapshot.source);
+  if (repo && snapshot.branch) gitTry(repo, ['branch', '-q', '-D', snapshot.branch]);
 }

@@ -81,3 +81,28 @@ export function createModelClient(
     ...(opts.now ? { now: opts.now } : {}),
   });
 }
+
+/** Build a client for a role's model (such as `[roles.review]`): the primary's endpoint and key unless the ref names its own, no fallbacks. */
+export function createRoleModelClient(
+  config: Config,
+  ref: ModelRef,
+  env: NodeJS.ProcessEnv = process.env,
+  opts: CreateModelClientOptions = {},
+): ModelClient {
+  const provider = ref.provider ?? config.provider;
+  return createModelClient(
+    {
+      ...config,
+      provider,
+      model: ref.model,
+      // another provider speaks another wire format, so it must not inherit the primary's URL
+      base_url:
+        ref.base_url ?? (provider === config.provider ? config.base_url : DEFAULT_BASE_URLS[provider]),
+      api_key_env: ref.api_key_env ?? config.api_key_env,
+      context_window: ref.context_window ?? config.context_window,
+      fallback_models: [],
+    },
+    env,
+    opts,
+  );
+}

@@ -108,6 +108,45 @@ export function findRepo(dir: string): string | undefined {
   return realpathSync.native(top);
 }
 
+/** A repository as a session first finds it: its top, HEAD's commit and branch, and which of some refs exist. */
+export interface RepoState {
+  repo: string;
+  /** null on an unborn branch. */
+  head: string | null;
+  /** refs/heads/..., or null when detached. */
+  branch: string | null;
+  /** Those of the refs asked about that exist. */
+  refs: Set<string>;
+}
+
+const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+
+/**
+ * findRepo, headCommit, currentBranch and a check for `refs` in one git process (two on an unborn branch).
+ * --revs-only drops a name that does not resolve instead of failing, so an unborn HEAD or a missing ref
+ * just prints nothing; what does resolve prints in argument order.
+ */
+export function repoState(dir: string, refs: string[] = []): RepoState | undefined {
+  const out = gitTry(dir, [
+    'rev-parse',
+    '--is-inside-work-tree',
+    '--show-toplevel',
+    '--revs-only',
+    'HEAD^{commit}',
+    '--symbolic-full-name',
+    'HEAD',
+    ...refs,
+  ]);
+  const [inside, top, ...lines] = (out ?? '').split('\n').filter(Boolean);
+  if (inside !== 'true' || !top) return undefined;
+  const repo = realpathSync.native(top);
+  const head = lines[0] && OBJECT_ID.test(lines[0]) ? (lines.shift() ?? null) : null;
+  // HEAD's name prints only when HEAD resolves: its branch's full name, or HEAD itself when detached
+  const name = head ? lines.shift() : undefined;
+  const branch = name === undefined ? currentBranch(repo) : name.startsWith('refs/') ? name : null;
+  return { repo, head, branch, refs: new Set(lines.filter((line) => refs.includes(line))) };
+}
+
 /** The commit HEAD points at, or null on an unborn branch. */
 export function headCommit(repo: string): string | null {
   return gitTry(repo, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'])?.trim() || null;
@@ -133,19 +172,37 @@ export function nul(paths: string[]): string {
 // only where the user has no committer, so commit-tree never fails for want of a name,
 // and never overrides the identity the user did configure
 function identityArgs(repo: string): string[] {
-  const args: string[] = [];
-  const has = (key: string) => Boolean(gitTry(repo, ['config', '--get', key])?.trim());
-  if (!process.env.GIT_COMMITTER_NAME && !has('user.name')) args.push('-c', `user.name=${KEEL_IDENT.name}`);
-  if (!process.env.GIT_COMMITTER_EMAIL && !process.env.EMAIL && !has('user.email')) {
-    args.push('-c', `user.email=${KEEL_IDENT.email}`);
+  const needName = !process.env.GIT_COMMITTER_NAME;
+  const needEmail = !process.env.GIT_COMMITTER_EMAIL && !process.env.EMAIL;
+  if (!needName && !needEmail) return [];
+  // both keys in one call; a later value wins, as with --get
+  const config = new Map<string, string>();
+  for (const line of (gitTry(repo, ['config', '--get-regexp', '^user\\.(name|email)$']) ?? '').split('\n')) {
+    const space = line.indexOf(' ');
+    if (line)
+      config.set(space === -1 ? line : line.slice(0, space), space === -1 ? '' : line.slice(space + 1));
   }
+  const args: string[] = [];
+  if (needName && !config.get('user.name')?.trim()) args.push('-c', `user.name=${KEEL_IDENT.name}`);
+  if (needEmail && !config.get('user.email')?.trim()) args.push('-c', `user.email=${KEEL_IDENT.email}`);
   return args;
 }
 
-/** Make a commit of `tree` authored by keel, without hooks or signing prompts; returns its sha. */
-export function commitTree(repo: string, tree: string, parent: string | null, message: string): string {
+/**
+ * Make a commit of `tree` authored by keel, without hooks or signing prompts; returns its sha. With
+ * `committer: 'keel'` (for commits only keel's own refs hold) keel commits it too, and the user's identity
+ * is not looked up; otherwise the committer is the user's, or keel where the user has none.
+ */
+export function commitTree(
+  repo: string,
+  tree: string,
+  parent: string | null,
+  message: string,
+  opts: { committer?: 'keel' | 'user' } = {},
+): string {
+  const keel = opts.committer === 'keel';
   const args = [
-    ...identityArgs(repo),
+    ...(keel ? [] : identityArgs(repo)),
     '-c',
     'core.hooksPath=/dev/null',
     'commit-tree',
@@ -154,7 +211,12 @@ export function commitTree(repo: string, tree: string, parent: string | null, me
   ];
   if (parent) args.push('-p', parent);
   args.push('-m', message);
-  const env = { GIT_AUTHOR_NAME: KEEL_IDENT.name, GIT_AUTHOR_EMAIL: KEEL_IDENT.email };
+  const env: Record<string, string> = {
+    GIT_AUTHOR_NAME: KEEL_IDENT.name,
+    GIT_AUTHOR_EMAIL: KEEL_IDENT.email,
+  };
+  if (keel)
+    Object.assign(env, { GIT_COMMITTER_NAME: KEEL_IDENT.name, GIT_COMMITTER_EMAIL: KEEL_IDENT.email });
   return git(repo, args, { env }).trim();
 }
 
@@ -179,7 +241,8 @@ export function readTree(repo: string, index: string, base: string | null): void
  */
 export function worktreeTree(repo: string, base: string | null): string {
   return withTempIndex((index) => {
-    readTree(repo, index, base);
+    // a temporary index file that does not exist yet reads as empty: an unborn HEAD needs no read-tree
+    if (base) readTree(repo, index, base);
     git(repo, ['-c', 'core.fsmonitor=false', 'add', '-A'], { index });
     return git(repo, ['write-tree'], { index }).trim();
   });
@@ -215,15 +278,28 @@ export function diffTrees(repo: string, from: string, to: string): TreeChange[] 
   return changes;
 }
 
+/** The tag name `<prefix>/<UTC timestamp>`, with `-<n>` from the second try on. */
+export function tagName(prefix: string, at: Date, n = 1): string {
+  const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
+  return `${prefix}/${stamp}${n > 1 ? `-${n}` : ''}`;
+}
+
 /** Point a new lightweight tag `<prefix>/<UTC timestamp>` at `commit`, with a suffix if that name is taken. */
-export function createTag(repo: string, prefix: string, commit: string): string {
-  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
+export function createTag(repo: string, prefix: string, commit: string, at = new Date()): string {
   for (let i = 1; i <= 100; i++) {
-    const name = `${prefix}/${stamp}${i > 1 ? `-${i}` : ''}`;
+    const name = tagName(prefix, at, i);
     // an empty old value creates the tag only if it does not exist yet
     if (gitTry(repo, ['update-ref', `refs/tags/${name}`, commit, '']) !== undefined) return name;
   }
-  throw new GitError(`could not create a ${prefix}/${stamp} tag in ${repo}`, ['update-ref'], null);
+  throw new GitError(`could not create a ${tagName(prefix, at)} tag in ${repo}`, ['update-ref'], null);
+}
+
+/** Create refs that must not exist yet (full name -> sha) in one transaction: all of them, or none and false. */
+export function createRefs(repo: string, refs: Record<string, string>, message: string): boolean {
+  const input = Object.entries(refs)
+    .map(([ref, sha]) => `create ${ref}\0${sha}\0`)
+    .join('');
+  return gitTry(repo, ['update-ref', '-m', message, '--stdin', '-z'], { input }) !== undefined;
 }
 
 export interface CommitInfo {

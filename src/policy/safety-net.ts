@@ -22,17 +22,20 @@ import {
   checkoutPaths,
   commitsSince,
   commitTree,
+  createRefs,
   createTag,
   currentBranch,
   diffTrees,
-  findRepo,
   git,
   gitTry,
   headCommit,
   ignoredPaths,
   KEEL_IDENT,
+  type RepoState,
   repoPath,
+  repoState,
   resetIndexPaths,
+  tagName,
   worktreeTree,
 } from './git.js';
 import { isInside } from './scope.js';
@@ -86,8 +89,10 @@ export interface SafetyNetOptions {
  * before their first write. A shell call outside git names no paths, so what it writes cannot be undone.
  */
 export class SafetyNet {
+  /** The repository (null outside git); undefined until the first call has found it and snapshotted. */
   private repo: string | null | undefined;
-  private snapshotted = false;
+  /** Paths git keeps for this session: only a path's first write needs asking git whether it is ignored. */
+  private readonly kept = new Set<string>();
   private copied: CopiedFile[] | undefined;
 
   constructor(private readonly opts: SafetyNetOptions) {}
@@ -95,42 +100,47 @@ export class SafetyNet {
   /** Call before every write or exec with the canonical paths it will write; returns the records to log (often none). */
   beforeWrite(paths: string[]): SafetyNetRecord[] {
     const records: SafetyNetRecord[] = [];
-    if (this.repo === undefined) this.repo = findRepo(this.opts.root) ?? null;
-    let untracked = paths;
-    if (this.repo) {
-      if (!this.snapshotted) {
-        const record = this.snapshot(this.repo);
-        this.snapshotted = true;
-        if (record) records.push(record);
-      }
-      untracked = this.outsideGit(this.repo, paths);
+    if (this.repo === undefined) {
+      // one git call finds the repository, HEAD, and whether this session was snapshotted before (a resume:
+      // that first snapshot, already logged, is still the state to return to)
+      const state = repoState(this.opts.root, [this.ref()]);
+      if (state && !state.refs.has(this.ref())) records.push(this.snapshot(state));
+      this.repo = state?.repo ?? null;
     }
+    const untracked = this.repo ? this.outsideGit(this.repo, paths) : paths;
     const copy = this.copyBeforeWrite(untracked);
     if (copy) records.push(copy);
     return records;
   }
 
-  private snapshot(repo: string): GitRecord | undefined {
-    const ref = `refs/keel/sessions/${this.opts.sessionId}`;
-    // a resumed session: its first snapshot (already logged) is still the state to return to
-    if (gitTry(repo, ['rev-parse', '-q', '--verify', ref])) return undefined;
-    const head = headCommit(repo);
+  private ref(): string {
+    return `refs/keel/sessions/${this.opts.sessionId}`;
+  }
+
+  private snapshot({ repo, head, branch }: RepoState): GitRecord {
+    const ref = this.ref();
     const tree = worktreeTree(repo, head);
-    const commit = commitTree(repo, tree, head, `keel: work tree before session ${this.opts.sessionId}`);
+    // the commit only keel's ref holds, so keel commits it: no need to look up the user's identity
+    const message = `keel: work tree before session ${this.opts.sessionId}`;
+    const commit = commitTree(repo, tree, head, message, { committer: 'keel' });
+    const record: GitRecord = { kind: 'git', repo, ref, commit, head, branch, tag: null };
+    if (!head) {
+      git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
+      return record;
+    }
+    // the session ref and the tag in one transaction; one at a time when that tag name is already taken
+    const at = new Date();
+    const tag = tagName('keel-pre', at);
+    if (createRefs(repo, { [ref]: commit, [`refs/tags/${tag}`]: head }, 'keel: snapshot'))
+      return { ...record, tag };
     git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
-    return {
-      kind: 'git',
-      repo,
-      ref,
-      commit,
-      head,
-      branch: currentBranch(repo),
-      tag: head ? createTag(repo, 'keel-pre', head) : null,
-    };
+    return { ...record, tag: createTag(repo, 'keel-pre', head, at) };
   }
 
   private outsideGit(repo: string, paths: string[]): string[] {
-    const fresh = paths.filter((p) => !this.saved().some((f) => f.path === p));
+    const fresh = [...new Set(paths)].filter(
+      (p) => !this.kept.has(p) && !this.saved().some((f) => f.path === p),
+    );
     const inside = fresh.map((p) => repoPath(repo, p));
     const ignored = new Set(
       ignoredPaths(
@@ -138,9 +148,11 @@ export class SafetyNet {
         inside.filter((p): p is string => p !== undefined),
       ),
     );
-    return fresh.filter((_, i) => {
+    return fresh.filter((p, i) => {
       const rel = inside[i];
-      return rel === undefined || ignored.has(rel);
+      const copy = rel === undefined || ignored.has(rel);
+      if (!copy) this.kept.add(p);
+      return copy;
     });
   }
 
@@ -339,7 +351,9 @@ export function applyUndo(plan: UndoPlan): string[] {
   const done: string[] = [];
   for (const keep of plan.keep) {
     // the session's work stays reachable, so an undo can itself be undone
-    const commit = commitTree(keep.repo, keep.tree, keep.parent, 'keel: work tree before undo');
+    const commit = commitTree(keep.repo, keep.tree, keep.parent, 'keel: work tree before undo', {
+      committer: 'keel',
+    });
     git(keep.repo, ['update-ref', '-m', 'keel: undo', keep.ref, commit]);
   }
   const restores = new Map<string, { repo: string; commit: string; paths: string[] }>();

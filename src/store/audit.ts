@@ -13,6 +13,10 @@ import {
   readFileSync,
   readSync,
   renameSync,
+  rmSync,
+  type Stats,
+  statSync,
+  writeFileSync,
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -40,6 +44,12 @@ export { type VerifyResult, verifyChain } from './audit-verify.js';
 /** How long a writer waits for another process's append before giving up; appends take milliseconds. */
 const LOCK_WAIT_MS = 10_000;
 
+/**
+ * Present while an append starts a new day file. A crash between that file's first line and the head
+ * write would leave a line no cached tail knows of; the marker sends the next writer back to the folder.
+ */
+const NEW_FILE_MARKER = '.new-day-file';
+
 interface Tail {
   count: number;
   hash: string;
@@ -47,10 +57,20 @@ interface Tail {
   line: number;
 }
 
+/** What this writer left at the chain's end; if the folder still shows exactly this, nobody appended since. */
+interface Seen {
+  tail: Tail & { file: string };
+  /** head.json as this writer wrote it. */
+  head: string;
+  /** The tail file after this writer's line: appends only grow it, so any other append changes its size. */
+  stat: Pick<Stats, 'ino' | 'size' | 'mtimeMs'>;
+}
+
 /** Appends to the audit chain in one folder; safe to use from many processes at once. */
 export class AuditLog {
   private readonly now: () => Date;
   private lock: Database.Database | undefined;
+  private seen: Seen | undefined;
 
   constructor(
     private readonly dir: string,
@@ -68,13 +88,20 @@ export class AuditLog {
     // Hash exactly what a reader will parse back (undefined dropped, Dates as strings, NaN as null).
     const fields = JSON.parse(JSON.stringify(entry)) as AuditEntry;
     return this.locked(() => {
-      const tail = this.tail();
+      // Trust nothing cached if this append throws halfway.
+      const seen = this.seen;
+      this.seen = undefined;
+      const cached = seen && this.unchanged(seen) ? seen.tail : undefined;
+      const tail = cached ?? this.tail();
       const at = this.now();
       // Files must sort in chain order, so a clock that stepped back keeps writing to the newest file.
       const today = dayFileName(at);
       const name = tail.file && tail.file > today ? tail.file : today;
       const path = join(this.dir, name);
-      const lineNo = name === tail.file ? tail.line + 1 : countLines(path) + 1;
+      const marker = join(this.dir, NEW_FILE_MARKER);
+      const newFile = name !== tail.file;
+      if (newFile) writeFileSync(marker, '');
+      const lineNo = newFile ? countLines(path) + 1 : tail.line + 1;
       const body: Record<string, unknown> = {
         seq: tail.count + 1,
         ts: at.toISOString(),
@@ -82,9 +109,13 @@ export class AuditLog {
         prev: tail.hash,
       };
       const line = { ...body, hash: hashOf(body) } as AuditLine;
-      appendDurably(this.dir, path, `${JSON.stringify(line)}\n`);
+      const stat = appendDurably(path, `${JSON.stringify(line)}\n`);
       const head: AuditHead = { count: line.seq, hash: line.hash, file: name, line: lineNo };
-      writeAtomically(this.dir, HEAD_FILE, `${JSON.stringify(head)}\n`);
+      const headText = `${JSON.stringify(head)}\n`;
+      writeAtomically(this.dir, HEAD_FILE, headText);
+      // The head now covers every line, including one a crashed writer left behind its marker.
+      if (newFile || !cached) rmSync(marker, { force: true });
+      this.seen = { tail: head, head: headText, stat };
       return line;
     });
   }
@@ -106,6 +137,8 @@ export class AuditLog {
       mkdirSync(this.dir, { recursive: true });
       const db = new Database(join(this.dir, '.lock'));
       db.pragma(`busy_timeout = ${LOCK_WAIT_MS}`);
+      // The lock file is never written; a journal on disk would only be created and deleted on every append.
+      db.pragma('journal_mode = MEMORY');
       this.lock = db;
     }
     const db = this.lock;
@@ -119,6 +152,21 @@ export class AuditLog {
     } finally {
       db.exec('ROLLBACK');
     }
+  }
+
+  /**
+   * Whether the chain still ends where this writer left it: no new-day marker, the tail file at the size
+   * this writer left it, and head.json byte for byte what it wrote. A stat and a small read instead of
+   * listing the folder (which grows by a file a day) and reading the newest file's end.
+   */
+  private unchanged(seen: Seen): boolean {
+    if (existsSync(join(this.dir, NEW_FILE_MARKER))) return false;
+    const st = statSync(join(this.dir, seen.tail.file), { throwIfNoEntry: false });
+    if (!st || st.ino !== seen.stat.ino || st.size !== seen.stat.size || st.mtimeMs !== seen.stat.mtimeMs)
+      return false;
+    // Contents, not a stat: head.json is replaced by rename, and a freed inode number can come back within
+    // one timestamp tick at the same size, so only its text tells for sure that no one rewrote it.
+    return readText(join(this.dir, HEAD_FILE)) === seen.head;
   }
 
   /** Where the chain ends now. head.json is trusted over the files, so an append never papers over a cut tail. */
@@ -253,6 +301,14 @@ function parseLine(text: string | undefined, check = true): AuditLine | undefine
   }
 }
 
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 function countLines(path: string): number {
   return existsSync(path) ? splitLines(readFileSync(path, 'utf8')).length : 0;
 }
@@ -290,12 +346,14 @@ function lastCompleteLine(path: string): string | undefined {
  * Append a line. It is in the kernel when this returns, so it survives the process being killed, the
  * same promise the event log makes (SQLite WAL, synchronous=NORMAL). No fsync per line: on these disks
  * each costs 10-40 ms, and a power cut can lose the tail, which `keel audit verify` then reports.
+ * Returns the file's stat after the line, so the next append can tell whether anyone else wrote since.
  */
-function appendDurably(_dir: string, path: string, text: string): void {
+function appendDurably(path: string, text: string): Stats {
   const fd = openSync(path, 'a');
   try {
     const buf = Buffer.from(text, 'utf8');
     for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
+    return fstatSync(fd);
   } finally {
     closeSync(fd);
   }

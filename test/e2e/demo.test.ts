@@ -9,14 +9,21 @@ describe('keel demo', () => {
     const run = await keel(['demo', '--json'], { cwd: home, home, timeoutMs: 60_000 });
     expect(run.code).toBe(0);
     const doc = JSON.parse(run.stdout);
-    expect(doc).toMatchObject({ mode: 'fix', code: 'COMPLETED', status: 'verified', attempts: 1, exit_code: 0 });
+    expect(doc).toMatchObject({
+      mode: 'fix',
+      code: 'COMPLETED',
+      status: 'verified',
+      attempts: 1,
+      exit_code: 0,
+    });
     expect(doc.files_changed).toEqual(['src/cart.js']);
     expect(doc.verification.regressions).toEqual([]);
     expect(doc.verification.targetsPassing).toHaveLength(2);
     // the fix is a real commit on the branch, and the demo's checkout still has the bug
     expect(git(doc.demo_repo, 'log', '--format=%s', '-1', doc.branch)).toContain('Discounts are wrong');
     expect(readFileSync(`${doc.demo_repo}/src/cart.js`, 'utf8')).toContain('return amount - percent;');
-    for (const file of [doc.rationale, doc.pr_description, doc.diff, doc.trace]) expect(existsSync(file)).toBe(true);
+    for (const file of [doc.rationale, doc.pr_description, doc.diff, doc.trace])
+      expect(existsSync(file)).toBe(true);
     expect(readFileSync(doc.rationale, 'utf8')).toContain('VERIFIED');
   });
 

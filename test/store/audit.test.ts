@@ -1,6 +1,15 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -174,6 +183,37 @@ describe('audit log', () => {
     expect(log.append({ type: 'y' }).seq).toBe(5);
     expect(readLines(file)).toHaveLength(5);
     expect(verifyChain(dir)).toEqual({ ok: true, lines: 5 });
+  });
+
+  it('a writer that remembers its tail still continues after other writers, in its file and in a newer one', () => {
+    const dir = tempDir('keel-audit-');
+    const a = new AuditLog(dir, { now: () => new Date('2026-03-01T10:00:00Z') });
+    a.append({ type: 'a1' });
+    a.append({ type: 'a2' });
+    new AuditLog(dir, { now: () => new Date('2026-03-01T10:05:00Z') }).append({ type: 'b1' });
+    expect(a.append({ type: 'a3' })).toMatchObject({ seq: 4 });
+    // another writer starts the next day's file: a's file is unchanged, only head.json tells
+    new AuditLog(dir, { now: () => new Date('2026-03-02T00:01:00Z') }).append({ type: 'c1' });
+    expect(a.append({ type: 'a4' })).toMatchObject({ seq: 6 });
+    expect(readLines(join(dir, '2026-03-02.jsonl'))).toHaveLength(2);
+    expect(verifyChain(dir)).toEqual({ ok: true, lines: 6 });
+  });
+
+  it('links to the first line of a new day file whose writer died before the head', () => {
+    const dir = tempDir('keel-audit-');
+    const a = new AuditLog(dir, { now: () => new Date('2026-03-01T23:59:00Z') });
+    a.append({ type: 'a1' });
+    // b's clock is past midnight; its head write fails after the line is on disk, as a crash would leave it
+    const tmp = join(dir, `head.json.${process.pid}.tmp`);
+    mkdirSync(tmp);
+    const b = new AuditLog(dir, { now: () => new Date('2026-03-02T00:00:01Z') });
+    expect(() => b.append({ type: 'b1' })).toThrow();
+    rmdirSync(tmp);
+    expect(readLines(join(dir, '2026-03-02.jsonl'))).toHaveLength(1);
+    // a's file and head.json are as a left them, yet a must not write a second seq 2
+    expect(a.append({ type: 'a2' })).toMatchObject({ seq: 3 });
+    expect(verifyChain(dir)).toEqual({ ok: true, lines: 3 });
+    expect(readdirSync(dir).filter((f) => !f.endsWith('.jsonl'))).toEqual(['.lock', 'head.json']);
   });
 
   it('reports a deleted or unreadable head', () => {
