@@ -108,25 +108,25 @@ export function findRepo(dir: string): string | undefined {
   return realpathSync.native(top);
 }
 
-/** A repository as a session first finds it: its top, HEAD's commit and branch, and which of some refs exist. */
+/** A repository as a session first finds it: its top, HEAD's commit and branch, and whether a ref exists. */
 export interface RepoState {
   repo: string;
   /** null on an unborn branch. */
   head: string | null;
   /** refs/heads/..., or null when detached. */
   branch: string | null;
-  /** Those of the refs asked about that exist. */
-  refs: Set<string>;
+  /** Whether the ref asked about exists. */
+  hasRef: boolean;
 }
 
 const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
 /**
- * findRepo, headCommit, currentBranch and a check for `refs` in one git process (two on an unborn branch).
- * --revs-only drops a name that does not resolve instead of failing, so an unborn HEAD or a missing ref
- * just prints nothing; what does resolve prints in argument order.
+ * findRepo, headCommit, currentBranch and whether `ref` exists, in one git process (three on an unborn
+ * branch). With --revs-only, rev-parse prints what resolves in argument order and, at the first name that
+ * does not, drops it and everything after it without failing; so `ref` goes last, after HEAD.
  */
-export function repoState(dir: string, refs: string[] = []): RepoState | undefined {
+export function repoState(dir: string, ref?: string): RepoState | undefined {
   const out = gitTry(dir, [
     'rev-parse',
     '--is-inside-work-tree',
@@ -135,16 +135,19 @@ export function repoState(dir: string, refs: string[] = []): RepoState | undefin
     'HEAD^{commit}',
     '--symbolic-full-name',
     'HEAD',
-    ...refs,
+    ...(ref ? [ref] : []),
   ]);
-  const [inside, top, ...lines] = (out ?? '').split('\n').filter(Boolean);
+  const [inside, top, head, name, found] = (out ?? '').split('\n');
   if (inside !== 'true' || !top) return undefined;
   const repo = realpathSync.native(top);
-  const head = lines[0] && OBJECT_ID.test(lines[0]) ? (lines.shift() ?? null) : null;
-  // HEAD's name prints only when HEAD resolves: its branch's full name, or HEAD itself when detached
-  const name = head ? lines.shift() : undefined;
-  const branch = name === undefined ? currentBranch(repo) : name.startsWith('refs/') ? name : null;
-  return { repo, head, branch, refs: new Set(lines.filter((line) => refs.includes(line))) };
+  if (!head || !OBJECT_ID.test(head)) {
+    // unborn: nothing after HEAD printed
+    const hasRef = ref !== undefined && gitTry(repo, ['rev-parse', '-q', '--verify', ref]) !== undefined;
+    return { repo, head: null, branch: currentBranch(repo), hasRef };
+  }
+  // HEAD's full name: its branch, or HEAD itself when detached
+  const branch = name?.startsWith('refs/') ? name : null;
+  return { repo, head, branch, hasRef: ref !== undefined && found === ref };
 }
 
 /** The commit HEAD points at, or null on an unborn branch. */

@@ -103,8 +103,8 @@ export class SafetyNet {
     if (this.repo === undefined) {
       // one git call finds the repository, HEAD, and whether this session was snapshotted before (a resume:
       // that first snapshot, already logged, is still the state to return to)
-      const state = repoState(this.opts.root, [this.ref()]);
-      if (state && !state.refs.has(this.ref())) records.push(this.snapshot(state));
+      const state = repoState(this.opts.root, this.ref());
+      if (state && !state.hasRef) records.push(this.snapshot(state));
       this.repo = state?.repo ?? null;
     }
     const untracked = this.repo ? this.outsideGit(this.repo, paths) : paths;

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -200,6 +201,102 @@ describe('safety net in git', () => {
     rmSync(join(repo, 'b.txt'));
     applyUndo(planUndo(records, repo));
     expect(fingerprint(repo)).toEqual(before);
+  });
+
+  it('snapshots once per session in a repository with no commits yet', () => {
+    const repo = tempDir('keel-unborn-');
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFiles(repo, { 'a.txt': 'a\n' });
+    expect(net(repo).beforeWrite([])).toHaveLength(1);
+    expect(net(repo).beforeWrite([])).toEqual([]);
+    expect(net(repo, 'sess-2').beforeWrite([])[0]).toMatchObject({ head: null, branch: 'refs/heads/main' });
+  });
+
+  it('records a detached HEAD as no branch', () => {
+    const repo = busyRepo();
+    git(repo, 'checkout', '-q', '--detach');
+    const head = git(repo, 'rev-parse', 'HEAD').trim();
+    expect(net(repo).beforeWrite([])[0]).toMatchObject({ kind: 'git', head, branch: null });
+  });
+
+  it('takes the next tag name when the snapshot tag is taken, and still creates the session ref', () => {
+    const repo = busyRepo();
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(new Date('2026-03-01T10:00:00Z'));
+      git(repo, 'tag', 'keel-pre/20260301T100000Z');
+      const record = net(repo).beforeWrite([])[0];
+      expect(record).toMatchObject({ kind: 'git', tag: 'keel-pre/20260301T100000Z-2' });
+      expect(git(repo, 'rev-parse', 'refs/keel/sessions/sess-1').trim()).toBe(
+        record?.kind === 'git' ? record.commit : '',
+      );
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('commits the snapshot as keel, and a session commit as the user or keel when the user has no identity', () => {
+    const saved = { ...process.env };
+    const home = tempDir('keel-home-');
+    for (const key of [
+      'GIT_COMMITTER_NAME',
+      'GIT_COMMITTER_EMAIL',
+      'GIT_AUTHOR_NAME',
+      'GIT_AUTHOR_EMAIL',
+      'EMAIL',
+    ])
+      delete process.env[key];
+    Object.assign(process.env, { HOME: home, XDG_CONFIG_HOME: home, GIT_CONFIG_NOSYSTEM: '1' });
+    const committer = (repo: string, rev: string) =>
+      git(repo, 'log', '-1', '--format=%an <%ae>|%cn <%ce>', rev).trim();
+    try {
+      const nobody = busyRepo();
+      const first = net(nobody).beforeWrite([])[0];
+      expect(committer(nobody, first?.kind === 'git' ? first.commit : '')).toBe(
+        'keel <keel@localhost>|keel <keel@localhost>',
+      );
+      writeFiles(nobody, { 'src/a.ts': 'export const a = 2;\n' });
+      expect(committer(nobody, commitSessionFiles(nobody, ['src/a.ts'], 'keel: a') ?? '')).toBe(
+        'keel <keel@localhost>|keel <keel@localhost>',
+      );
+
+      const ada = busyRepo();
+      git(ada, 'config', 'user.name', 'Ada');
+      git(ada, 'config', 'user.email', 'ada@example.com');
+      const snap = net(ada).beforeWrite([])[0];
+      expect(committer(ada, snap?.kind === 'git' ? snap.commit : '')).toBe(
+        'keel <keel@localhost>|keel <keel@localhost>',
+      );
+      writeFiles(ada, { 'src/a.ts': 'export const a = 2;\n' });
+      expect(committer(ada, commitSessionFiles(ada, ['src/a.ts'], 'keel: a') ?? '')).toBe(
+        'keel <keel@localhost>|Ada <ada@example.com>',
+      );
+    } finally {
+      process.env = saved;
+    }
+  });
+
+  it('starts seven git processes for the first snapshot, and asks about a path only on its first write', () => {
+    const repo = busyRepo();
+    const bin = tempDir('keel-bin-');
+    const log = join(bin, 'calls');
+    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+    writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${real}' "$@"\n`);
+    chmodSync(join(bin, 'git'), 0o755);
+    const calls = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : []);
+    const saved = process.env.PATH;
+    process.env.PATH = `${bin}:${saved}`;
+    try {
+      const safety = net(repo);
+      expect(safety.beforeWrite([join(repo, 'src/a.ts')])).toHaveLength(1);
+      expect(calls()).toHaveLength(7);
+      expect(safety.beforeWrite([join(repo, 'src/a.ts')])).toEqual([]);
+      expect(calls()).toHaveLength(7);
+      safety.beforeWrite([join(repo, 'src/a.ts'), join(repo, 'src/b.ts')]);
+      expect(calls().slice(7)).toEqual(['check-ignore -z --stdin']);
+    } finally {
+      process.env.PATH = saved;
+    }
   });
 
   it('is not confused by GIT_DIR and friends pointing at another repository', () => {
