@@ -11,9 +11,13 @@ const GNU_TIME = '/usr/bin/time';
 /** How peak RSS is taken on this machine: GNU time's exact maxrss, else a /proc poll (a lower bound). */
 export const rssMethod = existsSync(GNU_TIME) ? 'gnu-time' : 'proc-poll';
 
-/** The environment keel runs in: the bench's own, minus any KEEL_* the user set, plus a private home. */
+// Only what a shell normally carries: a variable such as NODE_EXTRA_CA_CERTS (set on some build machines)
+// makes every Node process load a certificate bundle at start, ~40 ms that is the machine's, not keel's
+const KEPT = ['PATH', 'HOME', 'LANG', 'TERM', 'TZ', 'USER'];
+
+/** The environment keel (and the node floor) run in: a plain shell's, plus a private KEEL_HOME. */
 export function keelEnv(home) {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('KEEL_')));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => KEPT.includes(k)));
   return { ...env, KEEL_HOME: home, NO_COLOR: '1' };
 }
 
