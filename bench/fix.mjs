@@ -6,7 +6,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createSandbox } from '../dist/policy/sandbox.js';
+import { createSandbox, sandboxEnv } from '../dist/policy/sandbox.js';
 import { findSuite } from '../dist/verify/suite.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -41,11 +41,8 @@ const plain = [];
 const boxed = [];
 for (let i = 0; i < RUNS; i++) {
   let t0 = process.hrtime.bigint();
-  // the same npm setting keel gives sandboxed commands, so the comparison is the suite and nothing else
-  spawnSync('/bin/sh', ['-c', 'npm test >/dev/null 2>&1'], {
-    cwd: project,
-    env: { ...process.env, npm_config_update_notifier: 'false' },
-  });
+  // the same environment keel gives commands, so the difference is keel's reporting and nothing else
+  spawnSync('/bin/sh', ['-c', 'npm test >/dev/null 2>&1'], { cwd: project, env: sandboxEnv(process.env, process.env.HOME) });
   bare.push(ms(t0));
   t0 = process.hrtime.bigint();
   const a = await suite.run({ signal, exec: (c, o) => none.run(c, o) });
