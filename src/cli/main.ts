@@ -61,6 +61,24 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
 
+  // `keel -m TEXT` (no verb): a session in the configured `permission` mode (default ask)
+  addSessionOptions(program).action(async (words: string[], opts) => {
+    if (!opts.message && words.length === 0) {
+      program.help({ error: false });
+      return;
+    }
+    // a first word that is no verb is far more likely a typo than a prompt: without a verb, the task needs -m
+    if (!opts.message) {
+      process.stderr.write(
+        `keel: unknown command "${words[0]}" (see keel --help; a task without a verb needs -m)\n`,
+      );
+      setExit(EXIT.usage);
+      return;
+    }
+    const { runVerb } = await import('./session-command.js');
+    setExit(await runVerb(undefined, words, opts));
+  });
+
   for (const verb of SESSION_VERBS) {
     addSessionOptions(program.command(verb.name).description(verb.summary)).action(
       async (words: string[], opts) => {

@@ -14,7 +14,13 @@ interface VerbFlags extends CommonFlags {
 }
 
 /** Run a session verb; returns the exit status. */
-export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Promise<number> {
+export async function runVerb(
+  requested: Mode | undefined,
+  words: string[],
+  flags: VerbFlags,
+): Promise<number> {
+  // `keel -m TEXT` without a verb runs in the configured `permission` mode, known once the config loads
+  let mode: Mode = requested ?? 'ask';
   const fail = (code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR', message: string): number => {
     const exit = exitCodeFor(code);
     if (flags.json) {
@@ -43,6 +49,7 @@ export async function runVerb(mode: Mode, words: string[], flags: VerbFlags): Pr
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     throw err;
   }
+  mode = requested ?? setup.loaded.config.permission;
 
   for (const warning of setup.loaded.warnings) process.stderr.write(`${red('keel: warning:')} ${warning}\n`);
 

@@ -15,6 +15,7 @@ export const TRUST_KEYS = [
   'api_key_env',
   'fallback_models',
   'roles', // a review model could send the diff to another host
+  'permission', // the mode `keel -m` runs in
   'scope', // only entries outside the repository need trust; see gatedKeys
 ] as const;
 

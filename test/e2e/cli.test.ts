@@ -184,3 +184,25 @@ describe('the keel command line', () => {
     expect(wrong.stdout).toContain('absent-model is not among');
   });
 });
+
+describe('keel -m without a verb', () => {
+  it('runs in the configured permission mode, and a typo of a verb is not taken for a prompt', async () => {
+    const repo = gitRepo();
+    const home = keelHome('permission = "plan"\n');
+    const server = await model([{ text: '1. do it' }]);
+    const run = await keel(['-m', 'make a plan', ...modelFlags(server), '--json'], { cwd: repo, home });
+    expect(JSON.parse(run.stdout)).toMatchObject({ mode: 'plan', code: 'COMPLETED' });
+    const typo = await keel(['aks', 'hi'], { cwd: repo, home });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('unknown command "aks"');
+  });
+
+  it('a project keel.toml cannot raise the mode without trust', async () => {
+    const repo = gitRepo({ 'keel.toml': 'permission = "auto"\n' });
+    const home = keelHome();
+    const server = await model([{ text: 'ok' }]);
+    const run = await keel(['-m', 'go', ...modelFlags(server), '--json'], { cwd: repo, home });
+    expect(JSON.parse(run.stdout).mode).toBe('ask');
+    expect(run.stderr).toContain('ignoring permission');
+  });
+});
