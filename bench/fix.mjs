@@ -34,15 +34,30 @@ cpSync(join(root, 'fixtures/demo'), project, { recursive: true });
 const reports = mkdtempSync(join(tmpdir(), 'keel-bench-reports-'));
 const suite = findSuite(project, reports);
 const signal = new AbortController().signal;
-const none = await createSandbox({ kind: 'none', root: project, writable: [project, reports], network: false, limits: defaults() });
-const bwrap = await createSandbox({ kind: 'bwrap', root: project, writable: [project, reports], network: false, limits: defaults() });
+const none = await createSandbox({
+  kind: 'none',
+  root: project,
+  writable: [project, reports],
+  network: false,
+  limits: defaults(),
+});
+const bwrap = await createSandbox({
+  kind: 'bwrap',
+  root: project,
+  writable: [project, reports],
+  network: false,
+  limits: defaults(),
+});
 const bare = [];
 const plain = [];
 const boxed = [];
 for (let i = 0; i < RUNS; i++) {
   let t0 = process.hrtime.bigint();
   // the same environment keel gives commands, so the difference is keel's reporting and nothing else
-  spawnSync('/bin/sh', ['-c', 'npm test >/dev/null 2>&1'], { cwd: project, env: sandboxEnv(process.env, process.env.HOME) });
+  spawnSync('/bin/sh', ['-c', 'npm test >/dev/null 2>&1'], {
+    cwd: project,
+    env: sandboxEnv(process.env, process.env.HOME),
+  });
   bare.push(ms(t0));
   t0 = process.hrtime.bigint();
   const a = await suite.run({ signal, exec: (c, o) => none.run(c, o) });
@@ -50,7 +65,8 @@ for (let i = 0; i < RUNS; i++) {
   t0 = process.hrtime.bigint();
   const b = await suite.run({ signal, exec: (c, o) => bwrap.run(c, o) });
   boxed.push(ms(t0));
-  if (a.results.length !== 5 || b.results.length !== 5) throw new Error('the verifier did not read 5 results');
+  if (a.results.length !== 5 || b.results.length !== 5)
+    throw new Error('the verifier did not read 5 results');
 }
 await none.close();
 await bwrap.close();
@@ -61,9 +77,23 @@ console.log('| metric | keel | target |');
 console.log('|---|---:|---:|');
 console.log(row('`keel demo` end to end, median', `${(median(demo) / 1000).toFixed(2)} s`, '< 10 s'));
 console.log(row('bare `npm test` on the demo project, median', `${b.toFixed(0)} ms`, '-'));
-console.log(row('verifier run, no sandbox (reporter, log, parse)', `${median(plain).toFixed(0)} ms (+${((median(plain) / b - 1) * 100).toFixed(1)}%)`, '≤ +15%'));
-console.log(row('verifier run in bwrap', `${median(boxed).toFixed(0)} ms (+${((median(boxed) / b - 1) * 100).toFixed(1)}%)`, '≤ +15%'));
-console.log(`\n${RUNS} runs each, interleaved; ${demo.length} demo runs. The model is scripted; no real model is measured.`);
+console.log(
+  row(
+    'verifier run, no sandbox (reporter, log, parse)',
+    `${median(plain).toFixed(0)} ms (+${((median(plain) / b - 1) * 100).toFixed(1)}%)`,
+    '≤ +15%',
+  ),
+);
+console.log(
+  row(
+    'verifier run in bwrap',
+    `${median(boxed).toFixed(0)} ms (+${((median(boxed) / b - 1) * 100).toFixed(1)}%)`,
+    '≤ +15%',
+  ),
+);
+console.log(
+  `\n${RUNS} runs each, interleaved; ${demo.length} demo runs. The model is scripted; no real model is measured.`,
+);
 
 function defaults() {
   return { cpu_s: 300, memory_mb: 4096, processes: 256, file_size_mb: 1024, output_kb: 1024 };

@@ -173,7 +173,13 @@ describe('the keel command line', () => {
     const status = Object.fromEntries(
       doc.checks.map((c: { name: string; status: string }) => [c.name, c.status]),
     );
-    expect(status).toMatchObject({ config: 'ok', sandbox: 'ok', endpoint: 'ok', model: 'ok', 'tool calling': 'ok' });
+    expect(status).toMatchObject({
+      config: 'ok',
+      sandbox: 'ok',
+      endpoint: 'ok',
+      model: 'ok',
+      'tool calling': 'ok',
+    });
     expect(run.code).toBe(0);
 
     const wrong = await keel(['doctor', ...modelFlags(server, 'absent-model'), '--json'], {

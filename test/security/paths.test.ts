@@ -16,7 +16,11 @@ function setup() {
   writeFiles(root, { 'src/inside.txt': 'inside\n', '.git/config': '[core]\n' });
   writeFiles(outside, { 'target.txt': 'outside\n' });
   const scope = new Scope({ root, writable: ['.'] });
-  const ctx: ToolContext = { cwd: root, signal: new AbortController().signal, resolve: (p, a) => scope.resolve(p, a) };
+  const ctx: ToolContext = {
+    cwd: root,
+    signal: new AbortController().signal,
+    resolve: (p, a) => scope.resolve(p, a),
+  };
   const gate = (tool: Tool, args: unknown) =>
     decide(tool, args, {
       mode: 'edit',
@@ -66,7 +70,9 @@ describe('path attacks', () => {
 
   it('denies absolute paths outside, and reads outside the workspace', async () => {
     const { outside, gate } = setup();
-    expect(await gate(writeFileTool, { path: join(outside, 'x'), content: 'x' })).toMatchObject({ kind: 'deny' });
+    expect(await gate(writeFileTool, { path: join(outside, 'x'), content: 'x' })).toMatchObject({
+      kind: 'deny',
+    });
     expect(await gate(readFileTool, { path: join(outside, 'target.txt') })).toMatchObject({ kind: 'deny' });
     expect(await gate(readFileTool, { path: '/etc/passwd' })).toMatchObject({ kind: 'deny' });
   });
@@ -74,7 +80,10 @@ describe('path attacks', () => {
   it('mixed-case .git is still .git', async () => {
     const { gate } = setup();
     for (const path of ['.git/config', '.Git/config', '.GIT/hooks/post-checkout', 'a/b/.gIt/config']) {
-      expect(await gate(writeFileTool, { path, content: 'x' })).toMatchObject({ kind: 'deny', deny: 'scope' });
+      expect(await gate(writeFileTool, { path, content: 'x' })).toMatchObject({
+        kind: 'deny',
+        deny: 'scope',
+      });
     }
   });
 
