@@ -1,0 +1,114 @@
+/** The loop in-process: budgets, loop detection and history hygiene, against a scripted model and a real workspace. */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../../src/agent/events.js';
+import { runSession } from '../../src/agent/loop.js';
+import { configSchema } from '../../src/config/schema.js';
+import { ModelClient } from '../../src/model/chain.js';
+import type { ScriptTurn } from '../../src/model/script.js';
+import { createScriptedProvider } from '../../src/model/scripted.js';
+import { Scope } from '../../src/policy/scope.js';
+import { builtinTools } from '../../src/tools/builtin.js';
+import { ToolRegistry } from '../../src/tools/registry.js';
+import { tempDir, writeFiles } from '../helpers/tmp.js';
+
+function client(turns: ScriptTurn[]): ModelClient {
+  const provider = createScriptedProvider({ turns });
+  return new ModelClient([{ provider, model: 'scripted' }], {
+    timeouts: { firstTokenMs: 5000, idleMs: 5000 },
+    retries: { max: 0, base_delay_ms: 1, max_delay_ms: 1 },
+    cooldownS: 0,
+  });
+}
+
+async function session(
+  turns: ScriptTurn[],
+  config: Record<string, unknown> = {},
+  mode: 'ask' | 'edit' = 'edit',
+) {
+  const root = tempDir();
+  writeFiles(root, { 'a.txt': 'one\ntwo\nthree\n' });
+  const events: SessionEvent[] = [];
+  const result = await runSession({
+    mode,
+    prompt: 'do it',
+    config: configSchema.parse(config),
+    scope: new Scope({ root, writable: ['.'] }),
+    model: client(turns),
+    tools: new ToolRegistry(builtinTools()),
+    record: (e) => events.push(e),
+    signal: new AbortController().signal,
+    sessionId: 'test',
+    hooks: [],
+  });
+  return { root, result, events };
+}
+
+const write = (path: string, content: string): ScriptTurn => ({
+  tool_calls: [{ name: 'write_file', arguments: { path, content } }],
+});
+
+describe('budgets', () => {
+  it('max_tokens ends the run after the round that crossed it', async () => {
+    const usage = { prompt_tokens: 600, completion_tokens: 10 };
+    const { result } = await session(
+      [
+        { ...write('b.txt', 'b'), usage },
+        { ...write('c.txt', 'c'), usage },
+      ],
+      { budgets: { max_tokens: 1000 } },
+    );
+    expect(result).toMatchObject({ code: 'BUDGET_EXCEEDED', budget: 'max_tokens', rounds: 2 });
+    expect(result.tokens).toEqual({ input: 1200, output: 20 });
+  });
+
+  it('max_cost_usd needs a price, and then stops the run', async () => {
+    const usage = { prompt_tokens: 1_000_000, completion_tokens: 0 };
+    const { result } = await session([{ ...write('b.txt', 'b'), usage }, { text: 'never' }], {
+      budgets: { max_cost_usd: 0.5 },
+      pricing: { scripted: { input_per_mtok: 1, output_per_mtok: 1 } },
+    });
+    expect(result).toMatchObject({ code: 'BUDGET_EXCEEDED', budget: 'max_cost_usd', costUsd: 1 });
+  });
+
+  it('max_diff_lines stops a session that changes too much', async () => {
+    const big = Array.from({ length: 50 }, (_, i) => `line ${i}`).join('\n');
+    const { result, root } = await session([write('big.txt', big), { text: 'never' }], {
+      budgets: { max_diff_lines: 10 },
+    });
+    expect(result).toMatchObject({ code: 'BUDGET_EXCEEDED', budget: 'max_diff_lines' });
+    expect(existsSync(join(root, 'big.txt'))).toBe(true);
+  });
+
+  it('max_wall_s interrupts a model that takes too long', async () => {
+    const started = Date.now();
+    const { result } = await session([{ text: 'slow', delay_ms: 5000 }], { budgets: { max_wall_s: 0.3 } });
+    expect(result).toMatchObject({ code: 'BUDGET_EXCEEDED', budget: 'max_wall_s' });
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+});
+
+describe('the log', () => {
+  it('records every event before the next one, and ends with exactly one session_end', async () => {
+    const { events, result } = await session([write('b.txt', 'b'), { text: 'done' }]);
+    expect(result.code).toBe('COMPLETED');
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => t === 'session_end')).toHaveLength(1);
+    expect(types.at(-1)).toBe('session_end');
+    // a tool's start is recorded after the gate allowed it and before its result
+    expect(types.indexOf('gate_decision')).toBeLessThan(types.indexOf('tool_start'));
+    expect(types.indexOf('tool_start')).toBeLessThan(types.indexOf('tool_result'));
+    expect(result.filesChanged).toEqual(['b.txt']);
+  });
+
+  it('an unknown tool goes back to the model as an error, not into the workspace', async () => {
+    const { events, result } = await session([
+      { tool_calls: [{ name: 'delete_everything', arguments: {} }] },
+      { text: 'sorry' },
+    ]);
+    expect(result.code).toBe('COMPLETED');
+    const invalid = events.find((e) => e.type === 'tool_call_invalid');
+    expect(invalid).toMatchObject({ tool: 'delete_everything' });
+  });
+});
