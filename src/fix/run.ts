@@ -1,5 +1,5 @@
 /** `keel fix`: snapshot, baseline, plan, attempts, verification, output. Only the verifier mints "verified". */
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
@@ -324,7 +324,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
     });
     // a verified fix lives on its branch; the worktree folder is only scaffolding
     if (status === 'verified' && snapshot.kind === 'worktree') removeWorktree(snapshot);
-    return result({
+    const out = result({
       code,
       status,
       reason,
@@ -336,6 +336,10 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       paths: { runDir, ...report },
       testCommand: before.command,
     });
+    // the run's last event (fix_end) is recorded after the report was written: the trace gets it too
+    const end = log.events(runId).at(-1);
+    if (end?.type === 'fix_end') appendFileSync(report.trace, `${JSON.stringify(end)}\n`);
+    return out;
   }
 }
 

@@ -63,6 +63,7 @@ describe('keel fix: a verified fix', () => {
       expect(types).toContain(type);
     const modes = trace.filter((e) => e.type === 'session_start').map((e) => e.data.mode);
     expect(modes).toEqual(['plan', 'edit']);
+    expect(trace.at(-1)).toMatchObject({ type: 'fix_end', data: { status: 'verified' } });
     expect(trace.some((e) => e.type === 'tool_start' && e.data.tool === 'edit_file')).toBe(true);
   });
 
