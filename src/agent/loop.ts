@@ -2,7 +2,7 @@
 import type { Config, Mode } from '../config/schema.js';
 import { costUsd } from '../model/cost.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
-import { estimateRequestTokens, estimateTokens } from '../model/tokens.js';
+import { estimateRequestTokens } from '../model/tokens.js';
 import type { ChatMessage, Delta, ModelError, ToolCall, ToolSpec } from '../model/types.js';
 import { decide } from '../policy/gate.js';
 import { type HookEvent, type HookSpec, matchingHooks, runHooks } from '../policy/hooks.js';
@@ -11,6 +11,7 @@ import type { Scope } from '../policy/scope.js';
 import { ScopeError } from '../policy/scope.js';
 import { parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
 import { type ToolContext, ToolError } from '../tools/types.js';
+import { streamAnswer } from './answer.js';
 import { exceeded } from './budgets.js';
 import type { SessionEvent, TokenCount } from './events.js';
 import { loadInstructions } from './instructions.js';
@@ -473,59 +474,6 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     throwIfAborted();
     return output;
   }
-}
-
-interface Answer {
-  text: string;
-  calls: ToolCall[];
-  usage: TokenCount & { reported: boolean };
-  model: string;
-}
-
-async function streamAnswer(
-  opts: SessionOptions,
-  request: { messages: ChatMessage[]; tools: ToolSpec[]; contextWindow?: number },
-  signal: AbortSignal,
-  round: number,
-): Promise<Answer> {
-  let text = '';
-  const calls: ToolCall[] = [];
-  let usage: (TokenCount & { reported: boolean }) | undefined;
-  const hooks: StreamHooks = {
-    onRetry: (info) =>
-      opts.record({
-        type: 'model_retry',
-        round,
-        model: info.model,
-        attempt: info.attempt,
-        error: info.error.message,
-        delay_ms: info.delayMs,
-      }),
-    onFallback: (info) =>
-      opts.record({ type: 'model_fallback', round, from: info.from, to: info.to, error: info.error.message }),
-  };
-  for await (const delta of opts.model.stream(request, signal, hooks)) {
-    if (delta.type === 'text') {
-      text += delta.text;
-      opts.onText?.(delta.text);
-    } else if (delta.type === 'tool_call') {
-      calls.push(delta.call);
-    } else if (delta.type === 'usage') {
-      usage = {
-        input: delta.usage.inputTokens,
-        output: delta.usage.outputTokens,
-        reported: delta.usage.reported,
-      };
-    }
-  }
-  if (text) opts.onText?.('\n');
-  // servers that report no usage still cost tokens: estimate, and say it is an estimate
-  usage ??= {
-    input: estimateRequestTokens(request.messages, request.tools),
-    output: estimateTokens(text + calls.map((c) => c.name + c.arguments).join('')),
-    reported: false,
-  };
-  return { text, calls, usage, model: opts.model.currentModel() };
 }
 
 function classify(
