@@ -62,6 +62,20 @@ describe('failures end in a named code, and the log stays complete', () => {
     expect(String(retry?.data.error)).toContain('429');
   });
 
+  it('a 429 storm ends MODEL_ERROR with exit 4 once the retries are spent', async () => {
+    const repo = gitRepo();
+    const home = keelHome('[retries]\nmax = 2\nbase_delay_ms = 10\n');
+    const storm = { error: { status: 429, retry_after: 0 } };
+    const server = await model([storm, storm, storm, storm]);
+    const run = await keel(['ask', ...modelFlags(server), '--json', 'hi'], { cwd: repo, home });
+    expect(run.code).toBe(4);
+    const doc = JSON.parse(run.stdout);
+    expect(doc.code).toBe('MODEL_ERROR');
+    expect(doc.summary).toContain('429');
+    expect(chatBodies(server)).toHaveLength(3);
+    expect(lastSessionEvents(home).filter((e) => e.type === 'model_retry')).toHaveLength(2);
+  });
+
   it('falls back to the next model when the primary keeps failing', async () => {
     const repo = gitRepo();
     const server = await model([
