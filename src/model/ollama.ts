@@ -1,5 +1,7 @@
 /** The `ollama` provider: Ollama's native /api/chat, so num_ctx takes effect (its /v1 endpoint ignores it). */
+
 import { errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
+import { httpFetch } from './http-fetch.js';
 import { type ChatMessage, type Delta, ModelError, type ModelRequest, type Provider } from './types.js';
 
 export interface OllamaProviderOptions {
@@ -53,7 +55,7 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
   async function post(path: string, body: unknown, signal: AbortSignal): Promise<Response> {
     let res: Response;
     try {
-      res = await fetch(`${baseUrl}${path}`, {
+      res = await httpFetch(`${baseUrl}${path}`, {
         method: path === '/api/tags' ? 'GET' : 'POST',
         headers: { 'content-type': 'application/json' },
         ...(path === '/api/tags' ? {} : { body: JSON.stringify(body) }),

@@ -1,6 +1,7 @@
 /** The `openai` provider: Chat Completions over the openai SDK, the wire format most local servers speak. */
 import type OpenAI from 'openai';
 import { describeNetworkError, errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
+import { httpFetch } from './http-fetch.js';
 import {
   type ChatMessage,
   type Delta,
@@ -62,6 +63,7 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
         apiKey: opts.apiKey ?? 'not-needed', // local servers ignore it, the SDK insists on one
         maxRetries: 0, // keel retries itself, with events the user can see
         timeout: opts.timeoutMs ?? 600_000,
+        fetch: httpFetch,
       }),
     }));
     return loaded;
