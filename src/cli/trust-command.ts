@@ -1,10 +1,10 @@
 /** `keel trust`, `keel trust diff`, `keel trust check`: review and accept what a project config may do. */
-import { execFileSync } from 'node:child_process';
 import { relative } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { projectConfigPath, type Raw, readTomlFile } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import { gatedKeys, permissionChanges, trustFile, trustState } from '../config/trust.js';
+import { gitTry } from '../policy/git.js';
 import { EXIT } from './exit-codes.js';
 import { workspace } from './options.js';
 import { dim, red } from './render.js';
@@ -37,16 +37,7 @@ export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise
 }
 
 function gitShow(cwd: string, rev: string, path: string): string | undefined {
-  try {
-    return execFileSync('git', ['show', `${rev}:${path}`], {
-      cwd,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, GIT_DIR: undefined, GIT_INDEX_FILE: undefined, GIT_WORK_TREE: undefined },
-    });
-  } catch {
-    return undefined;
-  }
+  return gitTry(cwd, ['show', `${rev}:${path}`]);
 }
 
 /** Permission changes of the project config against a git revision; `check` exits 1 on any expansion. */
