@@ -110,8 +110,11 @@ function findTarget(sessionId: string | undefined, cwd: string): Target | string
         return `session ${session.id} has nothing to undo (it saved nothing before writing)`;
       return { session, records };
     }
-    for (const session of log.listSessions(RECENT)) {
-      if (!isInside(cwd, canonical(session.cwd))) continue;
+    for (const found of log.listSessions(RECENT)) {
+      if (!isInside(cwd, canonical(found.cwd))) continue;
+      // a round of `keel loop` belongs to its loop: undoing "the last session" means the whole loop
+      const parent = found.parent_id ? log.getSession(found.parent_id) : undefined;
+      const session = parent && recordsOf(parent.id).length ? parent : found;
       const records = recordsOf(session.id);
       if (records.length) return { session, records };
     }

@@ -177,7 +177,7 @@ describe('keel loop, through the real binary', () => {
     expect(childModes(home, doc.session_id)).toEqual(['edit', 'edit']);
     expect(math(repo)).toBe(wrong);
 
-    const undo = await keel(['undo', '--yes', doc.session_id], { cwd: repo, home });
+    const undo = await keel(['undo', '--yes'], { cwd: repo, home });
     expect(undo.code, undo.stderr).toBe(0);
     expect(math(repo)).toBe(BUGGY);
     expect(git(repo, 'status', '--porcelain')).toBe('');
