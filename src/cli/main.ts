@@ -9,13 +9,9 @@ const SESSION_VERBS = [
   { name: 'run', mode: 'auto', summary: 'do a task unattended (budgets enforced, shell gated)' },
 ] as const;
 
-/** Flags shared by every verb that starts a session. */
-export function addSessionOptions(cmd: Command): Command {
+/** Which model to talk to: the same flags on every verb that calls one. */
+function addModelOptions(cmd: Command): Command {
   return cmd
-    .argument('[prompt...]', 'the task or question (or use -m, or pipe it on stdin)')
-    .option('-m, --message <text>', 'the task or question')
-    .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
-    .option('--json', 'print one JSON document on stdout and nothing else')
     .option('--provider <name>', 'openai | ollama | scripted')
     .option('--model <name>', 'model name as the server knows it')
     .option(
@@ -23,12 +19,27 @@ export function addSessionOptions(cmd: Command): Command {
       'server URL (http://host:8000/v1 for OpenAI-compatible, http://host:11434 for ollama)',
     )
     .option('--script <file>', 'script file for the scripted provider')
-    .option('--context-window <n>', 'context window in tokens', parseIntArg)
-    .option('--max-rounds <n>', 'budget: model rounds', parseIntArg)
-    .option('--max-tokens <n>', 'budget: tokens in and out', parseIntArg)
-    .option('--max-cost <usd>', 'budget: cost in USD (needs pricing)', parseFloatArg)
-    .option('--max-wall <s>', 'budget: wall-clock seconds', parseFloatArg)
-    .option('--max-diff-lines <n>', 'budget: lines changed', parseIntArg)
+    .option('--context-window <n>', 'context window in tokens', parseIntArg);
+}
+
+/** Budgets for a session; `per` says what one budget covers (a session, an attempt, a round). */
+function addBudgetOptions(cmd: Command, per: string): Command {
+  return cmd
+    .option('--max-rounds <n>', `budget ${per}: model rounds`, parseIntArg)
+    .option('--max-tokens <n>', `budget ${per}: tokens in and out`, parseIntArg)
+    .option('--max-cost <usd>', `budget ${per}: cost in USD (needs pricing)`, parseFloatArg)
+    .option('--max-wall <s>', `budget ${per}: wall-clock seconds`, parseFloatArg)
+    .option('--max-diff-lines <n>', `budget ${per}: lines changed`, parseIntArg);
+}
+
+/** Flags shared by every verb that starts a session. */
+export function addSessionOptions(cmd: Command): Command {
+  cmd
+    .argument('[prompt...]', 'the task or question (or use -m, or pipe it on stdin)')
+    .option('-m, --message <text>', 'the task or question')
+    .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+    .option('--json', 'print one JSON document on stdout and nothing else');
+  return addBudgetOptions(addModelOptions(cmd), 'per session')
     .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
     .option('--commit', "commit the session's own files when it completes");
 }
@@ -97,7 +108,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       setExit(await runDemo(opts));
     });
 
-  program
+  const fix = program
     .command('fix')
     .description("fix a bug in a snapshot; 'verified' only when the repository's own tests prove it")
     .option('--repo <dir>', 'the repository (default: the current folder)')
@@ -110,22 +121,13 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     )
     .option('--test-command <cmd>', 'how to run the tests (default: detected)')
     .option('--max-attempts <n>', 'attempts before giving up', parseIntArg, 3)
-    .option('--json', 'print one JSON document on stdout and nothing else')
-    .option('--provider <name>', 'openai | ollama | scripted')
-    .option('--model <name>', 'model name as the server knows it')
-    .option('--base-url <url>', 'server URL')
-    .option('--script <file>', 'script file for the scripted provider')
-    .option('--context-window <n>', 'context window in tokens', parseIntArg)
-    .option('--max-rounds <n>', 'budget per attempt: model rounds', parseIntArg)
-    .option('--max-tokens <n>', 'budget per attempt: tokens', parseIntArg)
-    .option('--max-cost <usd>', 'budget per attempt: cost in USD', parseFloatArg)
-    .option('--max-wall <s>', 'budget per attempt: seconds', parseFloatArg)
-    .action(async (opts) => {
-      const { runFixCommand } = await import('./fix-command.js');
-      setExit(await runFixCommand(opts));
-    });
+    .option('--json', 'print one JSON document on stdout and nothing else');
+  addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (opts) => {
+    const { runFixCommand } = await import('./fix-command.js');
+    setExit(await runFixCommand(opts));
+  });
 
-  program
+  const loop = program
     .command('loop')
     .description(
       'edit, test and review in this repository, round after round, until the tests pass (and a reviewer approves)',
@@ -135,38 +137,25 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
     .option('--max-iterations <n>', 'rounds of edit, test and review before giving up', parseIntArg, 5)
     .option('--test-command <cmd>', 'how to run the tests (default: detected)')
-    .option('--json', 'print one JSON document on stdout and nothing else')
-    .option('--provider <name>', 'openai | ollama | scripted')
-    .option('--model <name>', 'model name as the server knows it')
-    .option('--base-url <url>', 'server URL')
-    .option('--script <file>', 'script file for the scripted provider')
-    .option('--context-window <n>', 'context window in tokens', parseIntArg)
-    .option('--max-rounds <n>', 'budget per round: model rounds', parseIntArg)
-    .option('--max-tokens <n>', 'budget per round: tokens', parseIntArg)
-    .option('--max-cost <usd>', 'budget per round: cost in USD', parseFloatArg)
-    .option('--max-wall <s>', 'budget per round: seconds', parseFloatArg)
-    .option('--max-diff-lines <n>', 'budget per round: lines changed', parseIntArg)
+    .option('--json', 'print one JSON document on stdout and nothing else');
+  addBudgetOptions(addModelOptions(loop), 'per round')
     .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
     .action(async (words: string[], opts) => {
       const { runLoopCommand } = await import('./loop-command.js');
       setExit(await runLoopCommand(words, opts));
     });
 
-  program
+  const doctor = program
     .command('doctor')
     .description(
       'check the model endpoint: reachable, model present, tool calling works, context window known',
     )
     .option('-C, --cwd <dir>', 'workspace folder')
-    .option('--json', 'print one JSON document')
-    .option('--provider <name>', 'openai | ollama | scripted')
-    .option('--model <name>', 'model name')
-    .option('--base-url <url>', 'server URL')
-    .option('--script <file>', 'script file for the scripted provider')
-    .action(async (opts) => {
-      const { runDoctor } = await import('./doctor.js');
-      setExit(await runDoctor(opts));
-    });
+    .option('--json', 'print one JSON document');
+  addModelOptions(doctor).action(async (opts) => {
+    const { runDoctor } = await import('./doctor.js');
+    setExit(await runDoctor(opts));
+  });
 
   program
     .command('undo')
