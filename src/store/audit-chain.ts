@@ -85,7 +85,7 @@ export function isAuditLine(value: unknown): value is AuditLine {
   );
 }
 
-/** Read `head.json`; undefined when absent, an Error when present but unreadable (it is written atomically, so that is tampering). */
+/** Read `head.json`; undefined when absent, an Error when present but unreadable (each write replaces it whole, so that is tampering). */
 export function readHead(dir: string): AuditHead | undefined | Error {
   const path = join(dir, HEAD_FILE);
   if (!existsSync(path)) return undefined;
