@@ -7,20 +7,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent, TokenCount } from '../agent/events.js';
-import { newSessionId, type SessionOutcome, startSession } from '../agent/session.js';
+import { type SessionOutcome, startSession } from '../agent/session.js';
 import { RunError, type TerminalCode } from '../agent/terminal.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
-import { keelPaths, protectedStatePaths } from '../config/paths.js';
+import { protectedStatePaths } from '../config/paths.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient, createRoleModelClient } from '../model/create.js';
 import { diffTrees, findRepo, git, worktreeTree } from '../policy/git.js';
 import { SafetyNet } from '../policy/safety-net.js';
 import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
-import { openDb } from '../store/db.js';
-import { EventLog } from '../store/event-log.js';
 import { counts, describeRun, findSuite } from '../verify/suite.js';
 import type { SuiteRun } from '../verify/types.js';
 import { askReviewer, type Review } from './review.js';
+import { openRunLog } from './run-log.js';
 
 export interface LoopOptions {
   /** The workspace: the loop edits it in place. */
@@ -83,21 +82,15 @@ const STALL_LIMIT = 2;
 /** Run the loop to its terminal code. Never throws for a loop that ends badly: the code says it. */
 export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const env = opts.env ?? process.env;
-  const paths = keelPaths(env);
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
-  const runId = newSessionId();
-  const db = openDb(paths.db);
-  const log = new EventLog(db);
-  log.createSession({
-    id: runId,
+  const { runId, paths, db, log, record } = openRunLog({
+    env,
     mode: 'loop',
     cwd: opts.cwd,
-    provider: config.provider,
-    model: config.model || 'scripted',
+    config,
     prompt: opts.task,
   });
-  const record = (type: string, data: Record<string, unknown>) => log.append(runId, type, data);
   const tokens: TokenCount = { input: 0, output: 0 };
   let cost: number | null = 0;
   let modelRounds = 0;

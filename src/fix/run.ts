@@ -3,20 +3,19 @@ import { appendFileSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
-import { newSessionId, startSession } from '../agent/session.js';
+import { startSession } from '../agent/session.js';
 import { RunError, type TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
-import { keelPaths } from '../config/paths.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
 import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
-import { openDb } from '../store/db.js';
-import { EventLog, type StoredEvent } from '../store/event-log.js';
+import type { EventLog, StoredEvent } from '../store/event-log.js';
 import { describeRun, findSuite, type TestSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
 import { baseline as summarizeBaseline, type Verdict, verify } from '../verify/verifier.js';
 import { writeReport } from './report.js';
+import { openRunLog } from './run-log.js';
 import {
   attemptDiff,
   commitAttempt,
@@ -65,21 +64,15 @@ export interface FixResult {
 /** Run a fix to its verdict. Throws RunError only for problems before there is anything to report. */
 export async function runFix(opts: FixOptions): Promise<FixResult> {
   const env = opts.env ?? process.env;
-  const paths = keelPaths(env);
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
-  const runId = newSessionId();
-  const db = openDb(paths.db);
-  const log = new EventLog(db);
-  log.createSession({
-    id: runId,
+  const { runId, paths, db, log, record } = openRunLog({
+    env,
     mode: 'fix',
     cwd: opts.repo,
-    provider: config.provider,
-    model: config.model || 'scripted',
+    config,
     prompt: opts.issue,
   });
-  const record = (type: string, data: Record<string, unknown>) => log.append(runId, type, data);
   const tokens = { input: 0, output: 0 };
   let cost: number | null = 0;
   let rounds = 0;
