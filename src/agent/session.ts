@@ -8,8 +8,7 @@ import { keelPaths, protectedStatePaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
-import { commitSessionFiles, SafetyNet } from '../policy/safety-net.js';
-import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
+import type { Sandbox } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
@@ -17,7 +16,7 @@ import { EventLog } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { ToolContext } from '../tools/types.js';
-import { describeRun, findSuite } from '../verify/suite.js';
+import type { TestSuite } from '../verify/suite.js';
 import type { SessionEvent } from './events.js';
 import { runSession, type SessionResult } from './loop.js';
 import { RunError } from './terminal.js';
@@ -75,22 +74,38 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     (config.provider === 'ollama'
       ? await model.contextWindow(opts.signal).catch(() => undefined)
       : undefined);
+  const sessionId = newSessionId();
+  // sandbox, tests and safety net exist only in modes that act; read-only sessions never load them
+  const acting = opts.mode === 'edit' || opts.mode === 'auto';
   // test reports are written by the (sandboxed) test command, so they need a folder it may write
-  const reportsDir = mkdtempSync(join(tmpdir(), 'keel-tests-'));
-  const { sandboxes, sandboxExec, plainExec } = await sessionSandboxes(
-    opts.mode,
-    scope,
-    config,
-    env,
-    [...protectedStatePaths(paths), ...(opts.readOnlyDirs ?? [])],
-    reportsDir,
-  );
-  const suite = findSuite(scope.root, reportsDir, config.test_command);
+  const reportsDir = acting ? mkdtempSync(join(tmpdir(), 'keel-tests-')) : undefined;
+  const { sandboxes, sandboxExec, plainExec } = reportsDir
+    ? await sessionSandboxes(
+        scope,
+        config,
+        env,
+        [...protectedStatePaths(paths), ...(opts.readOnlyDirs ?? [])],
+        reportsDir,
+      )
+    : { sandboxes: [] };
+  let suite: TestSuite | undefined;
+  let describeRun: ((run: Awaited<ReturnType<TestSuite['run']>>) => string) | undefined;
+  let beforeWrite: ((paths: string[]) => Array<{ [key: string]: unknown }>) | undefined;
+  if (reportsDir) {
+    const [verify, safety] = await Promise.all([
+      import('../verify/suite.js'),
+      import('../policy/safety-net.js'),
+    ]);
+    suite = verify.findSuite(scope.root, reportsDir, config.test_command);
+    describeRun = verify.describeRun;
+    if (opts.safetyNet !== false) {
+      const net = new safety.SafetyNet({ root: scope.root, sessionId, undoDir: paths.undoDir });
+      beforeWrite = (written) => net.beforeWrite(written);
+    }
+  }
   const db = openDb(paths.db);
   const log = new EventLog(db);
   const audit = new AuditLog(paths.auditDir);
-  const sessionId = newSessionId();
-  const net = new SafetyNet({ root: scope.root, sessionId, undoDir: paths.undoDir });
   log.createSession({
     id: sessionId,
     ...(opts.parentId ? { parentId: opts.parentId } : {}),
@@ -113,20 +128,8 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
       hooks: config.hooks,
       ...(sandboxExec ? { sandboxExec } : {}),
       ...(plainExec ? { plainExec } : {}),
-      ...(opts.safetyNet === false ? {} : { beforeWrite: (paths: string[]) => net.beforeWrite(paths) }),
-      ...(suite
-        ? {
-            runTests: async (filter: string | undefined, signal: AbortSignal, sandboxed: boolean) => {
-              const exec = sandboxed ? sandboxExec : plainExec;
-              const run = await suite.run({
-                signal,
-                ...(filter ? { filter } : {}),
-                ...(exec ? { exec } : {}),
-              });
-              return { output: describeRun(run), failed: run.exitCode !== 0 || run.results.length === 0 };
-            },
-          }
-        : {}),
+      ...(beforeWrite ? { beforeWrite } : {}),
+      ...(suite && describeRun ? { runTests: testRunner(suite, describeRun, sandboxExec, plainExec) } : {}),
       ...(opts.confirm ? { confirm: opts.confirm } : {}),
       ...(contextWindow ? { contextWindow } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
@@ -142,12 +145,13 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     let commit: string | undefined;
     if ((opts.commit || config.auto_commit) && result.code === 'COMPLETED' && result.filesChanged.length) {
       const title = opts.prompt.split('\n')[0]?.slice(0, 60) ?? 'keel session';
+      const { commitSessionFiles } = await import('../policy/safety-net.js');
       commit = commitSessionFiles(scope.root, result.filesChanged, `keel: ${title}\n\nsession ${sessionId}`);
     }
     return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {
     await Promise.all(sandboxes.map((s) => s.close()));
-    rmSync(reportsDir, { recursive: true, force: true });
+    if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
     audit.close();
     db.close();
   }
@@ -163,14 +167,13 @@ interface SessionSandboxes {
 
 /** Shell exists only in modes that may run commands; read-only sessions never build a sandbox. */
 async function sessionSandboxes(
-  mode: Mode,
   scope: Scope,
   config: LoadedConfig['config'],
   env: NodeJS.ProcessEnv,
   protectedPaths: string[],
   reportsDir: string,
 ): Promise<SessionSandboxes> {
-  if (mode !== 'edit' && mode !== 'auto') return { sandboxes: [] };
+  const { createSandbox, SandboxError } = await import('../policy/sandbox.js');
   const common = {
     root: scope.root,
     writable: [...scope.writable, reportsDir],
@@ -192,5 +195,19 @@ async function sessionSandboxes(
     sandboxes: plain === sandbox ? [sandbox] : [sandbox, plain],
     ...(sandbox.kind !== 'none' ? { sandboxExec: (command, o) => sandbox.run(command, o) } : {}),
     plainExec: (command, o) => plain.run(command, o),
+  };
+}
+
+/** `run_tests` for a session: the suite, in the sandbox when the gate says so, described for the model. */
+function testRunner(
+  suite: TestSuite,
+  describe: (run: Awaited<ReturnType<TestSuite['run']>>) => string,
+  sandboxExec: ToolContext['exec'],
+  plainExec: ToolContext['exec'],
+) {
+  return async (filter: string | undefined, signal: AbortSignal, sandboxed: boolean) => {
+    const exec = sandboxed ? sandboxExec : plainExec;
+    const run = await suite.run({ signal, ...(filter ? { filter } : {}), ...(exec ? { exec } : {}) });
+    return { output: describe(run), failed: run.exitCode !== 0 || run.results.length === 0 };
   };
 }
