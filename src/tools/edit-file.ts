@@ -1,9 +1,9 @@
 /** edit_file: exact string replacement in one file, refusing ambiguous or no-op edits with a hint. */
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { isBinaryFile } from './binary.js';
 import { countDiffLines, writeAtomic } from './file-change.js';
-import { workspacePath } from './files.js';
+import { statExisting, workspacePath } from './files.js';
 import { type Tool, ToolError } from './types.js';
 
 const schema = z.object({
@@ -29,11 +29,7 @@ export const editFileTool: Tool<typeof schema> = {
       throw new ToolError('old_string and new_string are identical; nothing would change');
     }
     const abs = ctx.resolve(args.path, 'write');
-    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT')
-        throw new ToolError(`${args.path} does not exist; use write_file to create it`);
-      throw err;
-    });
+    const info = await statExisting(abs, args.path, 'use write_file to create it');
     if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
     if (await isBinaryFile(abs))
       throw new ToolError(`${args.path} is a binary file; edit_file only edits text`);

@@ -1,10 +1,12 @@
 /** The gitignore-respecting file listing shared by list_dir, glob and grep. */
 import { execFile } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import ignore, { type Ignore } from 'ignore';
 import picomatch from 'picomatch';
+import { ToolError } from './types.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -169,4 +171,16 @@ async function walk(
 
   await visit('', 1, []);
   return { files: files.sort(), dirs: dirs.sort(), truncated };
+}
+
+/** stat a resolved path; a missing one is a ToolError naming the path as the model wrote it, with a hint. */
+export async function statExisting(abs: string, shown: string, hint = ''): Promise<Stats> {
+  try {
+    return await stat(abs);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new ToolError(`${shown} does not exist${hint ? `; ${hint}` : ''}`);
+    }
+    throw err;
+  }
 }

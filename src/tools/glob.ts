@@ -1,8 +1,7 @@
 /** glob: files matching a glob pattern, from the gitignore-respecting listing, sorted and capped. */
-import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { globMatcher, listFiles, workspacePath } from './files.js';
+import { globMatcher, listFiles, statExisting, workspacePath } from './files.js';
 import { truncateHead } from './truncate.js';
 import { type Tool, ToolError } from './types.js';
 
@@ -24,10 +23,7 @@ export const globTool: Tool<typeof schema> = {
   async execute(args, ctx) {
     const path = args.path ?? '.';
     const abs = ctx.resolve(path, 'read');
-    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') throw new ToolError(`${path} does not exist`);
-      throw err;
-    });
+    const info = await statExisting(abs, path);
     if (!info.isDirectory()) throw new ToolError(`path must be a folder; ${path} is a file`);
 
     const listing = await listFiles(abs, { signal: ctx.signal });

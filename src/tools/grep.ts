@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { hasBinaryExtension, looksBinary } from './binary.js';
-import { globMatcher, listFiles, workspacePath } from './files.js';
+import { globMatcher, listFiles, statExisting, workspacePath } from './files.js';
 import { clipLine, LineWindow, truncationMarker } from './truncate.js';
 import { type Tool, ToolError } from './types.js';
 
@@ -42,10 +42,7 @@ export const grepTool: Tool<typeof schema> = {
 
     const path = args.path ?? '.';
     const abs = ctx.resolve(path, 'read');
-    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') throw new ToolError(`${path} does not exist`);
-      throw err;
-    });
+    const info = await statExisting(abs, path);
     let targets = [abs];
     let listingCut = false;
     if (info.isDirectory()) {

@@ -1,7 +1,6 @@
 /** list_dir: a directory tree to a depth, gitignored entries hidden, folders marked with a trailing `/`. */
-import { stat } from 'node:fs/promises';
 import { z } from 'zod';
-import { listFiles, workspacePath } from './files.js';
+import { listFiles, statExisting, workspacePath } from './files.js';
 import { truncateHead } from './truncate.js';
 import { type Tool, ToolError } from './types.js';
 
@@ -35,10 +34,7 @@ export const listDirTool: Tool<typeof schema> = {
   async execute(args, ctx) {
     const path = args.path ?? '.';
     const abs = ctx.resolve(path, 'read');
-    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') throw new ToolError(`${path} does not exist`);
-      throw err;
-    });
+    const info = await statExisting(abs, path);
     if (!info.isDirectory()) throw new ToolError(`${path} is a file; use read_file to read it`);
     const depth = Math.min(Math.max(Math.floor(args.depth ?? DEFAULT_DEPTH), 1), MAX_DEPTH);
 

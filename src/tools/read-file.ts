@@ -1,8 +1,8 @@
 /** read_file: a window of a text file's lines, numbered, streamed so a huge file is never loaded whole. */
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { isBinaryFile } from './binary.js';
+import { statExisting } from './files.js';
 import { clipLine, formatBytes, LIMITS, LineWindow, truncationMarker } from './truncate.js';
 import { type Tool, ToolError } from './types.js';
 
@@ -25,11 +25,7 @@ export const readFileTool: Tool<typeof schema> = {
   paths: (args) => [{ path: args.path, access: 'read' }],
   async execute(args, ctx) {
     const abs = ctx.resolve(args.path, 'read');
-    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT')
-        throw new ToolError(`${args.path} does not exist; use glob or list_dir to find it`);
-      throw err;
-    });
+    const info = await statExisting(abs, args.path, 'use glob or list_dir to find it');
     if (info.isDirectory())
       throw new ToolError(`${args.path} is a directory; use list_dir to see its contents`);
     if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
