@@ -34,8 +34,10 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
   };
 
   let setup: ReturnType<typeof load>;
+  let client: ReturnType<typeof createModelClient>;
   try {
     setup = load(flags);
+    client = createModelClient(setup.loaded.config, process.env, { cwd: setup.cwd });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     checks.push({ name: 'config', status: 'fail', detail: err.message });
@@ -44,16 +46,6 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
     return exit;
   }
   const { config } = setup.loaded;
-  let client: ReturnType<typeof createModelClient>;
-  try {
-    client = createModelClient(config, process.env, { cwd: setup.cwd });
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    checks.push({ name: 'config', status: 'fail', detail: err.message });
-    exit = EXIT.usage;
-    print();
-    return exit;
-  }
   checks.push({
     name: 'config',
     status: 'ok',

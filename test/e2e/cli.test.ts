@@ -182,6 +182,10 @@ describe('the keel command line', () => {
     });
     expect(run.code).toBe(0);
 
+    const unconfigured = await keel(['doctor', '--json'], { cwd: repo, home });
+    expect(unconfigured.code).toBe(2);
+    expect(JSON.parse(unconfigured.stdout).checks[0]).toMatchObject({ name: 'config', status: 'fail' });
+
     const wrong = await keel(['doctor', ...modelFlags(server, 'absent-model'), '--json'], {
       cwd: repo,
       home,
