@@ -16,6 +16,13 @@ function alive(pid: number): boolean {
   return state !== 'Z' && state !== 'X';
 }
 
+/** Whether `pid` is still running after up to `ms`: a SIGKILLed process needs a moment to be reaped. */
+async function stillAliveAfter(pid: number, ms = 3000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  return alive(pid);
+}
+
 /** Wait for a file to hold a pid, written by a background job of the command under test. */
 async function pidFrom(file: string): Promise<number> {
   for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 20));
@@ -69,7 +76,7 @@ describe('runCommand', () => {
     expect(res.timedOut).toBe(true);
     expect(res.signal).toBe('SIGKILL');
     expect(Date.now() - started).toBeLessThan(15_000);
-    expect(alive(await pidFrom(pidFile))).toBe(false);
+    expect(await stillAliveAfter(await pidFrom(pidFile))).toBe(false);
   });
 
   it('stops the tree when the signal aborts', async () => {
@@ -84,7 +91,7 @@ describe('runCommand', () => {
     abort.abort();
     const res = await pending;
     expect(res).toMatchObject({ exitCode: null, signal: 'SIGTERM', timedOut: false });
-    expect(alive(child)).toBe(false);
+    expect(await stillAliveAfter(child)).toBe(false);
   });
 
   it('returns when the command exits, stopping what it left running in the background', async () => {
@@ -96,8 +103,7 @@ describe('runCommand', () => {
     expect(res.exitCode).toBe(0);
     expect(Date.now() - started).toBeLessThan(10_000);
     const leftover = await pidFrom(pidFile);
-    for (let i = 0; i < 50 && alive(leftover); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(alive(leftover)).toBe(false);
+    expect(await stillAliveAfter(leftover, 1000)).toBe(false);
   });
 
   it('caps huge output to head and tail with bounded memory, counting what it dropped', async () => {
