@@ -8,6 +8,7 @@ import { keelPaths, protectedStatePaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
+import { pinWorkspace } from '../policy/git-runner.js';
 import type { Sandbox } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
@@ -67,6 +68,8 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     writable: config.scope,
     protectedDirs: protectedStatePaths(paths),
   });
+  // the session's repository is found now, once: a .git the model makes later is never used by keel
+  pinWorkspace(scope.root);
   const model = opts.model ?? createModelClient(config, env, { cwd: opts.cwd });
   // only Ollama takes the window per request (num_ctx); asking an OpenAI-compatible server costs a round trip for nothing
   const contextWindow =

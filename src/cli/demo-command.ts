@@ -2,9 +2,10 @@
 import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { git, KEEL_IDENT } from '../policy/git.js';
+import { git, initRepo, KEEL_IDENT } from '../policy/git.js';
 import { exitCodeFor } from './exit-codes.js';
 import { fixDocument } from './fix-command.js';
+import { inert, inertLine } from './inert.js';
 import { ConfigError, load } from './options.js';
 import { packageRoot } from './package-root.js';
 import { dim, red, renderEvent } from './render.js';
@@ -16,7 +17,7 @@ export async function runDemo(flags: { json?: boolean }): Promise<number> {
   const dir = join(mkdtempSync(join(tmpdir(), 'keel-demo-')), 'cart');
   cpSync(DEMO, dir, { recursive: true, filter: (src) => !src.endsWith('script.json') });
   const identity = ['-c', `user.name=${KEEL_IDENT.name}`, '-c', `user.email=${KEEL_IDENT.email}`];
-  git(dir, ['init', '-q', '-b', 'main']);
+  initRepo(dir, ['-b', 'main']);
   git(dir, ['add', '-A']);
   git(dir, [...identity, 'commit', '-q', '-m', 'A small cart with a discount bug']);
   const issue = readFileSync(join(dir, 'ISSUE.md'), 'utf8').trim();
@@ -47,7 +48,7 @@ export async function runDemo(flags: { json?: boolean }): Promise<number> {
     ...(flags.json
       ? {}
       : {
-          onProgress: (m: string) => process.stderr.write(`${dim('keel fix:')} ${m}\n`),
+          onProgress: (m: string) => process.stderr.write(`${dim('keel fix:')} ${inertLine(m)}\n`),
           onEvent: renderEvent,
         }),
   });
@@ -57,7 +58,7 @@ export async function runDemo(flags: { json?: boolean }): Promise<number> {
     return exit;
   }
   const verdict = result.status === 'verified' ? 'VERIFIED' : `NOT VERIFIED (${result.code})`;
-  process.stdout.write(`\n${verdict}: ${result.summary}\n\n`);
+  process.stdout.write(`\n${verdict}: ${inertLine(result.summary)}\n\n`);
   if (result.branch)
     process.stdout.write(
       `branch:    ${result.branch}${result.commit ? ` @ ${result.commit.slice(0, 12)}` : ''}\n`,
@@ -65,7 +66,7 @@ export async function runDemo(flags: { json?: boolean }): Promise<number> {
   process.stdout.write(`repo:      ${dir}  (try: git -C ${dir} log --oneline ${result.branch ?? ''})\n`);
   if (result.paths) {
     process.stdout.write(`rationale: ${result.paths.rationale}\npr:        ${result.paths.pr}\n\n`);
-    process.stdout.write(readFileSync(result.paths.diff, 'utf8'));
+    process.stdout.write(inert(readFileSync(result.paths.diff, 'utf8')));
   }
   return exit;
 }

@@ -3,6 +3,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { keelPaths } from '../config/paths.js';
+import { openRepoAt } from '../policy/git.js';
 import {
   applyUndo,
   describeStep,
@@ -17,6 +18,7 @@ import { isInside } from '../policy/scope.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow } from '../store/event-log.js';
 import { EXIT } from './exit-codes.js';
+import { inertLine } from './inert.js';
 import { dim, red } from './render.js';
 
 export interface UndoFlags {
@@ -41,7 +43,7 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
     return code;
   };
   const fail = (message: string, code: number, doc: object = {}) =>
-    out({ ...doc, error: message }, `${red('keel:')} ${message}\n`, code);
+    out({ ...doc, error: message }, `${red('keel:')} ${inertLine(message)}\n`, code);
 
   const cwd = canonical(resolve(flags.cwd ?? process.cwd()));
   const found = findTarget(sessionId, cwd);
@@ -49,6 +51,15 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
   const { session } = found;
   const base = { session_id: session.id, cwd: session.cwd };
 
+  // undo runs git only in the repositories the session recorded, each opened at its exact top
+  for (const record of found.records) {
+    if (record.kind === 'git' && existsSync(record.repo) && !openRepoAt(record.repo))
+      return fail(
+        `${record.repo} is no longer the top of a git repository; undo will not guess`,
+        EXIT.failed,
+        base,
+      );
+  }
   let plan: UndoPlan;
   try {
     plan = planUndo(found.records, session.cwd);
@@ -60,8 +71,10 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
     return fail(`session ${session.id} has nothing left to undo (already undone?)`, EXIT.usage, base);
   }
   if (!flags.json) {
-    process.stdout.write(`session ${session.id} ${dim(`(${session.mode}, ${session.cwd})`)}\nundo will:\n`);
-    for (const s of steps) process.stdout.write(`  ${s}\n`);
+    process.stdout.write(
+      `session ${session.id} ${dim(`(${session.mode}, ${inertLine(session.cwd)})`)}\nundo will:\n`,
+    );
+    for (const s of steps) process.stdout.write(`  ${inertLine(s)}\n`);
   }
   if (!flags.yes) {
     if (flags.json || !process.stdin.isTTY) {
@@ -84,7 +97,7 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
   const keptNote = kept.length ? `the session's work is kept at ${[...new Set(kept)].join(', ')}\n` : '';
   return out(
     { ...base, applied: true, steps: done, kept },
-    `undone:\n${done.map((s) => `  ${s}\n`).join('')}${keptNote && dim(keptNote)}`,
+    `undone:\n${done.map((s) => `  ${inertLine(s)}\n`).join('')}${keptNote && dim(keptNote)}`,
     EXIT.ok,
   );
 }

@@ -1,7 +1,7 @@
 /** The snapshot a fix works in: a git worktree on a new branch, or a copy; the user's checkout is never touched. */
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { findRepo, git, gitTry, KEEL_IDENT } from '../policy/git.js';
+import { findRepo, GitError, git, gitTry, initRepo, KEEL_IDENT, openRepoAt } from '../policy/git.js';
 
 /** Folders a project's tests need that git does not hold: linked (not copied) into the snapshot. */
 const DEPENDENCY_DIRS = ['node_modules', '.venv', 'venv', 'env', 'vendor', '.tox'];
@@ -17,6 +17,8 @@ export interface Snapshot {
   top: string;
   /** The user's repository (or folder). */
   source: string;
+  /** The top of the user's repository, for a worktree: where the branch lives. */
+  repo?: string;
   branch?: string;
   /** The commit the branch starts from. */
   base?: string;
@@ -46,7 +48,7 @@ export function createSnapshot(source: string, runId: string, slug: string, work
       recursive: true,
       filter: (src) => !DEPENDENCY_DIRS.includes(relative(source, src)) && !src.endsWith('/.git'),
     });
-    git(dir, ['init', '-q']);
+    initRepo(dir);
     git(dir, ['add', '-A']);
     commitAll(dir, 'keel: snapshot of the folder before the fix');
     return { kind: 'copy', dir, top: dir, source, linked: linkDependencies(source, dir) };
@@ -54,7 +56,9 @@ export function createSnapshot(source: string, runId: string, slug: string, work
   const base = git(repo, ['rev-parse', 'HEAD']).trim();
   const short = runId.slice(-6);
   const branch = `keel/fix-${slug}-${short}`;
+  // the runner's overrides keep the repository's post-checkout hook and smudge filters from running here
   git(repo, ['worktree', 'add', '-q', '-b', branch, dir, base]);
+  if (!openRepoAt(dir)) throw new GitError(`git worktree add made no worktree at ${dir}`, ['worktree'], null);
   // the fix works where the user asked (a subfolder of a repo stays a subfolder)
   const sub = relative(repo, source);
   const workDir = sub ? join(dir, sub) : dir;
@@ -63,6 +67,7 @@ export function createSnapshot(source: string, runId: string, slug: string, work
     dir: workDir,
     top: dir,
     source,
+    repo,
     branch,
     base,
     linked: linkDependencies(source, workDir),
@@ -147,7 +152,7 @@ export function commitAttempt(snapshot: Snapshot, files: string[], message: stri
 /** Remove the worktree folder (the branch and its commits stay in the user's repository). */
 export function removeWorktree(snapshot: Snapshot): void {
   if (snapshot.kind !== 'worktree') return;
-  const repo = findRepo(snapshot.source);
+  const repo = snapshot.repo;
   if (repo) gitTry(repo, ['worktree', 'remove', '--force', snapshot.top]);
   rmSync(snapshot.top, { recursive: true, force: true });
   if (repo) gitTry(repo, ['worktree', 'prune']);
@@ -160,6 +165,6 @@ export function discardSnapshot(snapshot: Snapshot): void {
     return;
   }
   removeWorktree(snapshot);
-  const repo = findRepo(snapshot.source);
+  const repo = snapshot.repo;
   if (repo && snapshot.branch) gitTry(repo, ['branch', '-q', '-D', snapshot.branch]);
 }

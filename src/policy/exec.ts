@@ -14,6 +14,8 @@ export interface RunOptions {
   signal: AbortSignal;
   /** Cap per stream; beyond it the head and tail are kept and the middle is counted. */
   maxOutputBytes: number;
+  /** Written to the command's stdin, which is then closed; without it stdin is closed from the start. */
+  input?: string | Buffer;
 }
 
 /** How long a process group gets between SIGTERM and SIGKILL. */
@@ -36,7 +38,7 @@ export function runCommand(command: Command, opts: RunOptions): Promise<ExecResu
 }
 
 /**
- * Spawn a final argv in its own process group with stdin closed and capture its output. A timeout or
+ * Spawn a final argv in its own process group (stdin closed, or fed `input`) and capture its output. A timeout or
  * abort sends SIGTERM to the whole group, then SIGKILL after the grace period; when the command exits,
  * whatever it left running in its group is stopped too. Resolves (never rejects) on abort, so callers
  * check `signal.aborted`; rejects only when the program cannot be started.
@@ -59,8 +61,11 @@ export function runArgv(argv: string[], opts: RunOptions): Promise<ExecResult> {
       cwd: opts.cwd,
       env: opts.env ?? process.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
+    // a command that exits without reading its input must not crash keel with EPIPE; no input is EOF at once
+    child.stdin.on('error', () => {});
+    child.stdin.end(opts.input ?? '');
     const pid = child.pid;
     const stdout = new OutputCapture(opts.maxOutputBytes);
     const stderr = new OutputCapture(opts.maxOutputBytes);

@@ -1,88 +1,42 @@
-/** keel's own git calls: a clean environment, a committer when none is set, and temporary indexes. */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+/** keel's own git calls, all through the hardened runner: a pinned repository, a committer, temporary indexes. */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import {
+  discoverRepo,
+  GitError,
+  type GitRunOptions,
+  openRepo,
+  type Repo,
+  repoAt,
+  runGit,
+  runGitUnpinned,
+  userConfig,
+  workspaceRepo,
+} from './git-runner.js';
+
+export { GitError, gitEnv, pinWorkspace } from './git-runner.js';
 
 /** The author of every commit keel makes; undo trusts only commits by this author. */
 export const KEEL_IDENT = { name: 'keel', email: 'keel@localhost' } as const;
 
-/** A git command that failed (or git that is missing), with git's own words. */
-export class GitError extends Error {
-  override name = 'GitError';
-  constructor(
-    message: string,
-    readonly args: string[],
-    readonly status: number | null,
-  ) {
-    super(message);
-  }
+export type GitOptions = GitRunOptions;
+
+// keel addresses a repository by a folder inside a work tree it opened; nothing else is ever discovered
+function opened(cwd: string, args: string[]): Repo {
+  const repo = repoAt(cwd);
+  if (!repo)
+    throw new GitError(
+      `keel runs git only in a repository it opened first; ${cwd} is not in one`,
+      args,
+      null,
+    );
+  return repo;
 }
 
-// Variables that point git at another repository, index or object store, or change how pathspecs and
-// config are read. A hook or a parent git process may have set them; they must never redirect keel.
-const CLEARED = new Set([
-  'GIT_DIR',
-  'GIT_WORK_TREE',
-  'GIT_INDEX_FILE',
-  'GIT_OBJECT_DIRECTORY',
-  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
-  'GIT_CEILING_DIRECTORIES',
-  'GIT_DISCOVERY_ACROSS_FILESYSTEM',
-  'GIT_COMMON_DIR',
-  'GIT_NAMESPACE',
-  'GIT_PREFIX',
-  'GIT_IMPLICIT_WORK_TREE',
-  'GIT_GRAFT_FILE',
-  'GIT_REPLACE_REF_BASE',
-  'GIT_NO_REPLACE_OBJECTS',
-  'GIT_SHALLOW_FILE',
-  'GIT_QUARANTINE_PATH',
-  'GIT_CONFIG',
-  'GIT_CONFIG_PARAMETERS',
-  'GIT_CONFIG_COUNT',
-  'GIT_LITERAL_PATHSPECS',
-  'GIT_GLOB_PATHSPECS',
-  'GIT_NOGLOB_PATHSPECS',
-  'GIT_ICASE_PATHSPECS',
-]);
-
-/** The environment for keel's git calls: the caller's, minus anything that would redirect git. */
-export function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (CLEARED.has(key) || key.startsWith('GIT_CONFIG_KEY_') || key.startsWith('GIT_CONFIG_VALUE_'))
-      continue;
-    env[key] = value;
-  }
-  // never prompt, and never let a read-only call rewrite the user's index as a side effect
-  return { ...env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', ...extra };
-}
-
-export interface GitOptions {
-  /** A temporary index file to use instead of the repository's own. */
-  index?: string;
-  env?: Record<string, string>;
-  input?: string | Buffer;
-}
-
-/** Run git in `cwd` and return its stdout as bytes; throws GitError on failure. */
+/** Run git in `cwd` (inside an opened repository) and return its stdout as bytes; throws GitError on failure. */
 export function gitBuffer(cwd: string, args: string[], opts: GitOptions = {}): Buffer {
-  const env = gitEnv({ ...opts.env, ...(opts.index ? { GIT_INDEX_FILE: opts.index } : {}) });
-  try {
-    return execFileSync('git', args, {
-      cwd,
-      env,
-      input: opts.input ?? '',
-      maxBuffer: 1 << 30,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-  } catch (err) {
-    const e = err as { code?: string; status?: number | null; stderr?: Buffer };
-    if (e.code === 'ENOENT') throw new GitError('git is not installed (not found on PATH)', args, null);
-    const said = e.stderr?.toString('utf8').trim();
-    throw new GitError(`git ${args.join(' ')} failed: ${said || `exit ${e.status}`}`, args, e.status ?? null);
-  }
+  return runGit(opened(cwd, args), cwd, args, opts);
 }
 
 /** Run git in `cwd` and return its stdout; throws GitError on failure. */
@@ -100,12 +54,32 @@ export function gitTry(cwd: string, args: string[], opts: GitOptions = {}): stri
   }
 }
 
-/** The top of the work tree that holds `dir`, or undefined outside one (or without git). */
+/**
+ * The top of the work tree that holds `dir`, or undefined outside one (or without git). Inside a workspace
+ * pinned at session start that is the pinned repository (or none); elsewhere git's discovery, run once.
+ */
 export function findRepo(dir: string): string | undefined {
-  const out = gitTry(dir, ['rev-parse', '--is-inside-work-tree', '--show-toplevel']);
-  const [inside, top] = (out ?? '').split('\n');
-  if (inside !== 'true' || !top) return undefined;
-  return realpathSync.native(top);
+  const pinned = workspaceRepo(dir);
+  if (pinned !== undefined) return pinned?.top;
+  try {
+    return discoverRepo(dir)?.top;
+  } catch (err) {
+    if (err instanceof GitError) return undefined;
+    throw err;
+  }
+}
+
+/** Make `dir` a new repository (`git init`) and open it. */
+export function initRepo(dir: string, args: string[] = []): string {
+  runGitUnpinned(dir, ['init', '-q', ...args]);
+  const repo = openRepo(dir);
+  if (!repo) throw new GitError(`git init made no repository at ${dir}`, ['init'], null);
+  return repo.top;
+}
+
+/** Open a repository by its exact top (a path keel recorded or just created); undefined when it is not one. */
+export function openRepoAt(top: string): string | undefined {
+  return openRepo(top)?.top;
 }
 
 /** A repository as a session first finds it: its top, HEAD's commit and branch, and whether a ref exists. */
@@ -122,24 +96,22 @@ export interface RepoState {
 const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
 /**
- * findRepo, headCommit, currentBranch and whether `ref` exists, in one git process (three on an unborn
- * branch). With --revs-only, rev-parse prints what resolves in argument order and, at the first name that
- * does not, drops it and everything after it without failing; so `ref` goes last, after HEAD.
+ * findRepo, headCommit, currentBranch and whether `ref` exists: the repository, then one git process (three
+ * on an unborn branch). With --revs-only, rev-parse prints what resolves in argument order and, at the first
+ * name that does not, drops it and everything after it without failing; so `ref` goes last, after HEAD.
  */
 export function repoState(dir: string, ref?: string): RepoState | undefined {
-  const out = gitTry(dir, [
+  const repo = findRepo(dir);
+  if (!repo) return undefined;
+  const out = gitTry(repo, [
     'rev-parse',
-    '--is-inside-work-tree',
-    '--show-toplevel',
     '--revs-only',
     'HEAD^{commit}',
     '--symbolic-full-name',
     'HEAD',
     ...(ref ? [ref] : []),
   ]);
-  const [inside, top, head, name, found] = (out ?? '').split('\n');
-  if (inside !== 'true' || !top) return undefined;
-  const repo = realpathSync.native(top);
+  const [head, name, found] = (out ?? '').split('\n');
   if (!head || !OBJECT_ID.test(head)) {
     // unborn: nothing after HEAD printed
     const hasRef = ref !== undefined && gitTry(repo, ['rev-parse', '-q', '--verify', ref]) !== undefined;
@@ -172,23 +144,29 @@ export function nul(paths: string[]): string {
   return paths.map((p) => `${p}\0`).join('');
 }
 
-// only where the user has no committer, so commit-tree never fails for want of a name,
-// and never overrides the identity the user did configure
-function identityArgs(repo: string): string[] {
-  const needName = !process.env.GIT_COMMITTER_NAME;
-  const needEmail = !process.env.GIT_COMMITTER_EMAIL && !process.env.EMAIL;
-  if (!needName && !needEmail) return [];
-  // both keys in one call; a later value wins, as with --get
-  const config = new Map<string, string>();
+/**
+ * The committer for a commit the user owns, as environment variables: the user's GIT_COMMITTER_* (or
+ * EMAIL), else the repository's user.name/email, else the user's global ones (read as data, since global
+ * config is off for git itself), else keel.
+ */
+function committerEnv(repo: string): Record<string, string> {
+  const local = new Map<string, string>();
+  // a later value wins, as with --get
   for (const line of (gitTry(repo, ['config', '--get-regexp', '^user\\.(name|email)$']) ?? '').split('\n')) {
     const space = line.indexOf(' ');
     if (line)
-      config.set(space === -1 ? line : line.slice(0, space), space === -1 ? '' : line.slice(space + 1));
+      local.set(space === -1 ? line : line.slice(0, space), space === -1 ? '' : line.slice(space + 1));
   }
-  const args: string[] = [];
-  if (needName && !config.get('user.name')?.trim()) args.push('-c', `user.name=${KEEL_IDENT.name}`);
-  if (needEmail && !config.get('user.email')?.trim()) args.push('-c', `user.email=${KEEL_IDENT.email}`);
-  return args;
+  const pick = (key: 'name' | 'email'): string | undefined => {
+    const fromLocal = local.get(`user.${key}`)?.trim();
+    if (fromLocal) return fromLocal;
+    return userConfig().get(`user.${key}`)?.at(-1)?.trim() || undefined;
+  };
+  const env: Record<string, string> = {};
+  if (!process.env.GIT_COMMITTER_NAME) env.GIT_COMMITTER_NAME = pick('name') ?? KEEL_IDENT.name;
+  if (!process.env.GIT_COMMITTER_EMAIL && !process.env.EMAIL)
+    env.GIT_COMMITTER_EMAIL = pick('email') ?? KEEL_IDENT.email;
+  return env;
 }
 
 /**
@@ -204,22 +182,20 @@ export function commitTree(
   opts: { committer?: 'keel' | 'user' } = {},
 ): string {
   const keel = opts.committer === 'keel';
-  const args = [
-    ...(keel ? [] : identityArgs(repo)),
-    '-c',
-    'core.hooksPath=/dev/null',
-    'commit-tree',
-    '--no-gpg-sign',
-    tree,
-  ];
+  // hooks and signing are off for every call the runner makes; --no-gpg-sign says so here too
+  const args = ['commit-tree', '--no-gpg-sign', tree];
   if (parent) args.push('-p', parent);
   args.push('-m', message);
   const env: Record<string, string> = {
     GIT_AUTHOR_NAME: KEEL_IDENT.name,
     GIT_AUTHOR_EMAIL: KEEL_IDENT.email,
   };
-  if (keel)
-    Object.assign(env, { GIT_COMMITTER_NAME: KEEL_IDENT.name, GIT_COMMITTER_EMAIL: KEEL_IDENT.email });
+  Object.assign(
+    env,
+    keel
+      ? { GIT_COMMITTER_NAME: KEEL_IDENT.name, GIT_COMMITTER_EMAIL: KEEL_IDENT.email }
+      : committerEnv(repo),
+  );
   return git(repo, args, { env }).trim();
 }
 

@@ -1,5 +1,5 @@
 /** Hooks: user programs that see a JSON event on stdin and allow (exit 0) or deny (exit 2) it. */
-import { spawn } from 'node:child_process';
+import { runArgv } from './exec.js';
 
 export const HOOK_EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'SessionStart', 'Stop'] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
@@ -11,6 +11,8 @@ export interface HookSpec {
   /** argv: never a shell string, so tool arguments can never become shell syntax. */
   command: string[];
   timeout_s: number;
+  /** A PreToolUse hook that declares it reviews calls: only such a hook, naming the tool, stands in for a sandbox. */
+  approver?: boolean;
 }
 
 export interface HookPayload {
@@ -53,59 +55,37 @@ export async function runHooks(
 
 const MAX_OUTPUT = 64 * 1024;
 
-/** Run one hook: exit 0 allows, 2 denies with stderr, anything else (crash, timeout) denies. */
-export function runHook(
+/** Run one hook through the process runner: exit 0 allows, 2 denies with stderr, anything else (crash, timeout) denies. */
+export async function runHook(
   hook: HookSpec,
   payload: HookPayload,
   opts: { cwd: string; signal?: AbortSignal },
 ): Promise<HookVerdict> {
   const name = hook.command.join(' ');
   const deny = (reason: string): HookVerdict => ({ decision: 'deny', reason, hook: name });
-  return new Promise((resolve) => {
-    const [file, ...args] = hook.command;
-    if (!file) return resolve(deny('hook has an empty command'));
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    const child = spawn(file, args, { cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    const kill = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, hook.timeout_s * 1000);
-    opts.signal?.addEventListener('abort', kill, { once: true });
-    child.stdout.on('data', (d: Buffer) => {
-      if (stdout.length < MAX_OUTPUT) stdout += d.toString();
+  if (!hook.command[0]) return deny('hook has an empty command');
+  let result: Awaited<ReturnType<typeof runArgv>>;
+  try {
+    result = await runArgv(hook.command, {
+      cwd: opts.cwd,
+      timeoutS: hook.timeout_s,
+      signal: opts.signal ?? new AbortController().signal,
+      maxOutputBytes: MAX_OUTPUT,
+      input: `${JSON.stringify(payload)}\n`,
     });
-    child.stderr.on('data', (d: Buffer) => {
-      if (stderr.length < MAX_OUTPUT) stderr += d.toString();
-    });
-    // a hook that exits without reading stdin must not crash keel with EPIPE
-    child.stdin.on('error', () => {});
-    child.stdin.end(`${JSON.stringify(payload)}\n`);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      resolve(deny(`hook ${name} could not start: ${err.message}`));
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', kill);
-      if (timedOut) return resolve(deny(`hook ${name} timed out after ${hook.timeout_s} s`));
-      if (code === 0) {
-        const asked = parseAsk(stdout);
-        return resolve(asked ? { decision: 'ask', reason: asked, hook: name } : { decision: 'allow' });
-      }
-      if (code === 2) return resolve(deny(stderr.trim() || `denied by hook ${name}`));
-      const how = signal ? `was killed by ${signal}` : `exited ${code}`;
-      resolve(deny(`hook ${name} ${how}${stderr.trim() ? `: ${stderr.trim().split('\n')[0]}` : ''}`));
-    });
-  });
+  } catch (err) {
+    return deny(`hook ${name} could not start: ${(err as Error).message}`);
+  }
+  const { exitCode: code, signal, stdout } = result;
+  const stderr = result.stderr.trim();
+  if (result.timedOut) return deny(`hook ${name} timed out after ${hook.timeout_s} s`);
+  if (code === 0) {
+    const asked = parseAsk(stdout);
+    return asked ? { decision: 'ask', reason: asked, hook: name } : { decision: 'allow' };
+  }
+  if (code === 2) return deny(stderr || `denied by hook ${name}`);
+  const how = signal ? `was killed by ${signal}` : code === null ? 'was stopped' : `exited ${code}`;
+  return deny(`hook ${name} ${how}${stderr ? `: ${stderr.split('\n')[0]}` : ''}`);
 }
 
 /** A hook may print {"decision": "ask", "reason": ...} to ask the person instead of deciding. */

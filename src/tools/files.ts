@@ -1,14 +1,11 @@
 /** The gitignore-respecting file listing shared by list_dir, glob and grep. */
-import { execFile } from 'node:child_process';
 import type { Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
-import { promisify } from 'node:util';
 import ignore, { type Ignore } from 'ignore';
 import picomatch from 'picomatch';
+import { runGitAsync, workspaceRepo } from '../policy/git-runner.js';
 import { ToolError } from './types.js';
-
-const execFileAsync = promisify(execFile);
 
 /** How many files one listing may hold; beyond this the caller gets `truncated`. */
 export const MAX_LISTED_FILES = 50_000;
@@ -66,40 +63,39 @@ function isSkipped(rel: string): boolean {
   return rel.split('/').some((part) => ALWAYS_SKIPPED.has(part));
 }
 
+// Listing output of a large repository; beyond this the listing is treated as truncated
+const MAX_GIT_OUTPUT = 256 * 1024 * 1024;
+
+/**
+ * git's listing of `root`, run against the repository pinned for the session's workspace (never one found
+ * by discovery from `root`, which could be a nested repository a model just made). Outside a repository,
+ * or outside any pinned workspace, null: the caller walks the folder without running git at all.
+ */
 async function gitListing(root: string, maxFiles: number, signal?: AbortSignal): Promise<FileListing | null> {
-  // An inherited GIT_DIR etc. (e.g. keel run from a git hook) would point git at another repository
-  const env = { ...process.env };
-  delete env.GIT_DIR;
-  delete env.GIT_INDEX_FILE;
-  delete env.GIT_WORK_TREE;
+  const repo = workspaceRepo(root);
+  if (!repo) return null;
   const git = (args: string[]) =>
-    execFileAsync('git', ['ls-files', ...args, '-z'], {
-      cwd: root,
-      env,
-      signal,
-      maxBuffer: 256 * 1024 * 1024,
+    runGitAsync(repo, root, ['ls-files', ...args, '-z'], {
+      signal: signal ?? new AbortController().signal,
+      maxOutputBytes: MAX_GIT_OUTPUT,
     });
-  let listed: string;
-  let deleted: string;
-  try {
-    const [all, gone] = await Promise.all([
-      git(['--cached', '--others', '--exclude-standard']),
-      git(['--deleted']),
-    ]);
-    listed = all.stdout;
-    deleted = gone.stdout;
-  } catch {
-    signal?.throwIfAborted();
-    // not a repository, or no git on PATH
-    return null;
-  }
+  const [all, del] = await Promise.all([
+    git(['--cached', '--others', '--exclude-standard']),
+    git(['--deleted']),
+  ]).catch(() => [undefined, undefined]);
+  signal?.throwIfAborted();
+  // git missing, or failing: the walk still answers
+  if (!all || !del || all.exitCode !== 0 || del.exitCode !== 0 || all.truncated || del.truncated) return null;
+  const listed = all.stdout;
+  const deleted = del.stdout;
   const gone = new Set(deleted.split('\0'));
   const files = new Set<string>();
   const dirs: string[] = [];
   let truncated = false;
   for (const entry of listed.split('\0')) {
     if (entry === '' || gone.has(entry) || isSkipped(entry)) continue;
-    // a nested repository shows up as one untracked directory entry
+    // a nested repository shows up as one untracked directory entry (`./` when it is the root itself)
+    if (entry === './') continue;
     if (entry.endsWith('/')) {
       dirs.push(entry.slice(0, -1));
       continue;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { runCommand } from '../../src/policy/exec.js';
+import { pinWorkspace } from '../../src/policy/git-runner.js';
 import type { Access, ToolContext } from '../../src/tools/types.js';
 
 /** A fresh canonical temp folder, removed when the current test finishes. */
@@ -48,6 +49,8 @@ function canonical(path: string): string {
 
 /** A ToolContext rooted at `root` whose resolve refuses anything outside it; exec is the real runner. */
 export function testContext(root: string, opts: { exec?: boolean; signal?: AbortSignal } = {}): ToolContext {
+  // as a session does at its start: the listing tools use the repository found now, or none
+  pinWorkspace(root);
   const signal = opts.signal ?? new AbortController().signal;
   const ctx: ToolContext = {
     cwd: root,
