@@ -3,6 +3,7 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Finding, ScanError, scanRepo } from '../policy/secret-scan.js';
 import { EXIT } from './exit-codes.js';
+import { inertLine } from './inert.js';
 import { red } from './render.js';
 
 /** Scan and report; exit 1 when anything is found, 0 when clean, 2 outside a repository. */
@@ -17,11 +18,11 @@ export async function runCheck(flags: { allFiles?: boolean; json?: boolean; cwd?
     if (!(err instanceof ScanError)) throw err;
     if (err.code === 'NOT_A_REPO') {
       return fail(
-        `${err.message}\n  keel check scans the files git tracks; run it inside a repository or pass -C DIR`,
+        `${inertLine(err.message)}\n  keel check scans the files git tracks; run it inside a repository or pass -C DIR`,
         EXIT.usage,
       );
     }
-    return fail(err.message, EXIT.environment);
+    return fail(inertLine(err.message), EXIT.environment);
   }
 
   const { filesScanned, findings } = result;
@@ -33,8 +34,11 @@ export async function runCheck(flags: { allFiles?: boolean; json?: boolean; cwd?
     process.stderr.write(`no secrets found in ${filesScanned} ${filesScanned === 1 ? 'file' : 'files'}\n`);
     return EXIT.ok;
   }
+  // a file name is the repository's and a preview is its text: neither may reach the terminal raw
   for (const f of findings)
-    process.stdout.write(`${f.file}:${f.line}:${f.column}  ${f.rule}  ${f.preview}\n`);
+    process.stdout.write(
+      `${inertLine(f.file)}:${f.line}:${f.column}  ${inertLine(f.rule)}  ${inertLine(f.preview)}\n`,
+    );
   const noun = findings.length === 1 ? 'secret' : 'secrets';
   process.stderr.write(
     `${red('keel:')} ${findings.length} ${noun} found\n  not a secret? add "keel-allow: RULE" in a comment on that line\n`,

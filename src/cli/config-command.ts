@@ -2,6 +2,7 @@
 import { keelPaths } from '../config/paths.js';
 import { configSchema } from '../config/schema.js';
 import { EXIT } from './exit-codes.js';
+import { inert, inertLine } from './inert.js';
 import { ConfigError, load } from './options.js';
 import { dim, red } from './render.js';
 
@@ -33,7 +34,7 @@ export async function showConfig(flags: { cwd?: string; json?: boolean }): Promi
     if (!(err instanceof ConfigError)) throw err;
     if (flags.json)
       process.stdout.write(`${JSON.stringify({ error: err.message, code: 'CONFIG_ERROR', exit_code: 2 })}\n`);
-    else process.stderr.write(`${red('keel:')} ${err.message}\n`);
+    else process.stderr.write(`${red('keel:')} ${inert(err.message)}\n`);
     return EXIT.usage;
   }
   const { config, sources, projectFile } = setup.loaded;
@@ -48,12 +49,17 @@ export async function showConfig(flags: { cwd?: string; json?: boolean }): Promi
   const rows = flatten(configSchema.parse(config), sources);
   const width = Math.max(...rows.map((r) => r.key.length));
   for (const row of rows) {
-    const shown = row.value === undefined ? dim('(unset)') : JSON.stringify(row.value);
-    process.stdout.write(`${row.key.padEnd(width)} = ${shown}  ${dim(`# ${row.source}`)}\n`);
+    // JSON escapes C0 controls but not C1 or bidi characters, and a project file chose these values
+    const shown = row.value === undefined ? dim('(unset)') : inertLine(JSON.stringify(row.value));
+    process.stdout.write(
+      `${inertLine(row.key).padEnd(width)} = ${shown}  ${dim(`# ${inertLine(row.source)}`)}\n`,
+    );
   }
   process.stdout.write(
-    `${'api key'.padEnd(width)} = ${keySet ? '********' : dim('(not set)')}  ${dim(`# env ${keyVar}`)}\n`,
+    `${'api key'.padEnd(width)} = ${keySet ? '********' : dim('(not set)')}  ${dim(`# env ${inertLine(keyVar)}`)}\n`,
   );
-  process.stdout.write(dim(`\nuser config: ${files.user}\nproject config: ${files.project ?? '(none)'}\n`));
+  process.stdout.write(
+    dim(`\nuser config: ${inertLine(files.user)}\nproject config: ${inertLine(files.project ?? '(none)')}\n`),
+  );
   return EXIT.ok;
 }

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { FixResult } from '../fix/run.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
+import { inert, inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { dim, red, renderEvent } from './render.js';
 
@@ -22,7 +23,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       process.stdout.write(
         `${JSON.stringify({ session_id: null, mode: 'fix', code, exit_code: exit, status: 'failed', summary: message })}\n`,
       );
-    } else process.stderr.write(`${red('keel fix:')} ${message}\n`);
+    } else process.stderr.write(`${red('keel fix:')} ${inert(message)}\n`);
     return exit;
   };
   const repo = resolve(flags.repo ?? flags.cwd ?? process.cwd());
@@ -38,12 +39,14 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     throw err;
   }
-  for (const warning of loaded.warnings) process.stderr.write(`${red('keel: warning:')} ${warning}\n`);
+  for (const warning of loaded.warnings)
+    process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
 
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.on('SIGINT', onSigint);
-  const progress = (message: string) => process.stderr.write(`${dim('keel fix:')} ${message}\n`);
+  // progress quotes test output, test ids and the model's reasons: one inert line each
+  const progress = (message: string) => process.stderr.write(`${dim('keel fix:')} ${inertLine(message)}\n`);
   const { runFix } = await import('../fix/run.js');
   let result: FixResult;
   try {
@@ -108,19 +111,23 @@ export function fixDocument(r: FixResult, exit: number): Record<string, unknown>
   };
 }
 
+/** The human verdict, one line no summary can extend into a forged one; file names are the repository's, so inert too. */
 function printVerdict(r: FixResult): void {
   const head = r.status === 'verified' ? 'VERIFIED' : `NOT VERIFIED (${r.code})`;
-  process.stdout.write(`\n${head}: ${r.summary}\n`);
+  process.stdout.write(`\n${head}: ${inertLine(r.summary)}\n`);
   if (r.branch)
-    process.stdout.write(`branch:    ${r.branch}${r.commit ? ` @ ${r.commit.slice(0, 12)}` : ''}\n`);
-  if (r.files.length) process.stdout.write(`changed:   ${r.files.join(', ')}\n`);
-  if (r.paths) {
     process.stdout.write(
-      `rationale: ${r.paths.rationale}\npr:        ${r.paths.pr}\ndiff:      ${r.paths.diff}\n`,
+      `branch:    ${inertLine(r.branch)}${r.commit ? ` @ ${r.commit.slice(0, 12)}` : ''}\n`,
+    );
+  if (r.files.length) process.stdout.write(`changed:   ${r.files.map(inertLine).join(', ')}\n`);
+  if (r.paths) {
+    const { rationale, pr, diff } = r.paths;
+    process.stdout.write(
+      `rationale: ${inertLine(rationale)}\npr:        ${inertLine(pr)}\ndiff:      ${inertLine(diff)}\n`,
     );
   }
   if (r.status !== 'verified' && r.snapshot?.kind === 'worktree') {
-    process.stdout.write(dim(`the attempt is kept for inspection in ${r.snapshot.dir}\n`));
+    process.stdout.write(dim(`the attempt is kept for inspection in ${inertLine(r.snapshot.dir)}\n`));
   }
 }
 

@@ -2,6 +2,7 @@
 import { statSync } from 'node:fs';
 import type { LoopResult } from '../fix/loop.js';
 import { exitCodeFor } from './exit-codes.js';
+import { inert, inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red, renderEvent } from './render.js';
@@ -20,7 +21,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
       process.stdout.write(
         `${JSON.stringify({ session_id: null, mode: 'loop', code, exit_code: exit, summary: message })}\n`,
       );
-    } else process.stderr.write(`${red('keel loop:')} ${message}\n`);
+    } else process.stderr.write(`${red('keel loop:')} ${inert(message)}\n`);
     return exit;
   };
   const task = readPrompt(words, flags.message);
@@ -35,13 +36,15 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
   }
   if (!statSync(setup.cwd, { throwIfNoEntry: false })?.isDirectory())
     return fail('CONFIG_ERROR', `workspace ${setup.cwd} is not a folder`);
-  for (const warning of setup.loaded.warnings) process.stderr.write(`${red('keel: warning:')} ${warning}\n`);
+  for (const warning of setup.loaded.warnings)
+    process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
 
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
-  const progress = (message: string) => process.stderr.write(`${dim(message)}\n`);
+  // progress quotes test output, test ids and the reviewer's words: one inert line each
+  const progress = (message: string) => process.stderr.write(`${dim(inertLine(message))}\n`);
   const { runLoop } = await import('../fix/loop.js');
   let result: LoopResult;
   try {
@@ -68,8 +71,8 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
     return exit;
   }
   const head = result.code === 'COMPLETED' ? 'COMPLETED' : red(result.code);
-  process.stdout.write(`\n${head}: ${result.summary}\n`);
-  if (result.files.length) process.stdout.write(`changed: ${result.files.join(', ')}\n`);
+  process.stdout.write(`\n${head}: ${inertLine(result.summary)}\n`);
+  if (result.files.length) process.stdout.write(`changed: ${result.files.map(inertLine).join(', ')}\n`);
   const tokens = result.tokens.input + result.tokens.output;
   const cost = result.costUsd === null ? '' : ` · $${result.costUsd.toFixed(4)}`;
   process.stderr.write(

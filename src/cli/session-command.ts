@@ -4,6 +4,7 @@ import type { SessionOutcome } from '../agent/session.js';
 import { RunError } from '../agent/terminal.js';
 import type { Mode } from '../config/schema.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
+import { inert, inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red, renderEvent } from './render.js';
@@ -28,7 +29,7 @@ export async function runVerb(
         `${JSON.stringify({ session_id: null, mode, code, exit_code: exit, summary: message })}\n`,
       );
     } else {
-      process.stderr.write(`${red('keel:')} ${message}\n`);
+      process.stderr.write(`${red('keel:')} ${inert(message)}\n`);
     }
     return exit;
   };
@@ -51,7 +52,8 @@ export async function runVerb(
   }
   mode = requested ?? setup.loaded.config.permission;
 
-  for (const warning of setup.loaded.warnings) process.stderr.write(`${red('keel: warning:')} ${warning}\n`);
+  for (const warning of setup.loaded.warnings)
+    process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
 
   const controller = new AbortController();
   let interrupts = 0;
@@ -79,7 +81,10 @@ export async function runVerb(
       ...(mode !== 'auto' && !flags.json && process.stdin.isTTY && process.stderr.isTTY
         ? { confirm: askPerson }
         : {}),
-      ...(flags.json ? {} : { onText: (text: string) => process.stdout.write(text), onEvent: renderEvent }),
+      // each streamed chunk is made inert on its own: escaping keeps no state, so a split sequence is still caught
+      ...(flags.json
+        ? {}
+        : { onText: (text: string) => process.stdout.write(inert(text)), onEvent: renderEvent }),
     });
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
@@ -101,9 +106,11 @@ export async function runVerb(
   }
   const tokens = outcome.tokens.input + outcome.tokens.output;
   const cost = outcome.costUsd === null ? '' : ` · $${outcome.costUsd.toFixed(4)}`;
-  const files = outcome.filesChanged.length ? ` · changed ${outcome.filesChanged.join(', ')}` : '';
+  const files = outcome.filesChanged.length
+    ? ` · changed ${outcome.filesChanged.map(inertLine).join(', ')}`
+    : '';
   if (outcome.code !== 'COMPLETED') {
-    process.stderr.write(`${red(`keel: ${outcome.code}`)}: ${outcome.reason}\n`);
+    process.stderr.write(`${red(`keel: ${outcome.code}`)}: ${inertLine(outcome.reason)}\n`);
   }
   process.stderr.write(
     dim(
@@ -135,12 +142,12 @@ function verbOf(mode: Mode): string {
   return mode === 'auto' ? 'run' : mode;
 }
 
-/** Ask the person at the terminal a yes/no question (default no). */
+/** Ask the person at the terminal a yes/no question (default no); the question comes from a hook, so it is shown inert. */
 async function askPerson(question: string): Promise<boolean> {
   const { createInterface } = await import('node:readline/promises');
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
-    const answer = await rl.question(`${red('keel asks:')} ${question} [y/N] `);
+    const answer = await rl.question(`${red('keel asks:')} ${inertLine(question)} [y/N] `);
     return /^y(es)?$/i.test(answer.trim());
   } finally {
     rl.close();

@@ -4,6 +4,7 @@ import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type StoredEvent } from '../store/event-log.js';
 import { EXIT } from './exit-codes.js';
+import { inertLine } from './inert.js';
 import { dim, red } from './render.js';
 
 function withLog<T>(fn: (log: EventLog) => T): T | undefined {
@@ -29,7 +30,7 @@ export async function listSessions(flags: { limit: number; json?: boolean }): Pr
     return EXIT.ok;
   }
   for (const s of rows) {
-    const prompt = s.prompt.replace(/\s+/g, ' ');
+    const prompt = inertLine(s.prompt.replace(/\s+/g, ' '));
     const code = s.code ?? 'UNFINISHED';
     process.stdout.write(
       `${s.id}  ${s.mode.padEnd(4)}  ${code.padEnd(19)}  ${prompt.length > 60 ? `${prompt.slice(0, 57)}...` : prompt}\n`,
@@ -45,7 +46,7 @@ export async function showSession(id: string, flags: { json?: boolean }): Promis
     return session ? { session, events: log.events(session.id) } : undefined;
   });
   if (!found) {
-    process.stderr.write(`${red('keel:')} no session matches "${id}" (see keel sessions list)\n`);
+    process.stderr.write(`${red('keel:')} no session matches "${inertLine(id)}" (see keel sessions list)\n`);
     return EXIT.usage;
   }
   if (flags.json) {
@@ -53,14 +54,18 @@ export async function showSession(id: string, flags: { json?: boolean }): Promis
     return EXIT.ok;
   }
   const { session, events } = found;
+  const where = inertLine(`${session.provider}/${session.model} · ${session.cwd}`);
   process.stdout.write(
-    `session ${session.id}\nmode ${session.mode} · ${session.provider}/${session.model} · ${session.cwd}\ncode ${session.code ?? 'UNFINISHED (no session_end event: the process was killed)'}\n\n`,
+    `session ${session.id}\nmode ${session.mode} · ${where}\ncode ${session.code ?? 'UNFINISHED (no session_end event: the process was killed)'}\n\n`,
   );
   for (const e of events)
-    process.stdout.write(`${dim(`${String(e.seq).padStart(4)} ${e.ts.slice(11, 23)}`)} ${describe(e)}\n`);
+    process.stdout.write(
+      `${dim(`${String(e.seq).padStart(4)} ${e.ts.slice(11, 23)}`)} ${inertLine(describe(e))}\n`,
+    );
   return EXIT.ok;
 }
 
+/** One line for an event; its text is the model's, a tool's or a hook's, so the caller makes it inert. */
 function describe(e: StoredEvent): string {
   const d = e.data as { [k: string]: unknown };
   const short = (v: unknown, n = 100) => {
