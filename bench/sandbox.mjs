@@ -1,9 +1,13 @@
 /** What the shell sandbox costs per command: median wall time through bwrap vs a plain runArgv (build first). */
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { commandArgv, runArgv } from '../dist/policy/exec.js';
-import { createSandbox } from '../dist/policy/sandbox.js';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+// KEEL_DIST=/path/to/other/dist measures another build (an older commit's) on the same machine
+const dist = process.env.KEEL_DIST ? pathToFileURL(`${resolve(process.env.KEEL_DIST)}/`).href : '../dist/';
+const { commandArgv, runArgv } = await import(`${dist}policy/exec.js`);
+const { createSandbox } = await import(`${dist}policy/sandbox.js`);
 
 const RUNS = 30;
 const WARMUP = 3;

@@ -16,6 +16,8 @@ export type SessionEvent =
       cwd: string;
       scope: string[];
       instructions: string[];
+      /** Instruction files that exist but were not read (a link out of the workspace, a FIFO, ...). */
+      instructions_skipped?: Array<{ file: string; reason: string }>;
       tools: string[];
     }
   | { type: 'user_message'; text: string }
@@ -57,6 +59,8 @@ export type SessionEvent =
       tool?: string;
     }
   | { type: 'safety_net'; [key: string]: unknown }
+  /** A tool call created protected names (.git, keel.toml, .keel) that keel removed after it ran. */
+  | { type: 'violation'; call_id: string; tool: string; removed: string[] }
   | { type: 'tool_start'; call_id: string; tool: string; args: unknown; sandboxed?: boolean }
   | {
       type: 'tool_result';

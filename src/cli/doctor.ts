@@ -7,6 +7,7 @@ import { modeAllows } from '../policy/modes.js';
 import { builtinTools } from '../tools/builtin.js';
 import { toolSpec } from '../tools/registry.js';
 import { EXIT } from './exit-codes.js';
+import { inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { dim, red } from './render.js';
 
@@ -28,7 +29,8 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
       return;
     }
     for (const c of checks) {
-      const line = `${MARK[c.status]} ${c.name.padEnd(16)} ${c.detail}\n`;
+      // details quote the server: its model names, its errors, the model's own answer
+      const line = `${MARK[c.status]} ${c.name.padEnd(16)} ${inertLine(c.detail)}\n`;
       process.stdout.write(c.status === 'fail' ? red(line) : c.status === 'ok' ? line : dim(line));
     }
   };
@@ -142,7 +144,7 @@ async function checkSandbox(
     if (sandbox.kind === 'none') {
       const how = config.allow_shell
         ? 'shell runs unsandboxed (allow_shell = true)'
-        : 'shell is denied unless a PreToolUse hook covers it or allow_shell = true';
+        : 'shell is denied unless allow_shell = true or a PreToolUse hook with approver = true names shell';
       return { name: 'sandbox', status: 'warn', detail: `none: ${sandbox.describe()}; ${how}` };
     }
     const proof = await proveSandbox(sandbox);
@@ -150,7 +152,8 @@ async function checkSandbox(
     return {
       name: 'sandbox',
       status: proven ? 'ok' : 'fail',
-      detail: `${sandbox.kind}: ${proof.detail}`,
+      // the proof, then what the sandbox hides and shows, so a user can see what a command reaches
+      detail: `${proof.detail}; ${sandbox.describe()}`,
     };
   } finally {
     await sandbox.close();

@@ -1,8 +1,12 @@
-/** The bubblewrap sandbox: read-only host, the writable scope minus git internals, private /tmp, no network. */
-import { existsSync, lstatSync, readFileSync } from 'node:fs';
+/**
+ * The bubblewrap sandbox: an empty root with the system folders and toolchains read-only, the workspace
+ * read-only, the writable scope minus git internals and keel config, private size-capped /tmp, no network.
+ */
+import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { runArgv } from './exec.js';
 import type { HostLimits } from './sandbox-limits.js';
+import { hideMounts, LAYER, type Mount, mountArgs, systemMounts } from './sandbox-mounts.js';
 import { isInside } from './scope.js';
 
 /** HOME inside the sandbox: on the private /tmp, so tools that write caches there neither fail nor leak. */
@@ -17,6 +21,12 @@ export interface BwrapLayout {
   network: boolean;
   /** As root, bwrap keeps every capability unless told otherwise, and the command could lift its rlimits. */
   dropCaps: boolean;
+  /** System folders and toolchains, read-only (`hostView().mounts`). */
+  host: Mount[];
+  /** Host paths covered wherever a visible folder would show them (`hostView().hidden`). */
+  hidden: string[];
+  /** Size cap of the private /tmp and of /dev/shm, in bytes. */
+  tmpBytes: number;
 }
 
 /**
@@ -71,28 +81,43 @@ export function bwrapArgs(layout: BwrapLayout, command: string[]): string[] {
   // --new-session: no access to keel's terminal (TIOCSTI could type commands into it)
   args.push('--die-with-parent', '--new-session');
   if (layout.dropCaps) args.push('--cap-drop', 'ALL');
-  args.push(
-    '--ro-bind',
-    '/',
-    '/',
-    '--dev',
-    '/dev',
-    '--proc',
-    '/proc',
-    '--tmpfs',
-    '/tmp',
-    '--dir',
-    SANDBOX_HOME,
-  );
-  // mounts apply in order, so the root (which may itself live under /tmp) first, then the writable
-  // scope from the outermost folder in, then the read-only exceptions on top
+  const host = LAYER.host;
+  // a workspace at / (the probe) already shows the system folders; binding them again would collide
+  const visible = [layout.root, ...layout.writable];
+  const mounts: Mount[] = [
+    ...layout.host.filter((m) => !visible.some((v) => isInside(m.path, v))),
+    { kind: 'dev', path: '/dev', layer: host },
+    { kind: 'proc', path: '/proc', layer: host },
+    { kind: 'tmpfs', path: '/tmp', sizeBytes: layout.tmpBytes, layer: host },
+    // /dev/shm is bwrap's /dev tmpfs otherwise, with no cap at all
+    { kind: 'tmpfs', path: '/dev/shm', sizeBytes: layout.tmpBytes, layer: host },
+    { kind: 'dir', path: SANDBOX_HOME, layer: host },
+  ];
+  if (layout.network) mounts.push(...resolvConf());
   if (!layout.writable.some((w) => isInside(layout.root, w)))
-    args.push('--ro-bind', layout.root, layout.root);
-  const writable = layout.writable.filter((w) => existsSync(w)).sort((a, b) => a.length - b.length);
-  for (const dir of writable) args.push('--bind', dir, dir);
-  for (const path of layout.readOnly) args.push('--ro-bind', path, path);
-  args.push('--chdir', layout.root, '--', ...command);
+    mounts.push({ kind: 'ro-bind', path: layout.root, layer: LAYER.root });
+  for (const dir of layout.writable)
+    if (existsSync(dir)) mounts.push({ kind: 'bind', path: dir, layer: LAYER.writable });
+  for (const path of layout.readOnly) mounts.push({ kind: 'ro-bind', path, layer: LAYER.readOnly });
+  // tools that write to /var/tmp find the private /tmp there (unless the host's /var is bound)
+  if (!mounts.some((m) => m.kind === 'ro-bind' && isInside('/var/tmp', m.path)))
+    mounts.push({ kind: 'symlink', path: '/var/tmp', target: '/tmp', layer: host });
+  mounts.push(...hideMounts(layout.hidden, mounts, [layout.root, ...layout.writable]));
+  args.push(...mountArgs(mounts), '--chdir', layout.root, '--', ...command);
   return args;
+}
+
+// With the network on, a resolv.conf that links into /run (systemd-resolved) must still resolve
+function resolvConf(): Mount[] {
+  try {
+    if (!lstatSync('/etc/resolv.conf').isSymbolicLink()) return [];
+    const target = realpathSync.native('/etc/resolv.conf');
+    return isInside(target, '/etc') || isInside(target, '/usr')
+      ? []
+      : [{ kind: 'ro-bind', path: target, layer: LAYER.host }];
+  } catch {
+    return [];
+  }
 }
 
 const probes = new Map<string, Promise<string | undefined>>();
@@ -108,10 +133,17 @@ export function probeBwrap(bin: string): Promise<string | undefined> {
 }
 
 async function runProbe(bin: string): Promise<string | undefined> {
-  const args = bwrapArgs(
-    { root: '/', writable: [], readOnly: [], network: false, dropCaps: process.getuid?.() === 0 },
-    ['/bin/true'],
-  );
+  const layout: BwrapLayout = {
+    root: '/',
+    writable: [],
+    readOnly: [],
+    network: false,
+    dropCaps: process.getuid?.() === 0,
+    host: systemMounts(),
+    hidden: [],
+    tmpBytes: 1024 * 1024,
+  };
+  const args = bwrapArgs(layout, ['/bin/true']);
   try {
     const result = await runArgv([bin, ...args], {
       cwd: '/',
@@ -138,16 +170,19 @@ export interface BwrapRunner {
   ): ReturnType<typeof runArgv>;
 }
 
-/** A runner for one session's layout; protected paths are recomputed per command so a new `.git` counts. */
+/**
+ * A runner for one session's layout; protected and hidden paths are recomputed per command, so a new
+ * `.git` is protected and a KEEL_HOME created after the sandbox is still hidden.
+ */
 export function bwrapRunner(
   bin: string,
   layout: Omit<BwrapLayout, 'readOnly'>,
   limits: HostLimits,
-  extraProtected: string[],
+  extraReadOnly: string[],
 ): BwrapRunner {
   return {
     run(argv, env, timeoutS, signal) {
-      const readOnly = protectedPaths(layout.root, layout.writable, extraProtected);
+      const readOnly = protectedPaths(layout.root, layout.writable, extraReadOnly);
       const args = bwrapArgs({ ...layout, readOnly }, argv);
       return limits.run([bin, ...args], { cwd: layout.root, env, timeoutS, signal });
     },

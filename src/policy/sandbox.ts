@@ -1,14 +1,17 @@
 /**
  * The shell sandbox: where model-run commands execute. `bwrap` and `docker` confine writes to the scope
- * (minus `.git`), hide the network and cap resources; `none` only caps resources. A sandbox asked for by
- * name that cannot run here is an error, never a silent downgrade.
+ * (minus `.git`), hide the network and cap resources; `bwrap` also hides the host's homes, sockets and
+ * keel's state; `none` only caps resources. Every kind removes protected names a command created. A
+ * sandbox asked for by name that cannot run here is an error, never a silent downgrade.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
+import { keelPaths } from '../config/paths.js';
 import type { SandboxKind } from '../config/schema.js';
 import type { ExecResult } from '../tools/types.js';
 import { commandArgv } from './exec.js';
+import { snapshotProtected, sweepProtected } from './protected-names.js';
 import { bwrapRunner, probeBwrap, SANDBOX_HOME } from './sandbox-bwrap.js';
 import { DEFAULT_DOCKER_IMAGE, DockerContainer, dockerLimitReport, probeDocker } from './sandbox-docker.js';
 import {
@@ -18,6 +21,7 @@ import {
   type LimitReport,
   type SandboxLimits,
 } from './sandbox-limits.js';
+import { hostView } from './sandbox-mounts.js';
 import { isInside } from './scope.js';
 
 export type { LimitMechanism, LimitReport, LimitState, SandboxLimits } from './sandbox-limits.js';
@@ -55,7 +59,10 @@ export interface SandboxOptions {
   limits: SandboxLimits;
   /** keel's environment, from which the command's is filtered; defaults to `process.env`. */
   env?: NodeJS.ProcessEnv;
-  /** Folders inside the scope that stay read-only besides `.git` and keel's config (keel's own state). */
+  /**
+   * Paths inside the scope that stay read-only besides `.git` and keel's config. Those inside keel's state
+   * folders (KEEL_HOME, or the XDG config and state folders of `env`) are hidden from bwrap instead.
+   */
   protectedDirs?: string[];
   /** Docker image for `kind: 'docker'`. */
   image?: string;
@@ -93,6 +100,8 @@ export function sandboxEnv(
 /** Build the session's sandbox; throws SandboxError when `bwrap` or `docker` was asked for and cannot run. */
 export async function createSandbox(opts: SandboxOptions): Promise<Sandbox> {
   const source = opts.env ?? process.env;
+  const paths = keelPaths(source);
+  const stateDirs = [...new Set([paths.stateDir, dirname(paths.userConfig)].map((d) => resolve(d)))];
   const base = {
     root: resolve(opts.root),
     writable: opts.writable.map((w) => resolve(w)),
@@ -100,6 +109,7 @@ export async function createSandbox(opts: SandboxOptions): Promise<Sandbox> {
     limits: opts.limits,
     source,
     protectedDirs: (opts.protectedDirs ?? []).map((d) => resolve(d)),
+    stateDirs,
   };
   if (opts.kind === 'none') return new HostSandbox('none', base, 'sandbox = "none"');
   if (opts.kind === 'bwrap') {
@@ -146,6 +156,30 @@ interface BaseOptions {
   limits: SandboxLimits;
   source: NodeJS.ProcessEnv;
   protectedDirs: string[];
+  /** keel's own state folders: never shown to a bwrap command, wherever they are. */
+  stateDirs: string[];
+}
+
+// The private /tmp and /dev/shm live in memory charged to the command: half its memory limit, at most 1 GB,
+// so a full /tmp fails with ENOSPC before the memory limit kills the command
+function tmpBytes(limits: SandboxLimits): number {
+  return Math.max(1, Math.min(Math.floor(limits.memory_mb / 2), 1024)) * 1024 * 1024;
+}
+
+/** Run a command, then remove protected names it created at the top of the writable folders. */
+async function runSwept(
+  opts: Pick<BaseOptions, 'root' | 'writable'>,
+  run: () => Promise<ExecResult>,
+): Promise<ExecResult> {
+  const tops = [...new Set([opts.root, ...opts.writable])].filter((d) =>
+    opts.writable.some((w) => isInside(d, w)),
+  );
+  const before = snapshotProtected(tops);
+  const result = await run();
+  const removed = sweepProtected(before);
+  if (removed.length === 0) return result;
+  const shown = removed.map((p) => (isInside(p, opts.root) ? relative(opts.root, p) : p));
+  return { ...result, violations: shown };
 }
 
 function toArgv(command: string | string[]): string[] {
@@ -164,6 +198,8 @@ class HostSandbox implements Sandbox {
   private readonly hostLimits: HostLimits;
   private readonly env: Record<string, string>;
   private readonly runner: ((argv: string[], opts: SandboxRunOptions) => Promise<ExecResult>) | undefined;
+  private readonly opts: BaseOptions;
+  private toolchains: string[] = [];
   private closed = false;
 
   constructor(
@@ -175,19 +211,29 @@ class HostSandbox implements Sandbox {
     this.root = opts.root;
     this.writable = opts.writable;
     this.hostLimits = new HostLimits(opts.limits, opts.source.PATH);
+    this.opts = opts;
     const home = kind === 'bwrap' ? SANDBOX_HOME : opts.source.HOME;
     this.env = sandboxEnv(opts.source, home);
     if (kind === 'bwrap') this.env.TMPDIR = '/tmp';
     // unsandboxed commands reach the network whatever the config says
     this.network = kind === 'none' || opts.network;
     if (kind === 'bwrap' && bin) {
+      const inState = (p: string) => opts.stateDirs.some((d) => isInside(p, d));
+      const view = hostView(opts.source, opts.stateDirs, [opts.root, ...opts.writable]);
+      Object.assign(this.env, view.env);
       const layout = {
         root: opts.root,
         writable: opts.writable,
         network: opts.network,
         dropCaps: process.getuid?.() === 0,
+        host: view.mounts,
+        // keel's state files are hidden one by one too: KEEL_HOME may be the workspace itself
+        hidden: [...view.hidden, ...opts.protectedDirs.filter(inState)],
+        tmpBytes: tmpBytes(opts.limits),
       };
-      const bwrap = bwrapRunner(bin, layout, this.hostLimits, opts.protectedDirs);
+      this.toolchains = view.toolchains;
+      const readOnly = opts.protectedDirs.filter((p) => !inState(p));
+      const bwrap = bwrapRunner(bin, layout, this.hostLimits, readOnly);
       this.runner = (argv, run) => bwrap.run(argv, this.env, run.timeoutS, run.signal);
     }
   }
@@ -198,10 +244,14 @@ class HostSandbox implements Sandbox {
     if (this.kind === 'none') {
       return `none (${this.origin}): commands run unsandboxed in ${this.root} with full access to the files and network of this user; ${limits}; ${env}`;
     }
+    const cap = `${tmpBytes(this.opts.limits) / 1024 / 1024} MB`;
     return [
-      `bwrap (${this.origin}): host read-only; writable: ${this.writable.join(', ') || 'nothing'}`,
-      '(.git and keel config inside stay read-only); private /tmp and HOME',
-      `network ${this.network ? 'ON (sandbox_network = true)' : 'off (own network namespace)'}; own pid namespace`,
+      `bwrap (${this.origin}): only the system folders (/usr, /etc, /opt, ...) and the toolchains on PATH (${this.toolchains.join(', ') || 'none outside them'}) are visible, read-only`,
+      `workspace ${this.root} read-only; writable: ${this.writable.join(', ') || 'nothing'}`,
+      '(.git and keel config inside stay read-only; a .git, keel.toml or .keel a command creates at the top is removed)',
+      `hidden: home folders, /run and /var/run (host sockets), /srv, /mnt, /var, keel's state, /etc/shadow and other credentials`,
+      `private /tmp and /dev/shm (${cap} each) with HOME on /tmp`,
+      `network ${this.network ? 'ON (sandbox_network = true; abstract unix sockets of the host too)' : 'off (own network namespace)'}; own pid namespace`,
       `${limits}; ${env}`,
     ].join('; ');
   }
@@ -213,8 +263,9 @@ class HostSandbox implements Sandbox {
   async run(command: string | string[], opts: SandboxRunOptions): Promise<ExecResult> {
     if (this.closed) throw new Error('the sandbox is closed');
     const argv = toArgv(command);
-    if (this.runner) return this.runner(argv, opts);
-    return this.hostLimits.run(argv, { cwd: this.root, env: this.env, ...opts });
+    const runner = this.runner;
+    if (runner) return runSwept(this.opts, () => runner(argv, opts));
+    return runSwept(this.opts, () => this.hostLimits.run(argv, { cwd: this.root, env: this.env, ...opts }));
   }
 
   async close(): Promise<void> {
@@ -280,12 +331,14 @@ class DockerSandbox implements Sandbox {
   }
 
   run(command: string | string[], opts: SandboxRunOptions): Promise<ExecResult> {
-    return this.container.exec(toArgv(command), {
-      root: this.opts.root,
-      env: this.env,
-      maxOutputBytes: this.opts.limits.output_kb * 1024,
-      ...opts,
-    });
+    return runSwept(this.opts, () =>
+      this.container.exec(toArgv(command), {
+        root: this.opts.root,
+        env: this.env,
+        maxOutputBytes: this.opts.limits.output_kb * 1024,
+        ...opts,
+      }),
+    );
   }
 
   close(): Promise<void> {

@@ -2,6 +2,7 @@
 import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Access } from '../tools/types.js';
+import { protectedKind } from './protected-names.js';
 
 /** A path the session may not touch; its message goes back to the model. */
 export class ScopeError extends Error {
@@ -103,12 +104,16 @@ export class Scope {
 
   private protectedReason(canonical: string): string | undefined {
     for (const dir of this.protectedDirs) if (isInside(canonical, dir)) return "keel's own state";
-    const rel = relative(this.root, canonical);
-    // compare case-insensitively: on a case-insensitive mount `.GIT/config` is `.git/config`
-    const parts = rel.split(sep).map((p) => p.toLowerCase());
-    if (parts.includes('.git')) return 'git internals (.git/)';
-    if (parts[0] === '.keel') return "keel's project config (.keel/)";
-    if (parts.length === 1 && parts[0] === 'keel.toml') return "keel's project config (keel.toml)";
+    // every spelling a filesystem may fold into `.git` (case, trailing dots, 8.3, NTFS streams), at any depth
+    const parts = relative(this.root, canonical).split(sep);
+    if (parts.some((p) => protectedKind(p) === 'git')) return 'git internals (.git/)';
+    // keel reads its project config from the folder it starts in: the workspace, or a writable folder
+    // someone may start keel in later; deeper copies (fixtures, examples) are ordinary files
+    for (const top of [this.root, ...this.writable]) {
+      if (!isInside(canonical, top) || canonical === top) continue;
+      const first = relative(top, canonical).split(sep)[0] ?? '';
+      if (protectedKind(first) === 'keel') return "keel's project config (keel.toml, .keel/)";
+    }
     return undefined;
   }
 }

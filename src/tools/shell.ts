@@ -24,7 +24,13 @@ export const shellTool: Tool<typeof schema> = {
     if (args.command.trim() === '') throw new ToolError('command is empty');
     const timeoutS = Math.min(Math.max(args.timeout_s ?? DEFAULT_TIMEOUT_S, 1), MAX_TIMEOUT_S);
     const result = await ctx.exec(args.command, { timeoutS, signal: ctx.signal });
-    return { output: formatResult(result, timeoutS), isError: result.exitCode !== 0 || result.timedOut };
+    // part of the command's work was undone: the model must not take it for a success
+    const undone = (result.violations?.length ?? 0) > 0;
+    return {
+      output: formatResult(result, timeoutS),
+      isError: result.exitCode !== 0 || result.timedOut || undone,
+      ...(undone ? { violations: result.violations } : {}),
+    };
   },
 };
 
@@ -39,11 +45,15 @@ export function formatResult(result: ExecResult, timeoutS: number): string {
     { name: 'stdout', text: result.stdout },
     { name: 'stderr', text: result.stderr },
   ].filter((s) => s.text.trim() !== '');
-  if (streams.length === 0) return `${status} (no output)`;
+  // said first, so no truncation can hide that part of the command's work was undone
+  const removed = result.violations?.length
+    ? `\nkeel removed what this command created at protected names (a command may not create .git, keel.toml or .keel): ${result.violations.join(', ')}`
+    : '';
+  if (streams.length === 0) return `${status} (no output)${removed}`;
   // both streams share the budget, so a chatty stdout cannot push the error off the page
   const maxBytes = Math.floor(LIMITS.bytes / streams.length);
   const maxLines = Math.floor(LIMITS.lines / streams.length);
-  const parts = [status];
+  const parts = [`${status}${removed}`];
   for (const { name, text } of streams) {
     const body = truncateMiddle(text.replace(/\n$/, ''), { maxBytes, maxLines });
     // a lone stdout needs no label; labels only disambiguate when both are present

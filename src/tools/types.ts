@@ -35,6 +35,8 @@ export interface ExecResult {
   stderr: string;
   timedOut: boolean;
   truncated: boolean;
+  /** Protected names (`.git`, `keel.toml`, `.keel`) the command created and keel removed again. */
+  violations?: string[];
 }
 
 export interface ToolResult {
@@ -44,6 +46,8 @@ export interface ToolResult {
   filesChanged?: string[];
   /** Lines added + removed, for the diff budget. */
   diffLines?: number;
+  /** Protected names the call created and keel removed again; the loop records them as a violation. */
+  violations?: string[];
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {

@@ -57,6 +57,40 @@ describe('scope', () => {
     expect(scope.resolve('.git/config', 'read')).toBe(join(root, '.git/config'));
   });
 
+  it('protects every spelling of .git at any depth, and of keel config at the root and each writable top', () => {
+    const { root } = workspace();
+    mkdirSync(join(root, 'src/fixtures'), { recursive: true });
+    const scope = new Scope({ root, writable: ['.', 'src'] });
+    for (const path of [
+      '.git./config',
+      '.git ./config',
+      '.GIT~1/config',
+      'git~1/HEAD',
+      '.git::$INDEX_ALLOCATION/config',
+      '.g\u200cit/config',
+      'sub/.Git. . /hooks/pre-commit',
+    ])
+      expect(() => scope.resolve(path, 'write'), path).toThrow(/git internals/);
+    for (const path of [
+      'keel.toml.',
+      'KEEL.TOML ',
+      'keel.toml::$DATA',
+      'KEEL~1.TOM',
+      '.KEEL./x',
+      'src/keel.toml',
+    ])
+      expect(() => scope.resolve(path, 'write'), path).toThrow(/project config/);
+    // ordinary names that only look alike, and config deeper than a writable top (fixtures) are files
+    for (const path of [
+      '.gitignore',
+      'git',
+      '.github/workflows/ci.yml',
+      'keel.tomlx',
+      'src/fixtures/keel.toml',
+    ])
+      expect(scope.resolve(path, 'write')).toBe(join(root, path));
+  });
+
   it('narrows writes to the configured scope', () => {
     const { root } = workspace();
     mkdirSync(join(root, 'docs'));

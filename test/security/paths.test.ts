@@ -87,6 +87,25 @@ describe('path attacks', () => {
     }
   });
 
+  it('names a filesystem may fold into .git or keel config are denied (finding 10)', async () => {
+    const { root, gate } = setup();
+    for (const path of [
+      '.git./config',
+      '.GIT~1/config',
+      '.git::$INDEX_ALLOCATION/config',
+      'keel.toml.',
+      'KEEL~1.TOM',
+      'keel.toml::$DATA',
+      '.keel ./config.toml',
+    ]) {
+      expect(await gate(writeFileTool, { path, content: '[core]\n' }), path).toMatchObject({
+        kind: 'deny',
+        deny: 'scope',
+      });
+      expect(existsSync(join(root, path)), path).toBe(false);
+    }
+  });
+
   it('unicode lookalikes are ordinary names that stay inside the workspace', async () => {
     const { root, ctx, gate } = setup();
     // fullwidth full stops and a one-dot leader are not "..": they name files inside the workspace

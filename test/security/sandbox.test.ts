@@ -18,7 +18,7 @@ import {
 import { bwrapArgs, protectedPaths } from '../../src/policy/sandbox-bwrap.js';
 import { dockerExecArgs, dockerKillArgs, dockerRunArgs } from '../../src/policy/sandbox-docker.js';
 import { findProgram } from '../../src/policy/sandbox-limits.js';
-import { git, gitRepo, tempDir } from '../helpers/tmp.js';
+import { git, gitRepo, tempDir, writeFiles } from '../helpers/tmp.js';
 
 const BWRAP = findProgram('bwrap', process.env.PATH);
 const LIMITS: SandboxLimits = { cpu_s: 60, memory_mb: 1024, processes: 128, file_size_mb: 64, output_kb: 64 };
@@ -90,7 +90,8 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
 
   it('refuses writes outside the scope, visible or not', async () => {
     const sibling = tempDir('keel-sibling-');
-    // /var/tmp is visible inside (read-only host), a sibling under /tmp is hidden by the private /tmp
+    // /var does not exist inside (only system folders are bound), a sibling under /tmp is hidden by the
+    // private /tmp, and /usr is visible but read-only
     const visible = mkdtempSync('/var/tmp/keel-outside-');
     try {
       const result = await run(box, `echo x > ${sibling}/f; echo y > ${visible}/f; echo z > /usr/keel-f`);
@@ -263,6 +264,28 @@ describe.skipIf(!BWRAP)('bwrap sandbox', () => {
   });
 });
 
+describe('protected names a command creates', () => {
+  const kinds: Array<'none' | 'bwrap'> = BWRAP ? ['none', 'bwrap'] : ['none'];
+  it.each(kinds)('are removed after the command in %s, while ones that existed before stay', async (kind) => {
+    const root = gitRepo({ 'keel.toml': 'model = "m"\n' });
+    const scratch = tempDir('keel-scratch-');
+    const box = await sandbox(root, { kind, writable: [root, scratch] });
+    const result = await run(
+      box,
+      `mkdir .GIT && echo x > .keel && echo y > '${scratch}/keel.toml' && mkdir -p deep/.keel && echo made`,
+    );
+    expect(result.stdout).toContain('made');
+    expect(result.violations?.sort()).toEqual(['.GIT', '.keel', join(scratch, 'keel.toml')].sort());
+    expect(existsSync(join(root, '.GIT'))).toBe(false);
+    expect(existsSync(join(root, '.keel'))).toBe(false);
+    expect(existsSync(join(scratch, 'keel.toml'))).toBe(false);
+    // what was there before, and what lies deeper than the top of a writable folder, is not the sweep's
+    expect(readFileSync(join(root, 'keel.toml'), 'utf8')).toBe('model = "m"\n');
+    expect(existsSync(join(root, 'deep/.keel'))).toBe(true);
+    expect((await run(box, 'true')).violations).toBeUndefined();
+  });
+});
+
 describe('sandbox selection fails closed', () => {
   const root = tempDir();
   const base = { root, writable: [root], network: false, limits: LIMITS };
@@ -306,8 +329,9 @@ describe('sandbox selection fails closed', () => {
 
 describe('argv builders', () => {
   it('binds the scope, then re-binds protected paths read-only on top', () => {
+    const none = { host: [], hidden: [], tmpBytes: 1024 };
     const args = bwrapArgs(
-      { root: '/w', writable: ['/'], readOnly: ['/w/.git'], network: false, dropCaps: true },
+      { root: '/w', writable: ['/'], readOnly: ['/w/.git'], network: false, dropCaps: true, ...none },
       ['/bin/sh', '-c', 'true'],
     );
     expect(args.slice(0, 5)).toEqual([
@@ -321,14 +345,47 @@ describe('argv builders', () => {
     const bind = args.indexOf('--bind');
     const gitRo = args.lastIndexOf('--ro-bind');
     expect(args.slice(gitRo, gitRo + 3)).toEqual(['--ro-bind', '/w/.git', '/w/.git']);
-    expect(bind).toBeGreaterThan(args.indexOf('--tmpfs'));
+    // a scope at / is bound first, so the private /tmp lands on top of it
+    expect(bind).toBeLessThan(args.indexOf('--tmpfs'));
     expect(gitRo).toBeGreaterThan(bind);
     expect(args.slice(-6)).toEqual(['--chdir', '/w', '--', '/bin/sh', '-c', 'true']);
-    const net = bwrapArgs({ root: '/w', writable: [], readOnly: [], network: true, dropCaps: false }, [
-      'true',
-    ]);
+    const net = bwrapArgs(
+      { root: '/w', writable: [], readOnly: [], network: true, dropCaps: false, ...none },
+      ['true'],
+    );
     expect(net.slice(0, 2)).toEqual(['--unshare-all', '--share-net']);
     expect(net).not.toContain('--cap-drop');
+    // an empty root: only what is bound exists, and the root itself is read-only
+    expect(net.join(' ')).not.toContain('--ro-bind / /');
+    expect(net.slice(net.indexOf('--remount-ro'), net.indexOf('--remount-ro') + 2)).toEqual([
+      '--remount-ro',
+      '/',
+    ]);
+  });
+
+  it('orders mounts outer first, so the workspace inside a hidden KEEL_HOME still shows', () => {
+    const state = tempDir('keel-state-');
+    const tree = join(state, 'worktrees', 'run-1');
+    writeFiles(tree, { 'a.txt': 'a' });
+    writeFiles(state, { 'keel.db': 'db' });
+    const args = bwrapArgs(
+      {
+        root: tree,
+        writable: [tree],
+        readOnly: [],
+        network: false,
+        dropCaps: false,
+        host: [{ kind: 'ro-bind', path: state, layer: 0 }],
+        hidden: [state],
+        tmpBytes: 1024,
+      },
+      ['true'],
+    );
+    const hide = args.findIndex((a, i) => a === '--tmpfs' && args[i + 1] === state);
+    const bindTree = args.findIndex((a, i) => a === '--bind' && args[i + 1] === tree);
+    expect(hide).toBeGreaterThan(0);
+    expect(bindTree).toBeGreaterThan(hide);
+    expect(args).toContain('--remount-ro');
   });
 
   it('finds .git, keel config and extra protected folders that exist', () => {
