@@ -1,9 +1,17 @@
 /** edit_file: exact string replacement in one file, refusing ambiguous or no-op edits with a hint. */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { isBinaryFile } from './binary.js';
+import { hasBinaryExtension } from './binary.js';
 import { countDiffLines, writeAtomic } from './file-change.js';
 import { statExisting, workspacePath } from './files.js';
+import {
+  decodeFile,
+  EncodingError,
+  encodeText,
+  encodingLabel,
+  type TextEncoding,
+  unrepresentable,
+} from './text-encoding.js';
 import { type Tool, ToolError } from './types.js';
 
 const schema = z.object({
@@ -31,14 +39,21 @@ export const editFileTool: Tool<typeof schema> = {
     const abs = ctx.resolve(args.path, 'write');
     const info = await statExisting(abs, args.path, 'use write_file to create it');
     if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
-    if (await isBinaryFile(abs))
+    if (hasBinaryExtension(abs))
       throw new ToolError(`${args.path} is a binary file; edit_file only edits text`);
 
-    const before = await readFile(abs, 'utf8');
+    // edited in the file's own encoding, so every byte outside the replaced text stays as it was
+    const decoded = decodeFile(await readFile(abs));
+    if ('binary' in decoded) {
+      throw new ToolError(`${args.path} is a binary file (${decoded.binary}); edit_file only edits text`);
+    }
+    const { encoding, text: before } = decoded;
+    const label = encodingLabel(encoding);
     const { oldText, newText, count } = matchLineEndings(before, args.old_string, args.new_string);
     if (count === 0) {
+      const read = encoding === 'utf-8' ? '' : ` (read as ${label})`;
       throw new ToolError(
-        `old_string not found in ${args.path}. Re-read the file with read_file and copy the exact text, including indentation`,
+        `old_string not found in ${args.path}${read}. Re-read the file with read_file and copy the exact text, including indentation`,
       );
     }
     if (count > 1 && !args.replace_all) {
@@ -46,11 +61,17 @@ export const editFileTool: Tool<typeof schema> = {
         `old_string matches ${count} places in ${args.path}; include more surrounding lines to make it unique, or set replace_all=true`,
       );
     }
+    const bad = unrepresentable(newText, encoding);
+    if (bad) {
+      throw new ToolError(
+        `new_string has ${bad}, which ${args.path} cannot hold: it is ${label}, and edit_file keeps a file's encoding so no other byte changes. Leave the character out or write it as an escape the file's language understands`,
+      );
+    }
     // split/join and slicing, not String.replace: `$&` and friends in new_string must stay literal
     const after = args.replace_all
       ? before.split(oldText).join(newText)
       : spliceFirst(before, oldText, newText);
-    await writeAtomic(abs, after, info.mode & 0o7777);
+    await writeAtomic(abs, encodeEdit(after, encoding, args.path), info.mode & 0o7777);
 
     const shown = workspacePath(ctx.cwd, abs);
     const diff = countDiffLines(before, after);
@@ -62,6 +83,19 @@ export const editFileTool: Tool<typeof schema> = {
     };
   },
 };
+
+/** The edited text in the file's encoding; an edit that would split a character is refused. */
+function encodeEdit(text: string, encoding: TextEncoding, shown: string): Buffer {
+  try {
+    return encodeText(text, encoding);
+  } catch (err) {
+    if (!(err instanceof EncodingError)) throw err;
+    // only reachable when old_string cut a surrogate pair in half
+    throw new ToolError(
+      `the edit would split a character in ${shown} (${err.message}); include the whole character`,
+    );
+  }
+}
 
 /**
  * Models write `\n`; a CRLF file would then never match. Try the strings converted to the file's

@@ -5,14 +5,15 @@ import { basename, dirname, join } from 'node:path';
 
 /**
  * Replace `path` with `content` atomically: write a temp file in the same folder, flush it, rename it
- * over the target, so a crash or a concurrent reader never sees half a file.
+ * over the target, so a crash or a concurrent reader never sees half a file. A string is written as
+ * UTF-8; callers that keep a file's own encoding pass the encoded bytes.
  */
-export async function writeAtomic(path: string, content: string, mode = 0o644): Promise<void> {
+export async function writeAtomic(path: string, content: string | Uint8Array, mode = 0o644): Promise<void> {
   const temp = join(dirname(path), `.${basename(path)}.keel-${randomBytes(4).toString('hex')}.tmp`);
   try {
     const handle = await open(temp, 'wx', mode);
     try {
-      await handle.writeFile(content, 'utf8');
+      await (typeof content === 'string' ? handle.writeFile(content, 'utf8') : handle.writeFile(content));
       // the temp file gets `mode` minus the umask at creation; chmod makes an existing file keep its bits
       await handle.chmod(mode);
       await handle.sync();
@@ -34,6 +35,8 @@ export interface LineDiff {
 /**
  * Count lines added and removed between two texts: common head and tail are trimmed, then the middle
  * is compared as multisets. Cheap and exact for ordinary edits; a moved line counts as unchanged.
+ * Both texts must be decoded the same way (the file's own encoding, BOM left out), or untouched lines
+ * would count as changed.
  */
 export function countDiffLines(before: string, after: string): LineDiff {
   if (before === after) return { added: 0, removed: 0 };

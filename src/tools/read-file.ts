@@ -1,8 +1,17 @@
 /** read_file: a window of a text file's lines, numbered, streamed so a huge file is never loaded whole. */
 import { createReadStream } from 'node:fs';
 import { z } from 'zod';
-import { isBinaryFile } from './binary.js';
+import { hasBinaryExtension } from './binary.js';
 import { statExisting } from './files.js';
+import {
+  binaryReason,
+  bomBytes,
+  detectEncoding,
+  encodingLabel,
+  isUtf16,
+  readHead,
+  type TextEncoding,
+} from './text-encoding.js';
 import { clipLine, formatBytes, LIMITS, LineWindow, truncationMarker } from './truncate.js';
 import { type Tool, ToolError } from './types.js';
 
@@ -29,12 +38,16 @@ export const readFileTool: Tool<typeof schema> = {
     if (info.isDirectory())
       throw new ToolError(`${args.path} is a directory; use list_dir to see its contents`);
     if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
-    if (await isBinaryFile(abs)) {
-      throw new ToolError(
-        `${args.path} is a binary file (${formatBytes(info.size)}); read_file only shows text`,
-      );
-    }
+    const binary = () =>
+      new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only shows text`);
+    if (hasBinaryExtension(abs)) throw binary();
     if (info.size === 0) return { output: `(${args.path} is empty)` };
+    // the same detection edit_file uses, from the head only so a huge file is never read whole
+    const head = await readHead(abs, COUNT_ALL_BYTES);
+    const encoding = detectEncoding(head.bytes, head.complete);
+    if (binaryReason(head.bytes, encoding)) throw binary();
+    // one short line so the model knows what it sees, and that its edits keep the encoding
+    const note = encoding === 'utf-8' ? '' : `[encoding: ${encodingLabel(encoding)}; edits keep it]\n`;
 
     const offset = Math.floor(args.offset ?? 1);
     const window = new LineWindow({
@@ -43,7 +56,7 @@ export const readFileTool: Tool<typeof schema> = {
     const countAll = info.size <= COUNT_ALL_BYTES;
     let lineNo = 0;
     let more = false;
-    for await (const line of readLines(abs, ctx.signal)) {
+    for await (const line of readLines(abs, encoding, ctx.signal)) {
       lineNo++;
       if (lineNo < offset || more) continue;
       if (window.add(`${String(lineNo).padStart(5)}\t${line}`)) continue;
@@ -51,16 +64,17 @@ export const readFileTool: Tool<typeof schema> = {
       if (!countAll) break;
     }
 
+    if (lineNo === 0) return { output: `${note}(${args.path} is empty)` };
     if (window.lines.length === 0) {
       throw new ToolError(`offset ${offset} is past the end of ${args.path} (${lineNo} lines)`);
     }
-    if (!more) return { output: window.lines.join('\n') };
+    if (!more) return { output: `${note}${window.lines.join('\n')}` };
     const last = offset + window.lines.length - 1;
     const shown = countAll
       ? `showing lines ${offset}-${last} of ${lineNo}`
       : `showing lines ${offset}-${last}, file continues`;
     const marker = truncationMarker(shown, `use offset=${last + 1} to continue`, window.limitText());
-    return { output: `${window.lines.join('\n')}\n${marker}` };
+    return { output: `${note}${window.lines.join('\n')}\n${marker}` };
   },
 };
 
@@ -68,7 +82,7 @@ export const readFileTool: Tool<typeof schema> = {
  * Yield a file's lines without its line breaks. Unlike readline, a line longer than the display cap
  * is not buffered whole, so a 50 MB single-line file costs a few KB of memory.
  */
-async function* readLines(path: string, signal: AbortSignal): AsyncGenerator<string> {
+async function* readLines(path: string, encoding: TextEncoding, signal: AbortSignal): AsyncGenerator<string> {
   // up to 4 bytes per char, so the kept bytes always cover the displayed chars
   const maxLineBytes = LIMITS.lineChars * 4;
   let parts: Buffer[] = [];
@@ -83,7 +97,7 @@ async function* readLines(path: string, signal: AbortSignal): AsyncGenerator<str
     kept += part.length;
   };
   const finish = (): string => {
-    let text = Buffer.concat(parts).toString('utf8');
+    let text = Buffer.concat(parts).toString(encoding === 'latin1' ? 'latin1' : 'utf8');
     if (text.endsWith('\r')) text = text.slice(0, -1);
     const line = clipLine(text, LIMITS.lineChars, dropped);
     parts = [];
@@ -91,8 +105,7 @@ async function* readLines(path: string, signal: AbortSignal): AsyncGenerator<str
     dropped = false;
     return line;
   };
-  const stream = createReadStream(path, { signal, highWaterMark: 64 * 1024 });
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
+  for await (const chunk of byteChunks(path, encoding, signal)) {
     let start = 0;
     while (start < chunk.length) {
       const nl = chunk.indexOf(10, start);
@@ -106,4 +119,32 @@ async function* readLines(path: string, signal: AbortSignal): AsyncGenerator<str
     }
   }
   if (kept > 0 || dropped) yield finish();
+}
+
+/**
+ * The file's bytes after its BOM, in chunks. UTF-16 is transcoded to UTF-8 on the way, so the line
+ * splitter only ever looks for a single newline byte.
+ */
+async function* byteChunks(
+  path: string,
+  encoding: TextEncoding,
+  signal: AbortSignal,
+): AsyncGenerator<Buffer> {
+  const stream = createReadStream(path, {
+    signal,
+    highWaterMark: 64 * 1024,
+    start: bomBytes(encoding).length,
+  });
+  if (!isUtf16(encoding)) {
+    yield* stream as AsyncIterable<Buffer>;
+    return;
+  }
+  // ignoreBOM: the BOM is already skipped, so a U+FEFF after it is text
+  const decoder = new TextDecoder(encoding, { ignoreBOM: true });
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    const text = decoder.decode(chunk, { stream: true });
+    if (text) yield Buffer.from(text, 'utf8');
+  }
+  const tail = decoder.decode();
+  if (tail) yield Buffer.from(tail, 'utf8');
 }

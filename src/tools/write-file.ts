@@ -1,18 +1,40 @@
-/** write_file: create or overwrite a whole file atomically, creating its parent folders. */
+/**
+ * write_file: create or overwrite a whole file atomically, creating its parent folders. An existing
+ * file keeps its encoding and BOM (UTF-16, Latin-1, ...); content that encoding cannot hold is refused.
+ */
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { hasBinaryExtension } from './binary.js';
 import { countDiffLines, writeAtomic } from './file-change.js';
 import { workspacePath } from './files.js';
+import {
+  binaryReason,
+  decodeFile,
+  detectEncoding,
+  encodeText,
+  encodingLabel,
+  readHead,
+  type TextEncoding,
+  unrepresentable,
+} from './text-encoding.js';
 import { type Tool, ToolError } from './types.js';
 
 const MAX_DIFF_BYTES = 5 * 1024 * 1024;
+// A file too big to diff still gets its encoding from its head
+const SNIFF_BYTES = 64 * 1024;
 
 const schema = z.object({
   path: z.string(),
   content: z.string(),
 });
+
+/** What the existing file holds: its encoding, and its bytes and text when small enough to compare. */
+interface Existing {
+  encoding: TextEncoding;
+  bytes?: Buffer;
+  text: string;
+}
 
 /** The write_file tool. */
 export const writeFileTool: Tool<typeof schema> = {
@@ -25,31 +47,64 @@ export const writeFileTool: Tool<typeof schema> = {
   async execute(args, ctx) {
     // resolve checks the whole parent chain, including folders that do not exist yet
     const abs = ctx.resolve(args.path, 'write');
-    const existing = await stat(abs).catch((err: NodeJS.ErrnoException) => {
+    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return null;
       throw err;
     });
-    if (existing && !existing.isFile()) throw new ToolError(`${args.path} exists and is not a regular file`);
-    // the old text is only needed for the diff count; a huge or binary file counts as all-new
-    const comparable = existing && existing.size <= MAX_DIFF_BYTES && !hasBinaryExtension(abs);
-    const before = comparable ? await readFile(abs, 'utf8') : '';
+    if (info && !info.isFile()) throw new ToolError(`${args.path} exists and is not a regular file`);
+    const existing = info ? await inspect(abs, info.size) : { encoding: 'utf-8' as const, text: '' };
+    const { encoding } = existing;
+    const label = encodingLabel(encoding);
+    // read_file never shows a BOM; one the model copies anyway must not be doubled
+    const content =
+      encoding !== 'utf-8' && encoding !== 'latin1' && args.content.startsWith('\uFEFF')
+        ? args.content.slice(1)
+        : args.content;
+    const bad = unrepresentable(content, encoding);
+    if (bad) {
+      const why = info
+        ? `${args.path} is ${label} and write_file keeps an existing file's encoding`
+        : 'UTF-8 cannot store it';
+      throw new ToolError(
+        `content has ${bad}, which cannot be written: ${why}. Leave the character out or write it as an escape the file's language understands`,
+      );
+    }
+    const bytes = encodeText(content, encoding);
     const shown = workspacePath(ctx.cwd, abs);
-    if (existing && comparable && before === args.content) {
+    if (existing.bytes?.equals(bytes)) {
       return { output: `${shown} already has this content; nothing written` };
     }
 
     await mkdir(dirname(abs), { recursive: true });
-    await writeAtomic(abs, args.content, existing ? existing.mode & 0o7777 : undefined);
+    await writeAtomic(abs, bytes, info ? info.mode & 0o7777 : undefined);
 
-    const diff = countDiffLines(before, args.content);
+    const diff = countDiffLines(existing.text, content);
     const diffLines = diff.added + diff.removed;
-    if (!existing) {
+    if (!info) {
       return { output: `Created ${shown} (${diff.added} lines)`, filesChanged: [shown], diffLines };
     }
+    const kept = encoding === 'utf-8' ? '' : `; kept its encoding, ${label}`;
     return {
-      output: `Overwrote ${shown} (+${diff.added} -${diff.removed} lines)`,
+      output: `Overwrote ${shown} (+${diff.added} -${diff.removed} lines${kept})`,
       filesChanged: [shown],
       diffLines,
     };
   },
 };
+
+/**
+ * The existing file's encoding and, for the diff count, its text. A binary file is replaced by the
+ * content as UTF-8 and counts as all-new; so does a huge one, whose encoding comes from its head.
+ */
+async function inspect(abs: string, size: number): Promise<Existing> {
+  if (hasBinaryExtension(abs)) return { encoding: 'utf-8', text: '' };
+  if (size <= MAX_DIFF_BYTES) {
+    const bytes = await readFile(abs);
+    const decoded = decodeFile(bytes);
+    if ('binary' in decoded) return { encoding: 'utf-8', bytes, text: '' };
+    return { encoding: decoded.encoding, bytes, text: decoded.text };
+  }
+  const head = await readHead(abs, SNIFF_BYTES);
+  const encoding = detectEncoding(head.bytes, head.complete);
+  return { encoding: binaryReason(head.bytes, encoding) ? 'utf-8' : encoding, text: '' };
+}
