@@ -145,6 +145,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     cwd: scope.root,
     scope: scope.writable.map((p) => scope.display(p)),
     instructions: instructions.files,
+    ...(instructions.skipped.length ? { instructions_skipped: instructions.skipped } : {}),
     tools: offered,
   });
   const hookBase = { session_id: opts.sessionId, cwd: scope.root, mode: opts.mode };
@@ -359,8 +360,9 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       });
       const yes = opts.confirm ? await opts.confirm(`${call.name}: ${decision.question}`) : false;
       const who = opts.confirm ? 'the user declined' : 'no one to ask in an unattended session';
+      // a yes resumes the chain where the hook stopped it: the same paths (safety net) and sandbox
       decision = yes
-        ? { kind: 'allow', paths: [], sandboxed: opts.sandboxExec !== undefined }
+        ? decision.ifConfirmed
         : { kind: 'deny', deny: 'hook', reason: `${decision.question} (${who})` };
     }
     if (decision.kind === 'deny') {
@@ -413,12 +415,14 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     let isError = false;
     let changed: string[] = [];
     let lines = 0;
+    let violations: string[] = [];
     try {
       const res = await tool.execute(parsed.args, ctx);
       output = res.output;
       isError = res.isError ?? false;
       changed = res.filesChanged ?? [];
       lines = res.diffLines ?? 0;
+      violations = res.violations ?? [];
     } catch (err) {
       if (run.signal.aborted) throw run.signal.reason;
       if (!(err instanceof ToolError || err instanceof ScopeError || isFsError(err))) throw err;
@@ -471,6 +475,11 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       diff_lines: lines,
       duration_ms: Date.now() - t0,
     });
+    if (violations.length) {
+      record({ type: 'violation', call_id: call.id, tool: call.name, removed: violations });
+      if (config.stop_on_violation)
+        throw new Stop('SCOPE_VIOLATION', `${call.name} created protected names: ${violations.join(', ')}`);
+    }
     throwIfAborted();
     return output;
   }

@@ -1,26 +1,42 @@
 /** `keel trust`, `keel trust diff`, `keel trust check`: review and accept what a project config may do. */
 import { relative } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { projectConfigPath, type Raw, readTomlFile } from '../config/load.js';
+import { ConfigError, projectConfigPath, type Raw, readTomlFile } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import { gatedKeys, permissionChanges, trustFile, trustState } from '../config/trust.js';
-import { gitTry } from '../policy/git.js';
+import { findRepo, gitTry } from '../policy/git.js';
 import { EXIT } from './exit-codes.js';
+import { inertLine } from './inert.js';
 import { workspace } from './options.js';
 import { dim, red } from './render.js';
 
 function noProjectConfig(cwd: string, json?: boolean): number {
   const message = `no project config in ${cwd} (looked for keel.toml and .keel/config.toml)`;
   if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
-  else process.stderr.write(`${red('keel:')} ${message}\n`);
+  else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
   return EXIT.usage;
+}
+
+/** The project config file, or the exit code after saying why there is none (or two). */
+function findProjectConfig(cwd: string, json?: boolean): string | number {
+  try {
+    return projectConfigPath(cwd) ?? noProjectConfig(cwd, json);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (json)
+      process.stdout.write(
+        `${JSON.stringify({ code: 'CONFIG_ERROR', exit_code: EXIT.usage, error: err.message })}\n`,
+      );
+    else process.stderr.write(`${red('keel:')} ${inertLine(err.message)}\n`);
+    return EXIT.usage;
+  }
 }
 
 /** Trust the workspace's project config as it is now. */
 export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise<number> {
   const cwd = workspace(flags);
-  const file = projectConfigPath(cwd);
-  if (!file) return noProjectConfig(cwd, flags.json);
+  const file = findProjectConfig(cwd, flags.json);
+  if (typeof file === 'number') return file;
   const values = readTomlFile(file);
   const grants = gatedKeys(values, cwd);
   const hash = trustFile(file, keelPaths().trustFile);
@@ -36,8 +52,12 @@ export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise
   return EXIT.ok;
 }
 
+/** The file at a revision, through the hardened runner in the workspace's repository (none: undefined). */
 function gitShow(cwd: string, rev: string, path: string): string | undefined {
-  return gitTry(cwd, ['show', `${rev}:${path}`]);
+  const repo = findRepo(cwd);
+  if (!repo) return undefined;
+  // `./` makes the path relative to cwd, which may be a subfolder of the repository
+  return gitTry(cwd, ['show', '--end-of-options', `${rev}:./${path}`]);
 }
 
 /** Permission changes of the project config against a git revision; `check` exits 1 on any expansion. */
@@ -47,8 +67,8 @@ export async function runTrustDiff(
 ): Promise<number> {
   const cwd = workspace(flags);
   const base = flags.base ?? 'HEAD';
-  const file = projectConfigPath(cwd);
-  if (!file) return noProjectConfig(cwd, flags.json);
+  const file = findProjectConfig(cwd, flags.json);
+  if (typeof file === 'number') return file;
   const rel = relative(cwd, file);
   const before = gitShow(cwd, base, rel);
   let beforeValues: Raw;
@@ -56,11 +76,11 @@ export async function runTrustDiff(
     beforeValues = before === undefined ? {} : (parseToml(before) as Raw);
   } catch (err) {
     process.stderr.write(
-      `${red('keel:')} ${rel} at ${base} is not valid TOML: ${(err as Error).message.split('\n')[0]}\n`,
+      `${red('keel:')} ${inertLine(rel)} at ${inertLine(base)} is not valid TOML: ${inertLine((err as Error).message.split('\n')[0] ?? '')}\n`,
     );
     return EXIT.usage;
   }
-  const changes = permissionChanges(beforeValues, readTomlFile(file));
+  const changes = permissionChanges(beforeValues, readTomlFile(file), cwd);
   const expansions = changes.filter((c) => c.kind === 'expansion');
   const state = trustState(file, keelPaths().trustFile);
   if (flags.json) {
@@ -68,7 +88,9 @@ export async function runTrustDiff(
   } else {
     if (!changes.length) process.stdout.write(`no permission changes in ${rel} since ${base}\n`);
     for (const c of changes)
-      process.stdout.write(`${c.kind === 'expansion' ? red('+ expands') : '- narrows'}  ${c.detail}\n`);
+      process.stdout.write(
+        `${c.kind === 'expansion' ? red('+ expands') : '- narrows'}  ${inertLine(c.detail)}\n`,
+      );
     if (before === undefined)
       process.stdout.write(dim(`(${rel} does not exist at ${base}; compared against no config)\n`));
   }

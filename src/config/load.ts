@@ -1,8 +1,9 @@
 /** Layered config loading: defaults < user file < project file < KEEL_* env < flags, validated with zod. */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { z } from 'zod';
+import { defaultValues, mergeValues } from './narrowing.js';
 import { keelPaths } from './paths.js';
 import { type Config, configSchema } from './schema.js';
 import { trustState, withoutGatedKeys } from './trust.js';
@@ -47,12 +48,20 @@ const ENV_KEYS: Record<string, string> = {
   KEEL_TEST_COMMAND: 'test_command',
 };
 
-/** The project config file for a workspace: ./keel.toml, else ./.keel/config.toml. */
+/** Whether anything, even a dangling link, has this name: a file that is there but unreadable must not be skipped. */
+function present(path: string): boolean {
+  return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+}
+
+/** The project config file for a workspace: ./keel.toml or ./.keel/config.toml; both at once is a ConfigError. */
 export function projectConfigPath(cwd: string): string | undefined {
-  for (const candidate of [join(cwd, 'keel.toml'), join(cwd, '.keel', 'config.toml')]) {
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
+  const found = [join(cwd, 'keel.toml'), join(cwd, '.keel', 'config.toml')].filter(present);
+  // one would silently shadow the other (and the hooks the user trusted in it)
+  if (found.length > 1)
+    throw new ConfigError(
+      `two project config files: ${found.join(' and ')}; keep one (keel reads either, never both)`,
+    );
+  return found[0];
 }
 
 /** Read and parse one TOML file into a raw layer, or throw a ConfigError that names it. */
@@ -147,14 +156,17 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const env = opts.env ?? process.env;
   const layers: Layer[] = [];
   const userFile = keelPaths(env).userConfig;
-  if (existsSync(userFile)) layers.push({ source: userFile, kind: 'user', values: readTomlFile(userFile) });
+  const userValues = existsSync(userFile) ? readTomlFile(userFile) : undefined;
+  if (userValues) layers.push({ source: userFile, kind: 'user', values: userValues });
   const projectFile = projectConfigPath(opts.cwd);
   const warnings: string[] = [];
   if (projectFile) {
     const raw = readTomlFile(projectFile);
     const state = trustState(projectFile, keelPaths(env).trustFile);
+    // an untrusted project may narrow what the user's own config allows, never widen it
+    const base = mergeValues(defaultValues(), userValues ?? {});
     const { values, dropped } =
-      state === 'trusted' ? { values: raw, dropped: [] } : withoutGatedKeys(raw, opts.cwd);
+      state === 'trusted' ? { values: raw, dropped: [] } : withoutGatedKeys(raw, opts.cwd, base);
     if (dropped.length) {
       const why = state === 'changed' ? 'changed since you trusted it' : 'is not trusted';
       warnings.push(

@@ -33,6 +33,11 @@ export const hookSchema = z.strictObject({
   /** argv array: never a shell string. */
   command: z.array(z.string().min(1)).min(1),
   timeout_s: positive.default(10),
+  /**
+   * A PreToolUse hook that reviews commands: with a matcher that names `shell` (or `run_tests`),
+   * its allow lets that tool run when there is no sandbox.
+   */
+  approver: z.boolean().default(false),
 });
 
 export const SANDBOXES = ['auto', 'bwrap', 'docker', 'none'] as const;
@@ -52,7 +57,7 @@ export const configSchema = z.strictObject({
   test_command: z.string().optional(),
   allow_shell: z.boolean().default(false),
   hooks: z.array(hookSchema).default([]),
-  /** Where shell commands run: a sandbox, or none (then shell needs allow_shell or a PreToolUse hook). */
+  /** Where shell commands run: a sandbox, or none (then shell needs allow_shell or an approver hook naming it). */
   sandbox: z.enum(SANDBOXES).default('auto'),
   sandbox_network: z.boolean().default(false),
   sandbox_limits: z

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -104,10 +104,12 @@ describe('hooks', () => {
     expect(existsSync(join(repo, 'a.txt'))).toBe(false);
   });
 
-  it('a PreToolUse hook covering shell lets shell run when there is no sandbox', async () => {
+  it('an approver hook naming shell lets shell run when there is no sandbox', async () => {
     const repo = gitRepo();
     const script = hookScript(`  process.exit(event.args.command.startsWith('echo ') ? 0 : 2);`);
-    const home = keelHome(`sandbox = "none"\n${hooksToml('PreToolUse', script, 'matcher = "shell"\n')}`);
+    const home = keelHome(
+      `sandbox = "none"\n${hooksToml('PreToolUse', script, 'matcher = "edit_file|shell"\napprover = true\n')}`,
+    );
     const server = await model([
       { tool_calls: [{ name: 'shell', arguments: { command: 'echo allowed-by-hook' } }] },
       { text: 'ok', expect: { last_tool_result_contains: 'allowed-by-hook' } },
@@ -116,6 +118,24 @@ describe('hooks', () => {
     expect(run.code).toBe(0);
     const start = lastSessionEvents(home).find((e) => e.type === 'tool_start');
     expect(start?.data.sandboxed).toBe(false);
+  });
+
+  it('a hook that only logs (exits 0, matches shell) does not stand in for the sandbox', async () => {
+    const repo = gitRepo();
+    const script = hookScript('  process.exit(0);');
+    // `.*` matches shell, and `shell` names it, but neither hook says it approves commands
+    const home = keelHome(
+      `sandbox = "none"\n${hooksToml('PreToolUse', script, 'matcher = ".*"\napprover = true\n')}\n${hooksToml('PreToolUse', script, 'matcher = "shell"\n')}`,
+    );
+    const server = await model([
+      { tool_calls: [{ name: 'shell', arguments: { command: 'touch made-by-shell' } }] },
+      { text: 'ok', expect: { last_tool_result_contains: 'approver = true' } },
+    ]);
+    const run = await keel(['edit', ...modelFlags(server), '--json', 'go'], { cwd: repo, home });
+    expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED', exit_code: 0 });
+    expect(existsSync(join(repo, 'made-by-shell'))).toBe(false);
+    const gate = lastSessionEvents(home).find((e) => e.type === 'gate_decision');
+    expect(gate?.data).toMatchObject({ decision: 'deny', deny: 'shell' });
   });
 
   it('a UserPromptSubmit hook that denies ends the run HOOK_DENIED before the model is called', async () => {
@@ -244,34 +264,59 @@ describe('shell through the real sandbox', () => {
   });
 });
 
+/** Run keel at a real terminal (script(1)), as a person would, answering `answer` to its question. */
+async function atTerminal(args: string[], cwd: string, home: string, answer: string) {
+  const command = [process.execPath, KEEL_BIN, ...args].map((a) => `'${a}'`).join(' ');
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    cwd,
+    env: { ...baseEnv(home), TERM: 'dumb' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let screen = '';
+  child.stdout.on('data', (d: Buffer) => {
+    screen += d.toString();
+    if (screen.includes('[y/N]') && !child.stdin.writableEnded) child.stdin.end(answer);
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { code, screen };
+}
+
 describe('asking the person', () => {
+  const askHook = () =>
+    hooksToml(
+      'PreToolUse',
+      hookScript(`  process.stdout.write(JSON.stringify({ decision: 'ask', reason: 'write a.txt?' }));`),
+      'matcher = "write_file"\n',
+    );
+
   it('an interactive session asks at the terminal, and a yes lets the call run', async () => {
     const repo = gitRepo();
-    const script = hookScript(
-      `  process.stdout.write(JSON.stringify({ decision: 'ask', reason: 'write a.txt?' }));`,
-    );
-    const home = keelHome(hooksToml('PreToolUse', script, 'matcher = "write_file"\n'));
+    const home = keelHome(askHook());
     const server = await model([
       { tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }] },
       { text: 'written' },
     ]);
-    // `script` gives keel a real terminal, as a person would have
-    const command = [process.execPath, KEEL_BIN, 'edit', ...modelFlags(server), 'write']
-      .map((a) => `'${a}'`)
-      .join(' ');
-    const child = spawn('script', ['-qec', command, '/dev/null'], {
-      cwd: repo,
-      env: { ...baseEnv(home), TERM: 'dumb' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let screen = '';
-    child.stdout.on('data', (d: Buffer) => {
-      screen += d.toString();
-      if (screen.includes('[y/N]') && !child.stdin.writableEnded) child.stdin.end('y\n');
-    });
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    const { code, screen } = await atTerminal(['edit', ...modelFlags(server), 'write'], repo, home, 'y\n');
     expect(screen).toContain('keel asks: write_file: write a.txt? [y/N]');
     expect(code).toBe(0);
     expect(existsSync(join(repo, 'a.txt'))).toBe(true);
+  });
+
+  it('a confirmed ask outside git keeps the safety net: keel undo --yes restores the file', async () => {
+    const dir = tempDir('keel-nogit-');
+    writeFileSync(join(dir, 'a.txt'), 'original\n');
+    const home = keelHome(askHook());
+    const server = await model([
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'overwritten\n' } }] },
+      { text: 'written' },
+    ]);
+    const { code } = await atTerminal(['edit', ...modelFlags(server), 'write'], dir, home, 'y\n');
+    expect(code).toBe(0);
+    expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('overwritten\n');
+    const net = lastSessionEvents(home).filter((e) => e.type === 'safety_net');
+    expect(net).not.toHaveLength(0);
+    const undo = await keel(['undo', '--yes'], { cwd: dir, home });
+    expect(undo.code).toBe(0);
+    expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('original\n');
   });
 });

@@ -1,0 +1,317 @@
+/**
+ * Narrowing: every config key classified by whether a change widens or narrows what keel may do.
+ * The loader ignores an untrusted project's widening values and `keel trust diff` reports the same
+ * changes, so both read this one table.
+ */
+import { lstatSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import type { Raw } from './load.js';
+import { type Config, configSchema } from './schema.js';
+
+export interface PermissionChange {
+  /** Dotted key, for people: `budgets.max_rounds`, `pricing.m.input_per_mtok`. */
+  key: string;
+  kind: 'expansion' | 'narrowing';
+  detail: string;
+}
+
+/** A change together with the exact path of the key, so the loader can drop it (model names hold dots). */
+export interface KeyChange extends PermissionChange {
+  path: string[];
+}
+
+type Push = (path: string[], widened: boolean, detail: string) => void;
+interface RuleContext {
+  /** The repository root, realpath'd: scope entries are compared as the OS will resolve them. */
+  root: string;
+}
+/** Compare one key of two configs (missing values mean what the rule says) and push what changed. */
+type Rule = (before: Raw, after: Raw, push: Push, ctx: RuleContext) => void;
+
+const show = (v: unknown) => (v === undefined ? '(unset)' : JSON.stringify(v));
+
+function isRaw(v: unknown): v is Raw {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+}
+
+function at(values: Raw, path: string[]): unknown {
+  let v: unknown = values;
+  for (const p of path) v = isRaw(v) && Object.hasOwn(v, p) ? v[p] : undefined;
+  return v;
+}
+
+/** A limit: a lower number narrows, a higher one (or none at all) widens. */
+function limit(...path: string[]): Rule {
+  return (before, after, push) => {
+    const a = at(before, path);
+    const b = at(after, path);
+    // a value of the wrong type is left for validation to name
+    if ((a !== undefined && typeof a !== 'number') || (b !== undefined && typeof b !== 'number')) return;
+    const na = a ?? Number.POSITIVE_INFINITY;
+    const nb = b ?? Number.POSITIVE_INFINITY;
+    if (na !== nb) push(path, nb > na, `${path.join('.')}: ${show(a)} -> ${show(b)}`);
+  };
+}
+
+function limits<T extends object>(key: string, subkeys: Record<keyof T, true>): Rule {
+  const rules = Object.keys(subkeys).map((sub) => limit(key, sub));
+  return (before, after, push, ctx) => {
+    for (const rule of rules) rule(before, after, push, ctx);
+  };
+}
+
+/** A switch whose `wide` value lets keel do more. */
+function flag(key: string, wide: boolean): Rule {
+  return (before, after, push) => {
+    const a = before[key] === true;
+    const b = after[key] === true;
+    if (a !== b) push([key], b === wide, `${key}: ${show(before[key])} -> ${show(after[key])}`);
+  };
+}
+
+/** A value any new setting of which widens (another endpoint, another key); unsetting it narrows. */
+function anyChange(key: string): Rule {
+  return (before, after, push) => {
+    const a = before[key];
+    const b = after[key];
+    if (JSON.stringify(a) === JSON.stringify(b)) return;
+    push([key], b !== undefined, `${key}: ${show(a)} -> ${show(b)}`);
+  };
+}
+
+/** A key that changes neither what keel may do nor what it may spend. */
+const free: Rule = () => {};
+
+const MODE_RANK: Record<string, number> = { ask: 0, plan: 0, edit: 1, auto: 2 };
+
+const permission: Rule = (before, after, push) => {
+  const a = MODE_RANK[String(before.permission ?? 'ask')] ?? 0;
+  const b = MODE_RANK[String(after.permission ?? 'ask')] ?? 0;
+  if (a !== b)
+    push(['permission'], b > a, `permission: ${show(before.permission)} -> ${show(after.permission)}`);
+};
+
+/** Where a sandbox setting may move without trust: towards a sandbox that is required, never away. */
+const STRICTER_SANDBOX: Record<string, string[]> = {
+  none: ['auto', 'bwrap', 'docker'],
+  auto: ['bwrap'],
+  bwrap: [],
+  docker: [],
+};
+
+const sandbox: Rule = (before, after, push) => {
+  const a = String(before.sandbox ?? 'auto');
+  const b = String(after.sandbox ?? 'auto');
+  if (a === b) return;
+  const stricter = STRICTER_SANDBOX[a]?.includes(b) ?? false;
+  push(['sandbox'], !stricter, `sandbox: ${show(before.sandbox)} -> ${show(after.sandbox)}`);
+};
+
+/** Hooks run programs and removing one drops a check, so every change widens. */
+const hooks: Rule = (before, after, push) => {
+  const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => JSON.stringify(x)) : []);
+  const a = list(before.hooks);
+  const b = list(after.hooks);
+  for (const item of b) if (!a.includes(item)) push(['hooks'], true, `hooks: added ${item}`);
+  for (const item of a) if (!b.includes(item)) push(['hooks'], true, `hooks: removed ${item}`);
+};
+
+/** More fallback models send the session to more endpoints; fewer narrow. */
+const fallbackModels: Rule = (before, after, push) => {
+  const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => JSON.stringify(x)) : []);
+  const a = list(before.fallback_models);
+  const b = list(after.fallback_models);
+  for (const item of b)
+    if (!a.includes(item)) push(['fallback_models'], true, `fallback_models: added ${item}`);
+  for (const item of a)
+    if (!b.includes(item)) push(['fallback_models'], false, `fallback_models: removed ${item}`);
+};
+
+/** A lower price makes max_cost_usd trip later; a price for a model that had none is no wider (unknown stays unbudgeted). */
+const pricing: Rule = (before, after, push) => {
+  const pa = isRaw(before.pricing) ? before.pricing : {};
+  const pb = isRaw(after.pricing) ? after.pricing : {};
+  for (const model of new Set([...Object.keys(pa), ...Object.keys(pb)])) {
+    const a = pa[model];
+    const b = pb[model];
+    if (!isRaw(a)) continue;
+    if (!isRaw(b)) {
+      push(['pricing', model], true, `pricing.${model}: ${show(a)} -> (unset)`);
+      continue;
+    }
+    for (const field of ['input_per_mtok', 'output_per_mtok']) {
+      const x = a[field];
+      const y = b[field];
+      if (typeof x !== 'number' || typeof y !== 'number' || x === y) continue;
+      push(['pricing', model, field], y < x, `pricing.${model}.${field}: ${x} -> ${y}`);
+    }
+  }
+};
+
+function priced(values: Raw, model: unknown): boolean {
+  return typeof model === 'string' && isRaw(values.pricing) && isRaw(values.pricing[model]);
+}
+
+/** Switching to a model with no price while a cost budget is in force would switch the budget off. */
+const model: Rule = (before, after, push) => {
+  if (before.model === after.model) return;
+  const costCapped = typeof at(after, ['budgets', 'max_cost_usd']) === 'number';
+  // the price must be one that was already in force: a price the same layer adds could be zero
+  const dodges = costCapped && priced(before, before.model) && !priced(before, after.model);
+  if (dodges)
+    push(
+      ['model'],
+      true,
+      `model: ${show(before.model)} -> ${show(after.model)}, which has no price, so max_cost_usd could not stop it`,
+    );
+};
+
+/**
+ * Where a scope entry really leads: symlinks resolved in the part that exists, the rest appended.
+ * undefined for a dangling or looping link, whose target a write could not be checked against.
+ */
+export function realScopeEntry(entry: string, root: string): string | undefined {
+  if (entry.includes('\0')) return undefined;
+  const pending: string[] = [];
+  let current = resolve(root, entry);
+  for (;;) {
+    try {
+      const real = realpathSync.native(current);
+      return join(real, ...pending.reverse());
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') return undefined;
+      if (isSymlink(current)) return undefined;
+      const parent = dirname(current);
+      if (parent === current) return undefined;
+      pending.push(basename(current));
+      current = parent;
+    }
+  }
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/** True when `child` is `parent` or inside it (both real paths). */
+export function inside(child: string, parent: string): boolean {
+  const rel = relative(parent, child);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+function entries(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((e): e is string => typeof e === 'string') : ['.'];
+}
+
+/** Each entry is compared where it really leads: it must lie inside an entry that was already writable. */
+const scope: Rule = (before, after, push, ctx) => {
+  const a = entries(before.scope);
+  const b = entries(after.scope);
+  const allowed = a.map((e) => realScopeEntry(e, ctx.root)).filter((e): e is string => e !== undefined);
+  let widened = false;
+  for (const entry of b) {
+    const real = realScopeEntry(entry, ctx.root);
+    if (real === undefined) {
+      widened = true;
+      push(['scope'], true, `scope: ${show(entry)} is a dangling or looping link`);
+    } else if (!allowed.some((dir) => inside(real, dir))) {
+      widened = true;
+      const where = inside(real, ctx.root) ? real : `${real}, outside the repository`;
+      push(['scope'], true, `scope: ${show(entry)} resolves to ${where}`);
+    }
+  }
+  if (!widened && JSON.stringify(a) !== JSON.stringify(b))
+    push(['scope'], false, `scope: ${show(before.scope ?? ['.'])} -> ${show(after.scope)}`);
+};
+
+/** Every key of the schema with its rule: a new key does not compile until someone decides. */
+const RULES: Record<keyof Config, Rule> = {
+  provider: free, // the wire format to the same endpoint
+  model: model,
+  base_url: anyChange('base_url'), // could send the code (and the key) to another host
+  api_key_env: anyChange('api_key_env'), // could hand another secret to the endpoint
+  context_window: free, // describes the model; spending is bounded by the budgets
+  permission,
+  scope,
+  test_command: free, // the repository's tests are the repository's code anyway, and run gated
+  allow_shell: flag('allow_shell', true),
+  hooks,
+  sandbox,
+  sandbox_network: flag('sandbox_network', true),
+  sandbox_limits: limits<Config['sandbox_limits']>('sandbox_limits', {
+    cpu_s: true,
+    memory_mb: true,
+    processes: true,
+    file_size_mb: true,
+    output_kb: true,
+  }),
+  auto_commit: flag('auto_commit', true), // keel would write to the user's branch
+  stop_on_violation: flag('stop_on_violation', false),
+  script: free, // the scripted provider's script: a model the gate treats as hostile anyway
+  budgets: limits<Config['budgets']>('budgets', {
+    max_rounds: true,
+    max_tokens: true,
+    max_cost_usd: true,
+    max_wall_s: true,
+    max_diff_lines: true,
+  }),
+  loop_threshold: limit('loop_threshold'),
+  fallback_models: fallbackModels,
+  roles: anyChange('roles'), // a review model could send the diff to another host
+  timeouts: limits<Config['timeouts']>('timeouts', { connect_s: true, first_token_s: true, idle_s: true }),
+  retries: limit('retries', 'max'), // delays and cooldown only pace requests
+  pricing,
+  max_output_tokens: free, // the size of one answer; budgets bound the total
+  temperature: free,
+};
+
+/** Every change from `before` to `after`, key by key, each an expansion or a narrowing. */
+export function classifyChanges(before: Raw, after: Raw, root: string): KeyChange[] {
+  const changes: KeyChange[] = [];
+  const push: Push = (path, widened, detail) =>
+    changes.push({ key: path.join('.'), path, kind: widened ? 'expansion' : 'narrowing', detail });
+  const ctx = { root: realRoot(root) };
+  for (const rule of Object.values(RULES)) rule(before, after, push, ctx);
+  return changes;
+}
+
+/** The root as the OS resolves it (as given when it does not exist). */
+export function realRoot(root: string): string {
+  try {
+    return realpathSync.native(root);
+  } catch {
+    return resolve(root);
+  }
+}
+
+/** The defaults as a raw layer: what every comparison starts from. */
+export function defaultValues(): Raw {
+  return configSchema.parse({}) as unknown as Raw;
+}
+
+/** Deep-merge `over` onto a copy of `base`; arrays replace, as the config layers do. */
+export function mergeValues(base: Raw, over: Raw): Raw {
+  const out: Raw = structuredClone(base);
+  for (const [key, value] of Object.entries(over)) {
+    const current = out[key];
+    out[key] = isRaw(value) && isRaw(current) ? mergeValues(current, value) : structuredClone(value);
+  }
+  return out;
+}
+
+/** A copy of `values` without the keys at `paths`. */
+export function withoutPaths(values: Raw, paths: string[][]): Raw {
+  const out: Raw = structuredClone(values);
+  for (const path of paths) {
+    let parent: unknown = out;
+    for (const p of path.slice(0, -1)) parent = isRaw(parent) ? parent[p] : undefined;
+    const last = path[path.length - 1];
+    if (isRaw(parent) && last !== undefined) delete parent[last];
+  }
+  return out;
+}

@@ -1,0 +1,119 @@
+/** The gate's ask and shell opt-in, with the real scope, real hook processes and real files. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { namesTool } from '../../src/policy/approvers.js';
+import { decide, type GateContext } from '../../src/policy/gate.js';
+import type { HookSpec } from '../../src/policy/hooks.js';
+import { Scope } from '../../src/policy/scope.js';
+import { shellTool } from '../../src/tools/shell.js';
+import { writeFileTool } from '../../src/tools/write-file.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const root = tempDir();
+const scripts = tempDir();
+
+/** A hook process that prints `stdout` and exits with `code`. */
+function hook(stdout: string, code: number, extra: Partial<HookSpec> = {}): HookSpec {
+  const path = join(scripts, `h${Math.random().toString(36).slice(2)}.mjs`);
+  writeFileSync(path, `process.stdout.write(${JSON.stringify(stdout)}); process.exit(${code});\n`);
+  return { event: 'PreToolUse', command: [process.execPath, path], timeout_s: 10, ...extra };
+}
+const ask = (reason: string) => JSON.stringify({ decision: 'ask', reason });
+
+function ctx(hooks: HookSpec[], over: Partial<GateContext> = {}): GateContext {
+  return {
+    mode: 'edit',
+    scope: new Scope({ root, writable: ['.'] }),
+    allowShell: false,
+    sandbox: false,
+    hooks,
+    hookBase: { session_id: 't', cwd: root, mode: 'edit' },
+    ...over,
+  };
+}
+
+describe('a hook that asks', () => {
+  it('carries the canonical paths a yes will write, for the safety net', async () => {
+    const decision = await decide(writeFileTool, { path: 'a.txt', content: 'x' }, ctx([hook(ask('ok?'), 0)]));
+    expect(decision).toMatchObject({
+      kind: 'ask',
+      question: 'ok?',
+      ifConfirmed: { kind: 'allow', paths: [join(root, 'a.txt')] },
+    });
+  });
+
+  it('does not stop the chain: a later hook that denies wins without asking', async () => {
+    const hooks = [hook(ask('ok?'), 0), hook('', 2)];
+    expect(await decide(writeFileTool, { path: 'a.txt', content: 'x' }, ctx(hooks))).toMatchObject({
+      kind: 'deny',
+      deny: 'hook',
+    });
+  });
+
+  it('for shell with no sandbox and no opt-in is a denial: a yes could not run it', async () => {
+    const decision = await decide(shellTool, { command: 'true' }, ctx([hook(ask('run?'), 0)]));
+    expect(decision).toMatchObject({ kind: 'deny', deny: 'shell' });
+  });
+
+  it('for shell with a sandbox keeps the sandbox after a yes', async () => {
+    const decision = await decide(
+      shellTool,
+      { command: 'true' },
+      ctx([hook(ask('run?'), 0)], { sandbox: true }),
+    );
+    expect(decision).toMatchObject({ kind: 'ask', ifConfirmed: { sandboxed: true } });
+  });
+});
+
+describe('shell without a sandbox', () => {
+  it('is denied with a hook that only logs, and the reason names both opt-ins', async () => {
+    for (const matcher of [undefined, '.*', 'shell']) {
+      const logger = hook('', 0, matcher === undefined ? {} : { matcher });
+      const decision = await decide(shellTool, { command: 'true' }, ctx([logger]));
+      expect(decision).toMatchObject({ kind: 'deny', deny: 'shell' });
+      if (decision.kind === 'deny') expect(decision.reason).toMatch(/allow_shell = true.*approver = true/);
+    }
+  });
+
+  it('is denied with an approver whose matcher does not name shell', async () => {
+    const approver = hook('', 0, { matcher: 'sh.*', approver: true });
+    expect(await decide(shellTool, { command: 'true' }, ctx([approver]))).toMatchObject({ kind: 'deny' });
+  });
+
+  it('runs unsandboxed once an approver naming shell allows it, or with allow_shell', async () => {
+    const approver = hook('', 0, { matcher: 'write_file|shell', approver: true });
+    expect(await decide(shellTool, { command: 'true' }, ctx([approver]))).toMatchObject({
+      kind: 'allow',
+      sandboxed: false,
+    });
+    expect(await decide(shellTool, { command: 'true' }, ctx([], { allowShell: true }))).toMatchObject({
+      kind: 'allow',
+      sandboxed: false,
+    });
+  });
+});
+
+describe('namesTool', () => {
+  it.each([
+    ['shell', true],
+    ['^shell$', true],
+    ['edit_file|shell', true],
+    ['(shell|run_tests)', true],
+    ['(?:write_file|(shell))', true],
+    ['.*', false],
+    ['sh.*', false],
+    ['shel+', false],
+    ['[s]hell', false],
+    ['(shell)|x)', false], // not a valid regex
+    ['(a)(shell)', false],
+    ['shell_x', false],
+    ['\\|shell', false],
+  ])('%s names shell: %s', (matcher, expected) => {
+    expect(namesTool(matcher, 'shell')).toBe(expected);
+  });
+
+  it('no matcher names nothing', () => {
+    expect(namesTool(undefined, 'shell')).toBe(false);
+  });
+});
