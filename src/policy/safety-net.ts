@@ -4,18 +4,15 @@
  * elsewhere (and for ignored files or files outside the repository) a copy of each file before its first write.
  */
 import {
-  chmodSync,
   copyFileSync,
   existsSync,
   lstatSync,
   mkdirSync,
   readFileSync,
   renameSync,
-  rmdirSync,
-  rmSync,
   writeFileSync,
 } from 'node:fs';
-import { basename, dirname, join, relative } from 'node:path';
+import { basename, dirname, join, parse, relative } from 'node:path';
 import { z } from 'zod';
 import {
   changedPaths,
@@ -36,9 +33,10 @@ import {
   repoState,
   resetIndexPaths,
   tagName,
-  worktreeTree,
 } from './git.js';
 import { isInside } from './scope.js';
+import { DEFAULT_SNAPSHOT_LIMITS, type SnapshotLimits, snapshotTree } from './snapshot-tree.js';
+import { checkParents, LinkedPath, type ParentCache, removeNoFollow, restoreNoFollow } from './undo-paths.js';
 
 export { commitSessionFiles, GitError } from './git.js';
 
@@ -52,6 +50,9 @@ const copiedFileSchema = z.object({
   created_dir: z.string().optional(),
 });
 
+/** A path the safety net did not save (absolute; a nested repository ends in `/`), and why: undo leaves it. */
+const skippedSchema = z.object({ path: z.string(), reason: z.string() });
+
 /** What the safety net saved; the loop logs it as a `safety_net` event, undo reads it back. */
 export const safetyNetRecordSchema = z.discriminatedUnion('kind', [
   z.object({
@@ -62,8 +63,14 @@ export const safetyNetRecordSchema = z.discriminatedUnion('kind', [
     head: z.string().nullable(),
     branch: z.string().nullable(),
     tag: z.string().nullable(),
+    skipped: z.array(skippedSchema).optional(),
   }),
-  z.object({ kind: z.literal('copy'), dir: z.string(), files: z.array(copiedFileSchema) }),
+  z.object({
+    kind: z.literal('copy'),
+    dir: z.string(),
+    files: z.array(copiedFileSchema),
+    skipped: z.array(skippedSchema).optional(),
+  }),
 ]);
 
 export type SafetyNetRecord = z.infer<typeof safetyNetRecordSchema>;
@@ -81,6 +88,8 @@ export interface SafetyNetOptions {
   sessionId: string;
   /** KEEL_HOME/undo: copies for files git cannot keep go in <undoDir>/<session-id>/. */
   undoDir: string;
+  /** What a snapshot or a copy may take on (default: 64 MB a file, 256 MB in all). */
+  limits?: SnapshotLimits;
 }
 
 /**
@@ -94,6 +103,8 @@ export class SafetyNet {
   /** Paths git keeps for this session: only a path's first write needs asking git whether it is ignored. */
   private readonly kept = new Set<string>();
   private copied: CopiedFile[] | undefined;
+  /** Bytes copied so far this session, against the total cap. */
+  private copiedBytes = 0;
 
   constructor(private readonly opts: SafetyNetOptions) {}
 
@@ -119,11 +130,20 @@ export class SafetyNet {
 
   private snapshot({ repo, head, branch }: RepoState): GitRecord {
     const ref = this.ref();
-    const tree = worktreeTree(repo, head);
+    const { tree, skipped } = snapshotTree(repo, head, this.limits());
     // the commit only keel's ref holds, so keel commits it: no need to look up the user's identity
     const message = `keel: work tree before session ${this.opts.sessionId}`;
     const commit = commitTree(repo, tree, head, message, { committer: 'keel' });
-    const record: GitRecord = { kind: 'git', repo, ref, commit, head, branch, tag: null };
+    const record: GitRecord = {
+      kind: 'git',
+      repo,
+      ref,
+      commit,
+      head,
+      branch,
+      tag: null,
+      ...(skipped.length ? { skipped: skipped.map((s) => ({ ...s, path: join(repo, s.path) })) } : {}),
+    };
     if (!head) {
       git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
       return record;
@@ -156,6 +176,10 @@ export class SafetyNet {
     });
   }
 
+  private limits(): SnapshotLimits {
+    return this.opts.limits ?? DEFAULT_SNAPSHOT_LIMITS;
+  }
+
   private dir(): string {
     return join(this.opts.undoDir, this.opts.sessionId);
   }
@@ -177,8 +201,9 @@ export class SafetyNet {
     if (!fresh.length) return undefined;
     const dir = this.dir();
     mkdirSync(join(dir, 'files'), { recursive: true });
+    const skipped: Array<{ path: string; reason: string }> = [];
     const files = fresh.map((path) => {
-      const entry = saveFile(path, dir, saved.length + 1);
+      const entry = this.saveFile(path, dir, saved.length + 1, skipped);
       saved.push(entry);
       return entry;
     });
@@ -188,18 +213,37 @@ export class SafetyNet {
       `${JSON.stringify({ session_id: this.opts.sessionId, files: saved }, null, 2)}\n`,
     );
     renameSync(`${manifest}.tmp`, manifest);
-    return { kind: 'copy', dir, files };
+    return { kind: 'copy', dir, files, ...(skipped.length ? { skipped } : {}) };
+  }
+
+  private saveFile(path: string, dir: string, n: number, skipped: CopySkip[]): CopiedFile {
+    const st = lstatOrUndefined(path);
+    if (!st) return { path, existed: false, ...createdDir(path) };
+    // folders and symlinks are not copied: the write tools write regular files at canonical paths
+    if (!st.isFile()) return { path, existed: true };
+    const { maxFileBytes, maxTotalBytes } = this.limits();
+    // a huge (or sparse) file would stall the write; it is named instead, and undo leaves it alone
+    const reason =
+      st.size > maxFileBytes
+        ? `larger than ${mb(maxFileBytes)}`
+        : this.copiedBytes + st.size > maxTotalBytes
+          ? `past the safety net's ${mb(maxTotalBytes)} total`
+          : undefined;
+    if (reason) {
+      skipped.push({ path, reason });
+      return { path, existed: true };
+    }
+    this.copiedBytes += st.size;
+    const copy = join('files', `${String(n).padStart(5, '0')}-${basename(path)}`);
+    copyFileSync(path, join(dir, copy));
+    return { path, existed: true, copy, mode: st.mode & 0o7777 };
   }
 }
 
-function saveFile(path: string, dir: string, n: number): CopiedFile {
-  const st = lstatOrUndefined(path);
-  if (!st) return { path, existed: false, ...createdDir(path) };
-  // folders and symlinks are not copied: the write tools write regular files at canonical paths
-  if (!st.isFile()) return { path, existed: true };
-  const copy = join('files', `${String(n).padStart(5, '0')}-${basename(path)}`);
-  copyFileSync(path, join(dir, copy));
-  return { path, existed: true, copy, mode: st.mode & 0o7777 };
+type CopySkip = { path: string; reason: string };
+
+function mb(bytes: number): string {
+  return `${Math.round(bytes / (1024 * 1024))} MB`;
 }
 
 function lstatOrUndefined(path: string) {
@@ -216,7 +260,7 @@ function createdDir(path: string): { created_dir?: string } {
   return top ? { created_dir: top } : {};
 }
 
-/** One thing undo will do. */
+/** One thing undo will do. `root` is the folder the path must stay inside, with no link on the way. */
 export type UndoStep =
   | {
       op: 'reset-branch';
@@ -232,9 +276,12 @@ export type UndoStep =
       path: string;
       /** Folders the removal leaves empty are removed up to this one (exclusive). */
       stop: string;
+      root: string;
     }
   | { op: 'restore-git'; path: string; repo: string; commit: string; gitPath: string }
-  | { op: 'restore-copy'; path: string; copy: string; mode: number };
+  | { op: 'restore-copy'; path: string; copy: string; mode: number; root: string }
+  /** A path the safety net could not save: undo says so and leaves it as it is. */
+  | { op: 'leave'; path: string; reason: string };
 
 /** What undo will do, in order, and where it keeps the session's work first. */
 export interface UndoPlan {
@@ -247,24 +294,52 @@ export interface UndoPlan {
 /** Work out how to return to the state before the session; throws UndoRefused when that is not safe. */
 export function planUndo(records: SafetyNetRecord[], root: string): UndoPlan {
   const plan: UndoPlan = { root, steps: [], keep: [] };
+  const leave: UndoStep[] = [];
   const repos = new Set<string>();
   for (const record of records) {
     if (record.kind !== 'git' || repos.has(record.repo)) continue;
     // the first snapshot of a repository is the state before the session
     repos.add(record.repo);
     planGit(record, plan);
+    for (const s of record.skipped ?? []) {
+      if (!s.path.endsWith('/')) leave.push({ op: 'leave', path: s.path, reason: s.reason });
+    }
   }
   const seen = new Set(plan.steps.flatMap((s) => (s.op === 'reset-branch' ? [] : [s.path])));
   for (const record of records) {
     if (record.kind !== 'copy') continue;
+    const skipped = new Map((record.skipped ?? []).map((s) => [s.path, s.reason]));
     for (const file of record.files) {
       if (seen.has(file.path)) continue;
       seen.add(file.path);
-      const step = planCopy(record.dir, file);
-      if (step) plan.steps.push(step);
+      const reason = skipped.get(file.path);
+      const step = reason
+        ? { op: 'leave' as const, path: file.path, reason }
+        : planCopy(record.dir, file, root);
+      if (step?.op === 'leave') leave.push(step);
+      else if (step) plan.steps.push(step);
     }
   }
+  // a path that now leads elsewhere (a folder above it swapped for a link) stops the whole undo
+  const parents: ParentCache = new Map();
+  for (const step of plan.steps) {
+    if (step.op === 'remove' || step.op === 'restore-copy')
+      refuseLinked(() => checkParents(step.path, step.root, parents));
+    if (step.op === 'restore-git') refuseLinked(() => checkParents(step.path, step.repo, parents));
+  }
+  // what was never saved is named, beside the steps that undo the rest
+  if (plan.steps.length) plan.steps.push(...leave);
   return plan;
+}
+
+function refuseLinked<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof LinkedPath)
+      throw new UndoRefused(`undo refused: ${err.message}; nothing there was touched`);
+    throw err;
+  }
 }
 
 function planGit(record: GitRecord, plan: UndoPlan): void {
@@ -278,17 +353,30 @@ function planGit(record: GitRecord, plan: UndoPlan): void {
   const before = plan.steps.length;
   const now = headCommit(repo);
   if (now !== record.head) plan.steps.push(planReset(record, now));
-  const nowTree = worktreeTree(repo, now);
-  for (const change of diffTrees(repo, `${record.commit}^{tree}`, nowTree)) {
+  const current = snapshotTree(repo, now);
+  // what the snapshot could not save is left as it is now: neither restored (to what?) nor removed
+  const unsaved = (record.skipped ?? []).map((s) => repoPath(repo, s.path) ?? s.path);
+  const isUnsaved = (p: string) => unsaved.some((u) => p === u || p.startsWith(`${u}/`));
+  const changed = new Set<string>();
+  for (const change of diffTrees(repo, `${record.commit}^{tree}`, current.tree)) {
     // nested repositories (gitlinks) are the user's to manage; undo never deletes or rewrites one
     if (change.oldMode === '160000' || change.newMode === '160000') continue;
+    if (isUnsaved(change.path)) continue;
+    changed.add(change.path);
     const path = join(repo, change.path);
-    if (change.status === 'A') plan.steps.push({ op: 'remove', path, stop: repo });
+    if (change.status === 'A') plan.steps.push({ op: 'remove', path, stop: repo, root: repo });
     else plan.steps.push({ op: 'restore-git', path, repo, commit: record.commit, gitPath: change.path });
+  }
+  // too big (or special) to hash now, and not there before: the session made it; a nested repository stays
+  for (const s of current.skipped) {
+    if (s.path.endsWith('/') || isUnsaved(s.path) || changed.has(s.path)) continue;
+    if (lstatOrUndefined(join(repo, s.path))) {
+      plan.steps.push({ op: 'remove', path: join(repo, s.path), stop: repo, root: repo });
+    }
   }
   if (plan.steps.length === before) return;
   const ref = record.ref.replace('refs/keel/sessions/', 'refs/keel/undone/');
-  plan.keep.push({ repo, ref, tree: nowTree, parent: now });
+  plan.keep.push({ repo, ref, tree: current.tree, parent: now });
 }
 
 function planReset(record: GitRecord, now: string | null): UndoStep {
@@ -318,11 +406,14 @@ function planReset(record: GitRecord, now: string | null): UndoStep {
   return { op: 'reset-branch', repo, branch, from: now, to: record.head, commits: commits.length, paths };
 }
 
-function planCopy(dir: string, file: CopiedFile): UndoStep | undefined {
+function planCopy(dir: string, file: CopiedFile, root: string): UndoStep | undefined {
+  // a file outside the workspace (a wider scope) still may not be reached through a link
+  const within = isInside(file.path, root) ? root : parse(file.path).root;
+  refuseLinked(() => checkParents(file.path, within));
   const now = lstatOrUndefined(file.path);
   if (!file.existed) {
     return now
-      ? { op: 'remove', path: file.path, stop: dirname(file.created_dir ?? dirname(file.path)) }
+      ? { op: 'remove', path: file.path, stop: dirname(file.created_dir ?? dirname(file.path)), root: within }
       : undefined;
   }
   if (!file.copy) return undefined;
@@ -331,13 +422,14 @@ function planCopy(dir: string, file: CopiedFile): UndoStep | undefined {
   const mode = file.mode ?? 0o644;
   const same =
     now?.isFile() && (now.mode & 0o7777) === mode && readFileSync(copy).equals(readFileSync(file.path));
-  return same ? undefined : { op: 'restore-copy', path: file.path, copy, mode };
+  return same ? undefined : { op: 'restore-copy', path: file.path, copy, mode, root: within };
 }
 
 /** One line for people: `remove src/new.ts`, `restore src/a.ts`, `reset branch main to abc1234`. */
 export function describeStep(step: UndoStep, root: string): string {
   const shown = (p: string) => (isInside(p, root) ? relative(root, p) || '.' : p);
   if (step.op === 'remove') return `remove ${shown(step.path)}`;
+  if (step.op === 'leave') return `leave ${shown(step.path)} as it is (not saved: ${step.reason})`;
   if (step.op !== 'reset-branch') return `restore ${shown(step.path)}`;
   const branch = step.branch ? `branch ${step.branch.replace(/^refs\/heads\//, '')}` : 'HEAD';
   const undone = `${step.commits} keel commit${step.commits === 1 ? '' : 's'}`;
@@ -348,6 +440,10 @@ export function describeStep(step: UndoStep, root: string): string {
 
 /** Carry out a plan; returns what was done, in order. Throws on the first step that fails. */
 export function applyUndo(plan: UndoPlan): string[] {
+  return refuseLinked(() => apply(plan));
+}
+
+function apply(plan: UndoPlan): string[] {
   const done: string[] = [];
   for (const keep of plan.keep) {
     // the session's work stays reachable, so an undo can itself be undone
@@ -359,9 +455,9 @@ export function applyUndo(plan: UndoPlan): string[] {
   const restores = new Map<string, { repo: string; commit: string; paths: string[] }>();
   for (const step of plan.steps) {
     if (step.op === 'reset-branch') resetBranch(step);
-    else if (step.op === 'remove') removeFile(step.path, step.stop);
-    else if (step.op === 'restore-copy') restoreCopy(step);
-    else {
+    else if (step.op === 'remove') removeNoFollow(step.path, step.stop, step.root);
+    else if (step.op === 'restore-copy') restoreNoFollow(step.path, step.copy, step.mode, step.root);
+    else if (step.op === 'restore-git') {
       const key = `${step.repo}\0${step.commit}`;
       const batch = restores.get(key) ?? { repo: step.repo, commit: step.commit, paths: [] };
       batch.paths.push(step.gitPath);
@@ -370,6 +466,10 @@ export function applyUndo(plan: UndoPlan): string[] {
     if (step.op !== 'restore-git') done.push(describeStep(step, plan.root));
   }
   for (const batch of restores.values()) {
+    // checked again just before git writes: checkout-index replaces a linked folder rather than follow it,
+    // but undo names such a path instead of silently turning a link into a folder
+    const parents: ParentCache = new Map();
+    for (const p of batch.paths) checkParents(join(batch.repo, p), batch.repo, parents);
     checkoutPaths(batch.repo, `${batch.commit}^{tree}`, batch.paths);
   }
   for (const step of plan.steps) if (step.op === 'restore-git') done.push(describeStep(step, plan.root));
@@ -385,22 +485,4 @@ function resetBranch(step: Extract<UndoStep, { op: 'reset-branch' }>): void {
   }
   // the index entries keel's commits set go back to the old HEAD's; the user's other entries stay
   resetIndexPaths(step.repo, step.to, step.paths);
-}
-
-function removeFile(path: string, stop: string): void {
-  rmSync(path, { force: true });
-  for (let dir = dirname(path); dir !== stop && isInside(dir, stop); dir = dirname(dir)) {
-    try {
-      rmdirSync(dir);
-    } catch {
-      return; // not empty: something else lives there
-    }
-  }
-}
-
-function restoreCopy(step: Extract<UndoStep, { op: 'restore-copy' }>): void {
-  if (lstatOrUndefined(step.path)?.isSymbolicLink()) rmSync(step.path);
-  mkdirSync(dirname(step.path), { recursive: true });
-  copyFileSync(step.copy, step.path);
-  chmodSync(step.path, step.mode);
 }

@@ -1,8 +1,17 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { git, gitRepo } from '../helpers/tmp.js';
-import { keel, keelHome, model, modelFlags } from './harness.js';
+import { git, gitRepo, writeFiles } from '../helpers/tmp.js';
+import { keel, keelHome, lastSessionEvents, model, modelFlags } from './harness.js';
 
 describe('keel undo after keel edit', () => {
   it("shows the plan, then restores the user's uncommitted work exactly and removes what the session made", async () => {
@@ -41,5 +50,120 @@ describe('keel undo after keel edit', () => {
     expect(existsSync(join(repo, 'src/new.js'))).toBe(false);
     expect(git(repo, 'status', '--porcelain')).toBe(statusBefore);
     expect(git(repo, 'tag', '--list', 'keel-pre/*').trim()).not.toBe('');
+  });
+});
+
+/** A repository whose work tree holds something that used to break the snapshot. */
+function hostileRepo(kind: 'nested-no-commit' | 'nested-commit' | 'submodule' | 'dot-git-dot'): string {
+  const repo = gitRepo({ 'app.js': 'const a = 1;\n' });
+  if (kind === 'nested-no-commit') {
+    // a vendored folder someone ran `git init` in: no commit checked out
+    writeFiles(repo, { 'vendor/lib/index.js': 'vendored\n' });
+    git(join(repo, 'vendor/lib'), 'init', '-q');
+  } else if (kind === 'nested-commit') {
+    writeFiles(repo, { 'vendor/lib/index.js': 'vendored\n' });
+    git(join(repo, 'vendor/lib'), 'init', '-q');
+    git(join(repo, 'vendor/lib'), 'add', '-A');
+    git(join(repo, 'vendor/lib'), 'commit', '-q', '-m', 'vendored');
+    writeFiles(repo, { 'vendor/lib/index.js': 'vendored, edited\n' });
+  } else if (kind === 'submodule') {
+    const lib = gitRepo({ 'index.js': 'module\n' });
+    git(repo, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib, 'vendor/lib');
+    git(repo, 'commit', '-q', '-m', 'add submodule');
+    writeFiles(repo, { 'vendor/lib/index.js': 'module, edited in place\n' });
+  } else {
+    // core.protectNTFS makes git refuse this name; `git add -A` failed on it
+    writeFiles(repo, { '.git./config': '[core]\n' });
+  }
+  return repo;
+}
+
+/** Every file under `dir` with its content, `.git` folders included: what "untouched" means. */
+function snapshotOf(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const name of readdirSync(join(dir, rel)).sort()) {
+      const path = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(join(dir, path));
+      if (st.isDirectory()) walk(path);
+      else
+        out.push(
+          `${path} ${createHash('sha256')
+            .update(readFileSync(join(dir, path)))
+            .digest('hex')}`,
+        );
+    }
+  };
+  walk('');
+  return out;
+}
+
+describe('the safety net in repositories that hold other repositories or names git refuses', () => {
+  it.each(['nested-no-commit', 'nested-commit', 'submodule', 'dot-git-dot'] as const)(
+    '%s: keel edit writes, and keel undo --yes restores, leaving the nested repository alone',
+    async (kind) => {
+      const repo = hostileRepo(kind);
+      const nested = kind === 'dot-git-dot' ? join(repo, '.git.') : join(repo, 'vendor/lib');
+      const nestedBefore = snapshotOf(nested);
+      const home = keelHome();
+      const server = await model([
+        {
+          tool_calls: [
+            { name: 'write_file', arguments: { path: 'app.js', content: 'const a = 2;\n' } },
+            { name: 'write_file', arguments: { path: 'new.js', content: 'new\n' } },
+          ],
+        },
+        { text: 'done' },
+      ]);
+      const edit = await keel(['edit', '--json', ...modelFlags(server), 'change app.js'], {
+        cwd: repo,
+        home,
+      });
+      expect(edit.stderr).not.toContain('safety net failed');
+      expect(JSON.parse(edit.stdout)).toMatchObject({ code: 'COMPLETED', exit_code: 0 });
+      expect(edit.code).toBe(0);
+      expect(readFileSync(join(repo, 'app.js'), 'utf8')).toBe('const a = 2;\n');
+      const net = lastSessionEvents(home).find((e) => e.type === 'safety_net');
+      expect(net?.data).toMatchObject({ kind: 'git' });
+
+      const undo = await keel(['undo', '--yes'], { cwd: repo, home });
+      expect(undo.stderr).toBe('');
+      expect(undo.code).toBe(0);
+      expect(readFileSync(join(repo, 'app.js'), 'utf8')).toBe('const a = 1;\n');
+      expect(existsSync(join(repo, 'new.js'))).toBe(false);
+      expect(snapshotOf(nested)).toEqual(nestedBefore);
+    },
+  );
+
+  it('a 20 GB sparse untracked file does not stall the first write; it is named as skipped and undo leaves it', async () => {
+    const repo = gitRepo({ 'app.js': 'const a = 1;\n' });
+    const big = join(repo, 'big.img');
+    writeFileSync(big, '');
+    truncateSync(big, 20 * 1024 ** 3);
+    const home = keelHome();
+    const server = await model([
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'app.js', content: 'const a = 2;\n' } }] },
+      { text: 'done' },
+    ]);
+    const edit = await keel(['edit', '--json', ...modelFlags(server), 'change app.js'], { cwd: repo, home });
+    expect(JSON.parse(edit.stdout)).toMatchObject({ code: 'COMPLETED', exit_code: 0 });
+    // hashing 20 GB takes minutes; skipping it takes an lstat
+    expect(edit.ms).toBeLessThan(10_000);
+    const net = lastSessionEvents(home).find((e) => e.type === 'safety_net');
+    expect(net?.data).toMatchObject({
+      kind: 'git',
+      skipped: [{ path: big, reason: expect.stringMatching(/larger than 64 MB/) }],
+    });
+    const shown = await keel(['sessions', 'show', '--json', JSON.parse(edit.stdout).session_id], {
+      cwd: repo,
+      home,
+    });
+    expect(shown.stdout).toContain('big.img');
+
+    const undo = await keel(['undo', '--yes'], { cwd: repo, home });
+    expect(undo.code).toBe(0);
+    expect(undo.stdout).toMatch(/leave big\.img as it is \(not saved: larger than 64 MB/);
+    expect(readFileSync(join(repo, 'app.js'), 'utf8')).toBe('const a = 1;\n');
+    expect(statSync(big).size).toBe(20 * 1024 ** 3);
   });
 });
