@@ -3,27 +3,42 @@ import { existsSync } from 'node:fs';
 import { keelPaths } from '../config/paths.js';
 import { type AuditLine, readAuditTail, verifyChain } from '../store/audit.js';
 import { EXIT } from './exit-codes.js';
+import { inertLine } from './inert.js';
 import { dim, red } from './render.js';
 
-/** Verify the chain in an audit folder or one day file: 0 intact, 1 broken (naming the first bad line), 2 no such path. */
-export async function auditVerify(path: string | undefined, flags: { json?: boolean }): Promise<number> {
-  const target = path ?? keelPaths().auditDir;
+/**
+ * Verify the chain in an audit folder or one day file against KEEL_HOME's audit key (or `--key`):
+ * 0 intact (printing the head hash to anchor elsewhere), 1 broken or not proven (naming the first bad
+ * line), 2 no such path.
+ */
+export async function auditVerify(
+  path: string | undefined,
+  flags: { json?: boolean; key?: string; expectHead?: string },
+): Promise<number> {
+  const paths = keelPaths();
+  const target = path ?? paths.auditDir;
   if (!existsSync(target)) {
     if (flags.json) writeJson({ ok: false, path: target, problem: 'no such file or folder' });
     process.stderr.write(`${red('keel:')} no audit log at ${target}\n`);
     return EXIT.usage;
   }
-  const result = verifyChain(target);
+  const result = verifyChain(target, {
+    keyPath: flags.key ?? paths.auditKey,
+    ...(flags.expectHead !== undefined ? { expectHead: flags.expectHead.toLowerCase() } : {}),
+  });
   if (flags.json) {
     writeJson({ path: target, ...result });
     return result.ok ? EXIT.ok : EXIT.failed;
   }
   if (result.ok) {
-    process.stdout.write(`audit chain intact: ${result.lines} lines\n`);
+    const older = result.unsealed
+      ? ` (the first ${result.unsealed} predate the audit key: proven unchanged only since line ${result.unsealed + 1} sealed them)`
+      : '';
+    process.stdout.write(`audit chain intact: ${result.lines} lines${older}\nhead ${result.head}\n`);
     return EXIT.ok;
   }
   process.stderr.write(
-    `${red('keel:')} audit chain broken at ${result.file} line ${result.line}: ${result.problem}\n`,
+    `${red('keel:')} audit chain broken at ${inertLine(result.file)} line ${result.line}: ${inertLine(result.problem)}\n`,
   );
   return EXIT.failed;
 }
@@ -42,7 +57,9 @@ export async function auditTail(flags: { n?: number; json?: boolean }): Promise<
   }
   for (const r of rows) {
     process.stdout.write(
-      r.entry ? `${describe(r.entry)}\n` : `${red('invalid')} ${r.file}:${r.line} ${r.text}\n`,
+      r.entry
+        ? `${inertLine(describe(r.entry))}\n`
+        : `${red('invalid')} ${r.file}:${r.line} ${inertLine(r.text)}\n`,
     );
   }
   return EXIT.ok;

@@ -217,7 +217,12 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .description('check every line of the audit chain and name the first bad one')
     .argument('[path]', 'an audit folder or one day file (default: KEEL_HOME/audit)')
     .option('--json', 'print one JSON document')
-    .action(async (path: string | undefined, opts: { json?: boolean }) => {
+    .option('--key <file>', 'the audit key to check seals with (default: KEEL_HOME/audit.key)')
+    .option(
+      '--expect-head <hash>',
+      'fail unless the chain still holds the line with this hash (a head printed earlier)',
+    )
+    .action(async (path: string | undefined, opts: { json?: boolean; key?: string; expectHead?: string }) => {
       const { auditVerify } = await import('./audit-command.js');
       setExit(await auditVerify(path, opts));
     });

@@ -7,6 +7,8 @@ export interface KeelPaths {
   stateDir: string;
   db: string;
   auditDir: string;
+  /** The audit chain's HMAC key: beside the audit folder (store/audit-key.ts assumes so), never inside it. */
+  auditKey: string;
   runsDir: string;
   trustFile: string;
   undoDir: string;
@@ -23,6 +25,7 @@ export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
       stateDir: home,
       db: join(home, 'keel.db'),
       auditDir: join(home, 'audit'),
+      auditKey: join(home, 'audit.key'),
       runsDir: join(home, 'runs'),
       trustFile: join(home, 'trust.json'),
       undoDir: join(home, 'undo'),
@@ -37,6 +40,7 @@ export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
     stateDir,
     db: join(stateDir, 'keel.db'),
     auditDir: join(stateDir, 'audit'),
+    auditKey: join(stateDir, 'audit.key'),
     runsDir: join(stateDir, 'runs'),
     trustFile: join(stateDir, 'trust.json'),
     undoDir: join(stateDir, 'undo'),
@@ -51,6 +55,7 @@ export function protectedStatePaths(paths: KeelPaths): string[] {
     `${paths.db}-wal`,
     `${paths.db}-shm`,
     paths.auditDir,
+    paths.auditKey,
     paths.runsDir,
     paths.trustFile,
     paths.undoDir,

@@ -1,7 +1,8 @@
-/** The audit chain's shapes and hashing: what a line is, how it is hashed, where it lives on disk. */
+/** The audit chain's shapes, hashing and seals: what a line is, how it is hashed and keyed, where it lives. */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { headMac, lineMac } from './audit-key.js';
 
 /** What a caller records: metadata only, never file contents, prompts or secrets. */
 export interface AuditEntry {
@@ -10,12 +11,14 @@ export interface AuditEntry {
   [k: string]: unknown;
 }
 
-/** One line of the chain as written: the entry plus its place and hashes. */
+/** One line of the chain as written: the entry plus its place, hashes and seal. */
 export interface AuditLine extends AuditEntry {
   seq: number;
   ts: string;
   prev: string;
   hash: string;
+  /** HMAC of the body under the audit key; absent only in lines written by keel before keys existed. */
+  mac?: string;
 }
 
 /** The contents of `head.json`: where the chain ended after the last acknowledged append. */
@@ -24,6 +27,17 @@ export interface AuditHead {
   hash: string;
   file: string;
   line: number;
+  /** HMAC of the other four fields; absent only in a head written by keel before keys existed. */
+  mac?: string;
+}
+
+/**
+ * The chain on disk cannot be extended honestly (a head missing, unsealed, badly sealed or unreadable).
+ * Its errno-style code makes every face report it as an environment error (exit 3) with this message.
+ */
+export class AuditChainError extends Error {
+  override name = 'AuditChainError';
+  readonly code = 'EAUDITCHAIN';
 }
 
 /** The `prev` of the very first line. */
@@ -31,7 +45,7 @@ export const GENESIS = '0'.repeat(64);
 /** The head file's name inside the audit folder. */
 export const HEAD_FILE = 'head.json';
 /** Fields the chain owns; an entry may not set them. */
-export const RESERVED = ['seq', 'ts', 'prev', 'hash'] as const;
+export const RESERVED = ['seq', 'ts', 'prev', 'hash', 'mac'] as const;
 
 const DAY_FILE = /^\d{4}-\d{2}-\d{2}\.jsonl$/;
 
@@ -53,10 +67,28 @@ export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** The hash a line must carry: sha256 over the canonical form of everything but `hash` (so `prev` is covered). */
+/** The canonical text a line's hash and seal cover: everything but `hash` and `mac` (so `seq` and `prev` are in). */
+export function lineBody(line: Record<string, unknown>): string {
+  const { hash: _hash, mac: _mac, ...body } = line;
+  return canonicalJson(body);
+}
+
+/** The hash a line must carry: sha256 over its canonical body. */
 export function hashOf(line: Record<string, unknown>): string {
-  const { hash: _ignored, ...body } = line;
-  return sha256(canonicalJson(body));
+  return sha256(lineBody(line));
+}
+
+/** Whether a line's seal is the one `key` gives its body; false for an unsealed line. */
+export function lineSealed(key: Buffer, line: AuditLine): boolean {
+  return typeof line.mac === 'string' && line.mac === lineMac(key, lineBody(line));
+}
+
+/** The seal head.json must carry for these four fields. */
+export function sealHead(key: Buffer, head: AuditHead): string {
+  return headMac(
+    key,
+    canonicalJson({ count: head.count, hash: head.hash, file: head.file, line: head.line }),
+  );
 }
 
 /** The day file a timestamp belongs in (UTC date). */
@@ -81,7 +113,8 @@ export function isAuditLine(value: unknown): value is AuditLine {
     typeof v.ts === 'string' &&
     typeof v.type === 'string' &&
     typeof v.prev === 'string' &&
-    typeof v.hash === 'string'
+    typeof v.hash === 'string' &&
+    (v.mac === undefined || typeof v.mac === 'string')
   );
 }
 
@@ -95,9 +128,17 @@ export function readHead(dir: string): AuditHead | undefined | Error {
       Number.isInteger(v.count) &&
       typeof v.hash === 'string' &&
       typeof v.file === 'string' &&
-      Number.isInteger(v.line)
+      Number.isInteger(v.line) &&
+      (v.mac === undefined || typeof v.mac === 'string')
     ) {
-      return { count: v.count as number, hash: v.hash, file: v.file, line: v.line as number };
+      const head: AuditHead = {
+        count: v.count as number,
+        hash: v.hash,
+        file: v.file,
+        line: v.line as number,
+      };
+      if (typeof v.mac === 'string') head.mac = v.mac;
+      return head;
     }
     return new Error(`${path}: missing count, hash, file or line`);
   } catch (err) {

@@ -1,6 +1,7 @@
 /**
  * The tamper-evident audit chain: `audit/YYYY-MM-DD.jsonl` (UTC), one metadata-only line per event that
- * matters, each carrying the hash of the line before it, plus `head.json` so a cut tail shows.
+ * matters, each carrying the hash of the line before it and an HMAC seal under the key in KEEL_HOME,
+ * plus a sealed `head.json` so a cut tail shows.
  */
 import {
   closeSync,
@@ -21,6 +22,7 @@ import {
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import {
+  AuditChainError,
   type AuditEntry,
   type AuditHead,
   type AuditLine,
@@ -30,15 +32,23 @@ import {
   HEAD_FILE,
   hashOf,
   isAuditLine,
+  lineBody,
+  lineSealed,
   listDayFiles,
   RESERVED,
   readHead,
+  sealHead,
   sha256,
   splitLines,
 } from './audit-chain.js';
+import { defaultKeyPath, ensureAuditKey, lineMac } from './audit-key.js';
 
-export type { AuditEntry, AuditHead, AuditLine } from './audit-chain.js';
-export { type VerifyResult, verifyChain } from './audit-verify.js';
+export { AuditChainError, type AuditEntry, type AuditHead, type AuditLine } from './audit-chain.js';
+export { defaultKeyPath, readAuditKey } from './audit-key.js';
+export { type VerifyOptions, type VerifyResult, verifyChain } from './audit-verify.js';
+
+/** What every refusal to extend a broken chain tells the person. */
+const SEE_VERIFY = 'run keel audit verify (to start a new chain, move the audit folder aside)';
 
 /** How long a writer waits for another process's append before giving up; appends take milliseconds. */
 const LOCK_WAIT_MS = 10_000;
@@ -68,14 +78,20 @@ interface Seen {
 /** Appends to the audit chain in one folder; safe to use from many processes at once. */
 export class AuditLog {
   private readonly now: () => Date;
+  private readonly keyPath: string;
   private lock: Database.Database | undefined;
   private seen: Seen | undefined;
+  /** Read (or created) once per log, so an append costs no extra file read. */
+  private cachedKey: Buffer | undefined;
+  /** Whether the key did not exist when this log first looked: only then may an unsealed chain be continued. */
+  private keyIsNew = false;
 
   constructor(
     private readonly dir: string,
-    options: { now?: () => Date } = {},
+    options: { now?: () => Date; keyPath?: string } = {},
   ) {
     this.now = options.now ?? (() => new Date());
+    this.keyPath = options.keyPath ?? defaultKeyPath(dir);
   }
 
   /** Append one entry; it is written (head updated) when this returns, because keel records before acting. */
@@ -86,12 +102,13 @@ export class AuditLog {
     }
     // Hash exactly what a reader will parse back (undefined dropped, Dates as strings, NaN as null).
     const fields = JSON.parse(JSON.stringify(entry)) as AuditEntry;
+    const key = this.key();
     return this.locked(() => {
       // Trust nothing cached if this append throws halfway.
       const seen = this.seen;
       this.seen = undefined;
       const cached = seen && this.unchanged(seen) ? seen.tail : undefined;
-      const tail = cached ?? this.tail();
+      const tail = cached ?? this.tail(key);
       const at = this.now();
       // Files must sort in chain order, so a clock that stepped back keeps writing to the newest file.
       const today = dayFileName(at);
@@ -101,21 +118,34 @@ export class AuditLog {
       const newFile = name !== tail.file;
       if (newFile) writeFileSync(marker, '');
       const lineNo = newFile ? countLines(path) + 1 : tail.line + 1;
+      // A sealed head exists before the first line, so a chain without one is always tampering.
+      if (tail.count === 0)
+        writeHead(this.dir, sealed(key, { count: 0, hash: GENESIS, file: name, line: 0 }));
       const body: Record<string, unknown> = {
         seq: tail.count + 1,
         ts: at.toISOString(),
         ...fields,
         prev: tail.hash,
       };
-      const line = { ...body, hash: hashOf(body) } as AuditLine;
+      const text = lineBody(body);
+      const line = { ...body, hash: sha256(text), mac: lineMac(key, text) } as AuditLine;
       const stat = appendDurably(path, `${JSON.stringify(line)}\n`);
-      const head: AuditHead = { count: line.seq, hash: line.hash, file: name, line: lineNo };
+      const head = sealed(key, { count: line.seq, hash: line.hash, file: name, line: lineNo });
       const headText = writeHead(this.dir, head);
       // The head now covers every line, including one a crashed writer left behind its marker.
       if (newFile || !cached) rmSync(marker, { force: true });
       this.seen = { tail: head, head: headText, stat };
       return line;
     });
+  }
+
+  /** The chain's key, created at first use. */
+  private key(): Buffer {
+    if (this.cachedKey) return this.cachedKey;
+    const { key, existed } = ensureAuditKey(this.keyPath);
+    this.cachedKey = key;
+    this.keyIsNew = !existed;
+    return key;
   }
 
   /** Release the lock file's handle; the log can still be appended to afterwards (it reopens). */
@@ -167,27 +197,41 @@ export class AuditLog {
     return readText(join(this.dir, HEAD_FILE)) === seen.head;
   }
 
-  /** Where the chain ends now. head.json is trusted over the files, so an append never papers over a cut tail. */
-  private tail(): Tail {
+  /**
+   * Where the chain ends now. head.json is trusted over the files (once its seal checks), so an append
+   * never papers over a cut tail; a chain that shows tampering is refused rather than extended.
+   */
+  private tail(key: Buffer): Tail {
     const head = readHead(this.dir);
     if (head instanceof Error)
-      throw new Error(`audit chain head is unreadable (${head.message}); run keel audit verify`);
-    const newest = listDayFiles(this.dir).at(-1);
+      throw new AuditChainError(`audit chain head is unreadable (${head.message}); ${SEE_VERIFY}`);
+    if (head?.mac !== undefined && head.mac !== sealHead(key, head))
+      throw new AuditChainError(`audit chain ${join(this.dir, HEAD_FILE)} has a bad seal; ${SEE_VERIFY}`);
     const genesis: Tail = { count: 0, hash: GENESIS, file: undefined, line: 0 };
-    if (!newest) return head ?? genesis;
-    const path = join(this.dir, newest);
-    const text = lastCompleteLine(path);
-    const last = parseLine(text);
-    if (!head) {
-      // No head yet: the first append crashed before writing it, so the files are all there is.
-      if (text === undefined) return genesis;
-      if (!last) throw new Error(`audit chain tail in ${path} is unreadable; run keel audit verify`);
-      return { count: last.seq, hash: last.hash, file: newest, line: countLines(path) };
+    const end = lastLineOfChain(this.dir);
+    const last = parseLine(end?.text);
+    // An unsealed head, or none, is what keel before keys left; once a key exists every head is sealed
+    // (one is written before the first line), so otherwise it is a cut chain dressed up as an old one.
+    if (end && (!head || head.mac === undefined) && !this.keyIsNew) {
+      const what = head ? 'is not sealed' : 'is missing';
+      throw new AuditChainError(`audit chain ${join(this.dir, HEAD_FILE)} ${what}; ${SEE_VERIFY}`);
     }
-    // One valid line past the head is an append whose head write a crash cut short: it was on disk, keep it.
-    if (last && last.seq === head.count + 1 && last.prev === head.hash) {
-      const line = newest === head.file ? head.line + 1 : countLines(path);
-      return { count: last.seq, hash: last.hash, file: newest, line };
+    if (!head) {
+      if (!end) return genesis;
+      if (!last) throw new AuditChainError(`audit chain tail in ${end.path} is unreadable; ${SEE_VERIFY}`);
+      // keel before keys crashed between its first line and its first head: the files are all there is
+      return { count: last.seq, hash: last.hash, file: end.name, line: countLines(end.path) };
+    }
+    // One good line past the head is an append whose head write a crash cut short: it was on disk, keep it.
+    const past =
+      end !== undefined &&
+      last !== undefined &&
+      last.seq === head.count + 1 &&
+      last.prev === head.hash &&
+      (last.mac === undefined ? head.mac === undefined : lineSealed(key, last));
+    if (end && last && past) {
+      const line = end.name === head.file ? head.line + 1 : countLines(end.path);
+      return { count: last.seq, hash: last.hash, file: end.name, line };
     }
     return head;
   }
@@ -253,7 +297,7 @@ export function auditEntryFor(
       const files = Array.isArray(event.files) ? event.files.filter(isRecord).map((f) => f.path) : undefined;
       return {
         ...base,
-        ...pick(event, ['kind', 'repo', 'ref', 'commit']),
+        ...pick(event, ['kind', 'repo', 'ref', 'commit', 'skipped']),
         ...(files ? { paths: files } : {}),
       };
     }
@@ -264,6 +308,9 @@ export function auditEntryFor(
         ...base,
         ...pick(event, ['call_id', 'tool', 'is_error', 'files_changed', 'diff_lines', 'duration_ms']),
       };
+    case 'violation':
+      // Names only: which protected paths a call created and keel removed.
+      return { ...base, ...pick(event, ['call_id', 'tool', 'removed']) };
     case 'model_fallback':
       // The error text is left out: a provider's message can echo a URL or a key.
       return { ...base, ...pick(event, ['round', 'from', 'to']) };
@@ -299,6 +346,21 @@ function parseLine(text: string | undefined, check = true): AuditLine | undefine
   }
 }
 
+/** A head with its seal. */
+function sealed(key: Buffer, head: AuditHead): AuditHead {
+  return { ...head, mac: sealHead(key, head) };
+}
+
+/** The chain's last complete line, from the newest day file that has one (an empty newest file is skipped). */
+function lastLineOfChain(dir: string): { name: string; path: string; text: string } | undefined {
+  for (const name of listDayFiles(dir).reverse()) {
+    const path = join(dir, name);
+    const text = lastCompleteLine(path);
+    if (text !== undefined) return { name, path, text };
+  }
+  return undefined;
+}
+
 function readText(path: string): string | undefined {
   try {
     return readFileSync(path, 'utf8');
@@ -329,8 +391,9 @@ function lastCompleteLine(path: string): string | undefined {
         size = start + end + 1;
         ftruncateSync(fd, size);
         fsyncSync(fd);
-        if (end === -1) return undefined;
       }
+      // an empty file, or one whose only line was torn: no complete line at all
+      if (end === -1) return undefined;
       const begin = end === 0 ? -1 : buf.lastIndexOf(0x0a, end - 1);
       if (begin === -1 && start > 0) continue;
       return buf.subarray(begin + 1, end).toString('utf8');

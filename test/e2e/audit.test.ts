@@ -46,10 +46,14 @@ describe('keel audit', () => {
     const { home: h, dir, file } = home();
     const ok = keel(h, 'audit', 'verify', dir);
     expect(ok.stderr).toBe('');
-    expect(ok.stdout).toBe('audit chain intact: 3 lines\n');
+    const headHash = (JSON.parse(readFileSync(join(dir, 'head.json'), 'utf8')) as { hash: string }).hash;
+    expect(ok.stdout).toBe(`audit chain intact: 3 lines\nhead ${headHash}\n`);
     expect(ok.status).toBe(0);
-    // with no PATH it checks KEEL_HOME/audit
-    expect(keel(h, 'audit', 'verify').stdout).toBe('audit chain intact: 3 lines\n');
+    // with no PATH it checks KEEL_HOME/audit; --json carries the head to anchor elsewhere
+    expect(keel(h, 'audit', 'verify').stdout).toBe(`audit chain intact: 3 lines\nhead ${headHash}\n`);
+    const doc = keel(h, 'audit', 'verify', '--json');
+    expect(JSON.parse(doc.stdout)).toEqual({ path: dir, ok: true, lines: 3, head: headHash, unsealed: 0 });
+    expect(keel(h, 'audit', 'verify', '--expect-head', headHash).status).toBe(0);
 
     const lines = readFileSync(file, 'utf8').split('\n');
     lines[1] = (lines[1] ?? '').replace('"a.ts"', '"b.ts"');
