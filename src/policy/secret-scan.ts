@@ -1,7 +1,7 @@
 /** Find credentials in text and in a git repository's staged or tracked files, without ever echoing them. */
-import { execFileSync } from 'node:child_process';
 import { lstatSync, readFileSync } from 'node:fs';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
+import { discoverRepo, GitError, type Repo, runGit } from './git-runner.js';
 import { RULES, type RuleId } from './secret-rules.js';
 
 export type { RuleId } from './secret-rules.js';
@@ -62,17 +62,20 @@ export function redact(secret: string): string {
 
 /** Scan one file's text; `path` is reported as given and decides whether it is a lock file. */
 export function scanText(path: string, text: string): Finding[] {
-  const rules = isLockFile(path) ? RULES.filter((r) => r.kind === 'vendor') : RULES;
+  const lock = isLockFile(path);
+  const rules = RULES.filter(
+    (r) => (!lock || r.kind === 'vendor') && (!r.files || r.files(path)) && (!r.hint || r.hint.test(text)),
+  );
   const lineStarts = indexLines(text);
   const taken: Array<[number, number]> = [];
   const findings: Array<Finding & { offset: number }> = [];
   for (const rule of rules) {
     for (const match of text.matchAll(rule.pattern)) {
-      const span = match.indices?.groups?.secret ?? match.indices?.[0];
+      const span = secretSpan(match);
       if (!span) continue;
       const [start, end] = span;
       const secret = text.slice(start, end);
-      if (rule.accept && !rule.accept(secret)) continue;
+      if (rule.accept && !rule.accept(secret, { text, matchStart: match.index, start })) continue;
       // an earlier, more specific rule already named this secret
       if (taken.some(([s, e]) => start < e && s < end)) continue;
       const lineIndex = lineOf(lineStarts, start);
@@ -90,6 +93,15 @@ export function scanText(path: string, text: string): Finding[] {
     }
   }
   return findings.sort((a, b) => a.offset - b.offset).map(({ offset: _, ...finding }) => finding);
+}
+
+/** The credential's span: the first of the `secret`, `secret2`, ... groups that matched, else the whole match. */
+function secretSpan(match: RegExpExecArray | RegExpMatchArray): [number, number] | undefined {
+  const groups = match.indices?.groups;
+  if (groups) {
+    for (const [name, span] of Object.entries(groups)) if (name.startsWith('secret') && span) return span;
+  }
+  return match.indices?.[0];
 }
 
 function indexLines(text: string): number[] {
@@ -123,50 +135,20 @@ function allowedOnLine(text: string, starts: number[], lineIndex: number): Set<s
   return ids.includes('all') ? ALL_RULES : new Set(ids);
 }
 
-// Variables that point git at another repository or index; inherited from a parent git
-// process (a hook, a test run inside one) they would make us scan the wrong tree.
-const GIT_LOCAL_ENV = [
-  'GIT_DIR',
-  'GIT_WORK_TREE',
-  'GIT_INDEX_FILE',
-  'GIT_COMMON_DIR',
-  'GIT_OBJECT_DIRECTORY',
-  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
-  'GIT_IMPLICIT_WORK_TREE',
-  'GIT_PREFIX',
-  'GIT_NAMESPACE',
-  'GIT_CONFIG',
-  'GIT_CONFIG_PARAMETERS',
-  'GIT_CONFIG_COUNT',
-  'GIT_GRAFT_FILE',
-  'GIT_SHALLOW_FILE',
-  'GIT_NO_REPLACE_OBJECTS',
-  'GIT_REPLACE_REF_BASE',
-];
-
-function gitEnv(indexFile?: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of GIT_LOCAL_ENV) delete env[name];
-  if (indexFile) env.GIT_INDEX_FILE = indexFile;
-  return env;
-}
-
 type Git = (args: string[], input?: string) => Buffer;
 
-function gitIn(cwd: string, env: NodeJS.ProcessEnv): Git {
+// every git call goes through the hardened runner: a pinned repository, no program the repository names
+function gitIn(repo: Repo, index?: string): Git {
   return (args, input) => {
     try {
-      return execFileSync('git', args, {
-        cwd,
-        env,
-        input,
-        maxBuffer: 1024 * 1024 * 1024,
-        stdio: ['pipe', 'pipe', 'pipe'],
+      return runGit(repo, repo.top, args, {
+        ...(index ? { index } : {}),
+        ...(input !== undefined ? { input } : {}),
       });
     } catch (err) {
-      const { code, stderr } = err as { code?: string; stderr?: Buffer };
-      if (code === 'ENOENT') throw new ScanError('GIT_FAILED', 'git is not installed (or not on PATH)');
-      const detail = stderr?.toString('utf8').trim();
+      if (!(err instanceof GitError)) throw err;
+      if (err.status === null) throw new ScanError('GIT_FAILED', 'git is not installed (or not on PATH)');
+      const detail = err.message.replace(/^git .*? failed: /s, '');
       throw new ScanError('GIT_FAILED', `git ${args[0] ?? ''} failed${detail ? `: ${detail}` : ''}`);
     }
   };
@@ -176,27 +158,27 @@ function gitIn(cwd: string, env: NodeJS.ProcessEnv): Git {
  * A pre-commit hook for `git commit -a` (or `git commit PATH`) sees the commit's content only in
  * the temporary index git names in GIT_INDEX_FILE; keep it when it is this repository's own.
  */
-function hookIndexFile(git: Git): string | undefined {
+function hookIndexFile(repo: Repo): string | undefined {
   const inherited = process.env.GIT_INDEX_FILE;
   if (!inherited) return undefined;
-  const gitDir = git(['rev-parse', '--absolute-git-dir']).toString('utf8').trim();
   const file = resolve(inherited);
-  const rel = relative(gitDir, file);
+  const rel = relative(repo.gitDir, file);
   const inside = rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
   return inside ? file : undefined;
 }
 
-/** The repository's top folder, or a NOT_A_REPO error naming `dir`. */
-function topLevel(dir: string): string {
+/** The repository that holds `dir` (the scan's one discovery), or a NOT_A_REPO error naming `dir`. */
+function topLevel(dir: string): Repo {
+  let repo: Repo | undefined;
   try {
-    return gitIn(dir, gitEnv())(['rev-parse', '--show-toplevel']).toString('utf8').trim();
+    repo = discoverRepo(dir);
   } catch (err) {
     // git missing or refusing the repository (dubious ownership) is not the user's folder choice
-    if (err instanceof ScanError && /not a git repository/i.test(err.message)) {
-      throw new ScanError('NOT_A_REPO', `not a git repository (or inside one): ${dir}`);
-    }
-    throw err;
+    if (!(err instanceof GitError)) throw err;
+    throw new ScanError('GIT_FAILED', err.message);
   }
+  if (!repo) throw new ScanError('NOT_A_REPO', `not a git repository (or inside one): ${dir}`);
+  return repo;
 }
 
 function splitZ(out: Buffer): string[] {
@@ -211,10 +193,9 @@ export function scanRepo(
   repo: string,
   opts: { allFiles: boolean },
 ): { filesScanned: number; findings: Finding[] } {
-  const root = topLevel(repo);
-  const plain = gitIn(root, gitEnv());
-  const git = gitIn(root, gitEnv(hookIndexFile(plain)));
-  const contents = opts.allFiles ? workingFiles(root, git) : stagedFiles(git);
+  const found = topLevel(repo);
+  const git = gitIn(found, hookIndexFile(found));
+  const contents = opts.allFiles ? workingFiles(found.top, git) : stagedFiles(git);
   let filesScanned = 0;
   const findings: Finding[] = [];
   for (const { path, read } of contents) {

@@ -3,11 +3,13 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { CORPUS_FILES, committedText, MANIFEST, realText } from '../helpers/secret-corpus.js';
 import { git, gitRepo, tempDir, writeFiles } from '../helpers/tmp.js';
 
 const KEEL = fileURLToPath(new URL('../../bin/keel.js', import.meta.url));
-// assembled so this repository holds no secret of its own
-const AWS_ID = 'AKIA' + 'IOSFODNN7EXAMPLE';
+// assembled so this repository holds no secret of its own; AWS's documented AKIAIOSFODNN7EXAMPLE is
+// deliberately not a finding, so this is a synthetic id in the same format
+const AWS_ID = 'AKIA' + 'Q3ZLW7RN4XTB2KHD';
 const GH_TOKEN = 'ghp_' + 'R4nd0mT0k3nV4lu3F0rT3st1ngAbCdEf0123';
 
 function keel(cwd: string, ...args: string[]) {
@@ -114,5 +116,31 @@ describe('keel check', () => {
     writeFiles(dir, { 'src/a.ts': 'export const id = 1;\n' });
     git(dir, 'commit', '-q', '-a', '-m', 'fine');
     expect(git(dir, 'log', '--oneline')).toContain('fine');
+  });
+
+  it('--all-files reports exactly the corpus secrets, committed as real files, each redacted', () => {
+    const dir = gitRepo(Object.fromEntries(CORPUS_FILES.map((file) => [file, realText(file)])));
+    const run = keel(dir, 'check', '--all-files', '--json');
+    expect(run.code).toBe(1);
+    const { files_scanned, findings } = JSON.parse(run.stdout) as {
+      files_scanned: number;
+      findings: Array<{ file: string; line: number; rule: string; preview: string }>;
+    };
+    expect(files_scanned).toBe(CORPUS_FILES.length);
+    const expected = MANIFEST.cases
+      .filter((c) => c.rule !== null)
+      .map((c) => `${c.file}:${c.line} ${c.rule}`);
+    expect(findings.map((f) => `${f.file}:${f.line} ${f.rule}`).sort()).toEqual(expected.sort());
+    for (const f of findings) expect(f.preview).toMatch(/^.{0,4}\*\*\*\*$/);
+  });
+
+  it('passes the corpus as this repository commits it (defanged), and a documented example key', () => {
+    const corpus = Object.fromEntries(
+      CORPUS_FILES.map((file) => [`corpus/${file}.txt`, committedText(file)]),
+    );
+    const dir = gitRepo({ ...corpus, 'docs/aws.md': `Example: ${'AKIA' + 'IOSFODNN7EXAMPLE'}\n` });
+    const run = keel(dir, 'check', '--all-files');
+    expect(run.stdout).toBe('');
+    expect(run.code).toBe(0);
   });
 });

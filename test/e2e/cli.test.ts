@@ -137,7 +137,7 @@ describe('the keel command line', () => {
     const repo = gitRepo();
     const home = keelHome();
     const server = await model([{ text: 'OK' }]);
-    const secret = 'sk-live-do-not-leak-123456';
+    const secret = 'sk-live-do-not-leak-123456'; // keel-allow: secret-assignment
     const run = await keel(['ask', ...modelFlags(server), '--json', 'hi'], {
       cwd: repo,
       home,

@@ -6,16 +6,17 @@ import { shannonEntropy } from '../../src/policy/secret-rules.js';
 import { MAX_FILE_BYTES, redact, ScanError, scanRepo, scanText } from '../../src/policy/secret-scan.js';
 import { git, gitRepo, tempDir, writeFiles } from '../helpers/tmp.js';
 
-// Every fake secret is assembled here so this repository never holds one a scanner would flag.
+// Every fake secret is assembled here so this repository never holds one a scanner would flag. AWS's
+// documented AKIAIOSFODNN7EXAMPLE is not a finding (see the corpus), so these are synthetic ones.
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const S = {
-  awsId: 'AKIA' + 'IOSFODNN7EXAMPLE',
-  awsSk: 'wJalrXUtnFEMI/K7MDENG/' + 'bPxRfiCYEXAMPLEKEY',
+  awsId: 'AKIA' + 'Q3ZLW7RN4XTB2KHD',
+  awsSk: 'h8Xq2/Lm4Kp9Zr7Tv1Wy' + 'N3cB6dF0gJ5sE/aU2iOo',
   github: 'ghp_' + 'R4nd0mT0k3nV4lu3F0rT3st1ngAbCdEf0123',
   githubPat: [
     'github_pat_',
     '11ABCDEFG0123456789abc_',
-    'x'.repeat(20),
+    'Kd83nQ0s7Vb2Lm5Zp9Rt',
     'Q7w2e9R4t6Y1u3I5o8P0',
     'aSdFgHjKlZxCvBnM',
   ].join(''),
@@ -161,6 +162,14 @@ describe('scanText stays quiet on ordinary content', () => {
     expect(scanText('yarn.lock', `  resolved "https://r.example/x.tgz#${S.entropyHex}"\n`)).toEqual([]);
     const leaked = lock.replace('zod-4.6.7.tgz', `zod-4.6.7.tgz?token=${S.npm}`);
     expect(rules('package-lock.json', leaked)).toEqual(['npm-token']);
+  });
+
+  it('reads unquoted `key = value` as a secret only in config and shell files, not in code', () => {
+    const line = 'db_password = Hunter2' + 'Tr0ub\n';
+    expect(rules('settings.ini', line)).toEqual(['secret-assignment']);
+    expect(rules('deploy.sh', `export ${line}`)).toEqual(['secret-assignment']);
+    expect(rules('src/db.py', line)).toEqual([]);
+    expect(rules('src/db.ts', 'const token = await fetchToken2();\n')).toEqual([]);
   });
 
   it('ignores placeholders and documentation values', () => {
