@@ -13,6 +13,7 @@ export interface FixFlags extends CommonFlags {
   targetTest?: string[];
   testCommand?: string;
   maxAttempts?: number;
+  allowTestEdits?: boolean;
 }
 
 /** Run `keel fix`; returns the exit status. */
@@ -56,6 +57,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       targetTests: flags.targetTest ?? [],
       ...(flags.testCommand ? { testCommand: flags.testCommand } : {}),
       maxAttempts: flags.maxAttempts ?? 3,
+      allowTestEdits: flags.allowTestEdits === true,
       loaded,
       signal: controller.signal,
       onProgress: progress,
@@ -120,6 +122,13 @@ function printVerdict(r: FixResult): void {
       `branch:    ${inertLine(r.branch)}${r.commit ? ` @ ${r.commit.slice(0, 12)}` : ''}\n`,
     );
   if (r.files.length) process.stdout.write(`changed:   ${r.files.map(inertLine).join(', ')}\n`);
+  const edits = r.verification?.testEdits ?? [];
+  if (edits.length) {
+    const how = r.verification?.testEditsCounted
+      ? 'COUNTED (--allow-test-edits)'
+      : "set aside: judged with the baseline's tests";
+    process.stdout.write(`test edits: ${edits.map(inertLine).join(', ')} (${how})\n`);
+  }
   if (r.paths) {
     const { rationale, pr, diff } = r.paths;
     process.stdout.write(

@@ -121,6 +121,10 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     )
     .option('--test-command <cmd>', 'how to run the tests (default: detected)')
     .option('--max-attempts <n>', 'attempts before giving up', parseIntArg, 3)
+    .option(
+      '--allow-test-edits',
+      "let the model's edits to existing tests count toward the verdict (for an issue about a wrong test)",
+    )
     .option('--json', 'print one JSON document on stdout and nothing else');
   addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (opts) => {
     const { runFixCommand } = await import('./fix-command.js');

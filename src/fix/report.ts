@@ -103,7 +103,30 @@ function evidence(input: ReportInput): string {
     if (v.flaky.length) lines.push('', 'Flaky (failed, then passed on rerun):', list(v.flaky, 'none'));
     lines.push('', `Verifier: ${v.reason}`);
   }
+  lines.push(...testEditLines(v));
   return lines.join('\n');
+}
+
+/** The model's edits to existing tests, said plainly: they either did not count, or were allowed to. */
+function testEditLines(v: Verdict | undefined): string[] {
+  const edits = v?.testEdits ?? [];
+  if (!edits.length) return [];
+  const how = v?.testEditsCounted
+    ? 'COUNTED toward the verdict because of --allow-test-edits; review them as carefully as the fix:'
+    : "set aside: the verdict used the repository's tests as they were before the change, so these edits do not count:";
+  return ['', `Edits to existing tests and test configuration, ${how}`, list(edits, 'none')];
+}
+
+/** One line for the top of pr.md when the tests themselves were edited. */
+function testEditHeadline(v: Verdict | undefined): string[] {
+  const edits = v?.testEdits ?? [];
+  if (!edits.length) return [];
+  return [
+    '',
+    v?.testEditsCounted
+      ? `**This change edits existing tests (${edits.length} file${edits.length === 1 ? '' : 's'}), and --allow-test-edits let those edits count toward the verdict.**`
+      : `**This change edits existing tests (${edits.length} file${edits.length === 1 ? '' : 's'}); they were not counted: the verdict used the tests as they were before.**`,
+  ];
 }
 
 function rationale(input: ReportInput): string {
@@ -163,6 +186,7 @@ function prDescription(input: ReportInput): string {
     input.status === 'verified'
       ? "Fixed by keel and verified by the repository's own tests."
       : 'Attempted by keel; **not verified** - review before merging.',
+    ...testEditHeadline(input.verdict),
     '',
     '## Issue',
     '',

@@ -8,12 +8,13 @@ import { RunError, type TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
+import { GitError } from '../policy/git.js';
 import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { EventLog, StoredEvent } from '../store/event-log.js';
 import { describeRun, findSuite, type TestSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
-import { baseline as summarizeBaseline, type Verdict, verify } from '../verify/verifier.js';
+import { baseline as summarizeBaseline, type Verdict, verify, withTestEdits } from '../verify/verifier.js';
 import { writeReport } from './report.js';
 import { openRunLog } from './run-log.js';
 import {
@@ -26,6 +27,7 @@ import {
   type Snapshot,
   slugify,
 } from './snapshot.js';
+import { baselineTestPaths, guardTests } from './test-guard.js';
 
 export interface FixOptions {
   repo: string;
@@ -33,6 +35,8 @@ export interface FixOptions {
   targetTests: string[];
   testCommand?: string;
   maxAttempts: number;
+  /** Let the model's edits to existing tests count toward the verdict (an issue about a wrong test). */
+  allowTestEdits?: boolean;
   loaded: LoadedConfig;
   env?: NodeJS.ProcessEnv;
   signal: AbortSignal;
@@ -80,6 +84,8 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
   let sandbox: Sandbox | undefined;
   let snapshot: Snapshot | undefined;
   let attempted = false;
+  // the command a user can rerun (detected or given), not keel's invocation with its reporter plumbing
+  let userCommand: string | null = null;
 
   const result = (r: Partial<FixResult> & Pick<FixResult, 'code' | 'status' | 'reason'>): FixResult => {
     // nothing was tried: leave no empty branch or worktree behind in the user's repository
@@ -98,7 +104,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       costUsd: cost,
       paths: null,
       snapshot: snapshot ? { kind: snapshot.kind, dir: snapshot.dir, linked: snapshot.linked } : null,
-      testCommand: null,
+      testCommand: userCommand,
       ...r,
     };
     record('fix_end', { code: out.code, status: out.status, reason: out.reason, attempts: out.attempts });
@@ -128,6 +134,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
         'no test command found (looked at package.json, pytest, go.mod, Cargo.toml); pass --test-command',
       );
     }
+    userCommand = suite.detected.command;
     sandbox = await testSandbox(snapshot, reportsDir, opts.loaded);
     const box = sandbox;
     const exec = (command: string, o: { timeoutS: number; signal: AbortSignal }) => box.run(command, o);
@@ -152,14 +159,23 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
         `the tests cannot run in the snapshot: ${base.problem}. Make them runnable, or pass --test-command CMD`,
       );
     }
+    // a suite that cannot even be loaded tells nothing about the code, unless the user named the target
+    if (base.collectionError && !opts.targetTests.length) {
+      throw new RunError(
+        'ENVIRONMENT_ERROR',
+        `the test suite cannot be collected in the snapshot: ${base.collectionError}. No model was called; make the tests loadable, or name the target with --target-test if this is the bug`,
+      );
+    }
     progress(`baseline: ${describeRun(before).split('\n')[0]}`);
+    const testPaths = baselineTestPaths(snapshot, before);
+    const countEdits = opts.allowTestEdits === true;
 
     const targets = resolveTargetIds(before, opts.targetTests, base.failing);
     const stillPassing = targets.filter((id) => base.passing.includes(id));
     if (opts.targetTests.length && stillPassing.length === targets.length) {
       const reason = `the target already passes before any change (${stillPassing.join(', ')}); nothing to fix, no model called`;
       progress(reason);
-      return result({ code: 'COMPLETED', status: 'verified', reason, testCommand: before.command });
+      return result({ code: 'COMPLETED', status: 'verified', reason });
     }
     // without per-test results there are no failing ids: a failing suite is the target as a whole, and
     // the verifier judges it by its exit code (an empty target list), never as "nothing to fix"
@@ -168,7 +184,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       const reason =
         'every test passes at baseline and no --target-test was given: nothing to verify, no model called';
       progress(reason);
-      return result({ code: 'COMPLETED', status: 'verified', reason, testCommand: before.command });
+      return result({ code: 'COMPLETED', status: 'verified', reason });
     }
     const shown = targets.length
       ? targets
@@ -192,7 +208,6 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
         code: planOutcome.code,
         status: 'failed',
         reason: planOutcome.reason,
-        testCommand: before.command,
       });
     }
     const plan = planOutcome.summary;
@@ -236,9 +251,23 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
         feedback = `Your previous attempt changed no files. ${why}`;
         continue;
       }
+      const guard = guardTests(snapshot, testPaths, diff.files, countEdits);
+      if (guard.edits.length) {
+        progress(
+          `verifying: the attempt edits existing tests (${guard.edits.join(', ')}); ${countEdits ? '--allow-test-edits: they count' : "judging with the baseline's versions"}`,
+        );
+      }
       progress(`verifying: ${diff.files.length} file(s) changed; running the tests`);
-      const after = await runTests();
-      const verdict = await verify({ baseline: before, after, targets, rerun: () => runTests() });
+      let after: SuiteRun;
+      let verdict: Verdict;
+      try {
+        after = await runTests();
+        verdict = await verify({ baseline: before, after, targets, rerun: () => runTests() });
+      } finally {
+        // the attempt's diff stays what the model wrote
+        guard.restore();
+      }
+      verdict = withTestEdits(verdict, guard.edits, countEdits, guard.unsafe);
       record('fix_verdict', { attempt, ...verdict, files: diff.files });
       last = {
         verdict,
@@ -248,12 +277,19 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
         summary: outcome.summary,
         why: verdict.reason,
       };
+      if (verdict.environmentProblem !== undefined) {
+        // the machine, not the attempt, failed: another attempt would be judged by the same broken machine
+        const why = `the tests could not run after attempt ${attempt}: ${verdict.environmentProblem}. The attempt is kept, not verified because of the environment`;
+        progress(`verdict: ${why}`);
+        return finish('ENVIRONMENT_ERROR', 'failed', why, attempts, last, before, plan, shown);
+      }
       if (verdict.status === 'verified') {
         progress(`verdict: verified (${verdict.reason})`);
         return finish('COMPLETED', 'verified', verdict.reason, attempts, last, before, plan, shown);
       }
       progress(`verdict: not verified: ${verdict.reason}`);
-      feedback = `Your previous attempt did not pass verification: ${verdict.reason}\n${describeRun(after)}`;
+      const setAside = guard.edits.length && !countEdits ? testEditFeedback(guard.edits) : '';
+      feedback = `Your previous attempt did not pass verification: ${verdict.reason}\n${describeRun(after)}${setAside}`;
       if (attempt < opts.maxAttempts) rollback(snapshot);
     }
     return finish('VERIFICATION_FAILED', 'failed', last.why, attempts, last, before, plan, shown);
@@ -284,15 +320,22 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       commit = commitAttempt(
         snapshot,
         last.files,
-        `${firstLine(opts.issue).slice(0, 60)}\n\nFixed by keel run ${runId}; verified: ${reason}`,
+        `${firstLine(opts.issue).slice(0, 60)}\n\nFixed by keel run ${runId}; ${reason}`,
       );
-    } else if (last.files.length && code === 'VERIFICATION_FAILED') {
+    } else if (last.files.length && (code === 'VERIFICATION_FAILED' || code === 'ENVIRONMENT_ERROR')) {
       // kept for inspection, and labelled so nobody mistakes it for a fix
-      commit = commitAttempt(
-        snapshot,
-        last.files,
-        `keel (UNVERIFIED): ${firstLine(opts.issue).slice(0, 48)}\n\n${reason}`,
-      );
+      const label = code === 'ENVIRONMENT_ERROR' ? 'UNVERIFIED: environment' : 'UNVERIFIED';
+      try {
+        commit = commitAttempt(
+          snapshot,
+          last.files,
+          `keel (${label}): ${firstLine(opts.issue).slice(0, 48)}\n\n${reason}`,
+        );
+      } catch (err) {
+        // an attempt git cannot commit (a path behind a link it made) is still reported; the worktree keeps it
+        if (!(err instanceof GitError)) throw err;
+        opts.onProgress?.(`the unverified attempt could not be committed: ${err.message.split('\n')[0]}`);
+      }
     }
     const runDir = join(paths.runsDir, runId);
     const events = traceEvents(log, runId);
@@ -311,7 +354,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       attempts,
       ...(snapshot.branch ? { branch: snapshot.branch } : {}),
       ...(commit ? { commit } : {}),
-      testCommand: before.command,
+      testCommand: userCommand ?? before.command,
       events,
       ...(status === 'failed' ? { failure: reason } : {}),
     });
@@ -327,7 +370,6 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       verification: last.verdict ?? null,
       files: last.files,
       paths: { runDir, ...report },
-      testCommand: before.command,
     });
     // the run's last event (fix_end) is recorded after the report was written: the trace gets it too
     const end = log.events(runId).at(-1);
@@ -437,6 +479,11 @@ function traceEvents(log: EventLog, runId: string): StoredEvent[] {
   return all.sort(
     (a, b) => a.ts.localeCompare(b.ts) || a.session_id.localeCompare(b.session_id) || a.seq - b.seq,
   );
+}
+
+/** Tell the model its test edits did not count, so its next attempt fixes the code instead. */
+function testEditFeedback(edits: string[]): string {
+  return `\nYour edits to existing tests (${edits.join(', ')}) were set aside: the verdict uses the repository's tests as they were before your change. Fix the code, not the tests.`;
 }
 
 function firstLine(text: string): string {

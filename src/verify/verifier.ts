@@ -15,6 +15,8 @@ export interface Baseline {
   /** Why this run cannot anchor a verification (environment, timeout, no tests); absent when it can. */
   problem?: string;
   environmentProblem?: string;
+  /** Set when nothing passed and the suite could not even be loaded: what failed to load, and why. */
+  collectionError?: string;
 }
 
 export interface VerifyInput {
@@ -38,6 +40,10 @@ export interface Verdict {
   flaky: string[];
   reason: string;
   environmentProblem?: string;
+  /** Existing test files and test configuration the change edited (repository paths). */
+  testEdits?: string[];
+  /** Whether those edits took part in the verdict (`--allow-test-edits`); by default the baseline's tests judge. */
+  testEditsCounted?: boolean;
 }
 
 /** Summarize a baseline run and say whether it can anchor a verification. */
@@ -45,6 +51,7 @@ export function baseline(run: SuiteRun): Baseline {
   const ids = (status: TestStatus): string[] =>
     run.results.filter((r) => r.status === status).map((r) => r.id);
   const problem = runProblem(run);
+  const collection = collectionError(run);
   return {
     mode: run.parsed ? 'per-test' : 'exit-code',
     passing: ids('passed'),
@@ -52,7 +59,44 @@ export function baseline(run: SuiteRun): Baseline {
     skipped: ids('skipped'),
     ...(problem === undefined ? {} : { problem }),
     ...(run.environmentProblem === undefined ? {} : { environmentProblem: run.environmentProblem }),
+    ...(collection === undefined ? {} : { collectionError: collection }),
   };
+}
+
+/**
+ * Why a run with no passing test could not load its tests (an ImportError while collecting, a test file
+ * that crashed before running a test), or undefined when it did load them.
+ */
+export function collectionError(run: SuiteRun): string | undefined {
+  if (run.results.some((r) => r.status === 'passed')) return undefined;
+  // a file-level failure is the runner saying the file itself broke, not one of its tests
+  const broken = run.results.filter(
+    (r) => r.status === 'failed' && !r.id.includes(' > ') && (r.file === undefined || r.file === r.id),
+  );
+  const interrupted = /Interrupted: \d+ errors? during collection/.test(run.output);
+  if (broken.length === 0 && !interrupted) return undefined;
+  const text = [...broken.map((r) => r.message ?? ''), run.output].join('\n');
+  const cause = /^(?:E\s+)?((?:\w+\.)*\w*(?:Error|Exception)\b:.*)$/m.exec(text)?.[1]?.trim();
+  const files = broken.length > 0 ? list(broken.map((r) => r.id)) : 'the test files';
+  return `0 tests passed and ${files} could not be loaded${cause === undefined ? '' : ` (${cause})`}`;
+}
+
+/** Name the test edits in a verdict: set aside by default (the baseline's tests judged), or counted. */
+export function withTestEdits(verdict: Verdict, edits: string[], counted: boolean, unsafe?: string): Verdict {
+  if (unsafe !== undefined) {
+    return {
+      ...verdict,
+      status: 'failed',
+      testEdits: edits,
+      testEditsCounted: false,
+      reason: `not verified: ${unsafe}`,
+    };
+  }
+  if (edits.length === 0) return { ...verdict, testEdits: [], testEditsCounted: counted };
+  const note = counted
+    ? `; the change edits existing tests (${list(edits)}) and --allow-test-edits let those edits count`
+    : `; judged with the baseline's tests: the change's edits to existing tests (${list(edits)}) were set aside and do not count`;
+  return { ...verdict, testEdits: edits, testEditsCounted: counted, reason: `${verdict.reason}${note}` };
 }
 
 /** Decide whether the change between `baseline` and `after` is verified. */

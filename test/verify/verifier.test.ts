@@ -6,7 +6,7 @@ import { buildInvocation } from '../../src/verify/reporters.js';
 import { runSuite, wholeSuiteRerun } from '../../src/verify/run.js';
 import { resolveTargets } from '../../src/verify/targets.js';
 import type { SuiteRun, TestResult, TestStatus } from '../../src/verify/types.js';
-import { baseline, verify } from '../../src/verify/verifier.js';
+import { baseline, collectionError, verify, withTestEdits } from '../../src/verify/verifier.js';
 import { tempDir, writeFiles } from '../helpers/tmp.js';
 
 /** A parsed run whose tests have the given statuses (`file > test` ids). */
@@ -275,6 +275,42 @@ test('double', () => assert.equal(double(4), 8));
       status: 'failed',
       regressions: ['test/math.test.js > double'],
       flaky: [],
+    });
+  });
+});
+
+describe('collection errors and test edits', () => {
+  it('a baseline with nothing passing and a file-level failure is a collection error', () => {
+    const broken = suite(
+      { 'tests/test_a.py': 'failed' },
+      { output: 'E   ImportError: cannot import name b\nInterrupted: 1 error during collection' },
+    );
+    expect(collectionError(broken)).toContain('tests/test_a.py could not be loaded');
+    expect(baseline(broken).collectionError).toContain('ImportError: cannot import name b');
+    // one test passing means the suite loads: a broken file is then an ordinary failing target
+    expect(collectionError(suite({ 'tests/test_a.py': 'failed', 'tests/test_b.py > ok': 'passed' }))).toBe(
+      undefined,
+    );
+    expect(collectionError(suite({ 'a.test.ts > adds': 'failed' }))).toBe(undefined);
+  });
+
+  it('test edits are named in the verdict, and an unsafe set-aside fails it', async () => {
+    const verdict = await verify({
+      baseline: BEFORE,
+      after: suite({ 'a.test.ts > adds': 'passed' }),
+      targets: [],
+    });
+    const setAside = withTestEdits(verdict, ['a.test.ts'], false);
+    expect(setAside).toMatchObject({
+      status: verdict.status,
+      testEdits: ['a.test.ts'],
+      testEditsCounted: false,
+    });
+    expect(setAside.reason).toContain('do not count');
+    expect(withTestEdits(verdict, ['a.test.ts'], true).reason).toContain('--allow-test-edits');
+    expect(withTestEdits(verdict, ['a.test.ts'], false, 'test was replaced by a link')).toMatchObject({
+      status: 'failed',
+      reason: 'not verified: test was replaced by a link',
     });
   });
 });

@@ -1,0 +1,132 @@
+/**
+ * Which files of a repository are its tests and its test configuration: the things a verdict must judge
+ * a fix with as they were at baseline, so a "fix" that weakens a test cannot verify itself.
+ */
+import { basename } from 'node:path';
+import type { SuiteRun } from './types.js';
+
+/** Folders whose every file belongs to the tests (fixtures, snapshots, helpers). */
+const TEST_DIRS = new Set([
+  'test',
+  'tests',
+  '__tests__',
+  'spec',
+  '__snapshots__',
+  '__fixtures__',
+  'testdata',
+]);
+
+/** File names that are test files by each ecosystem's convention. */
+const TEST_NAMES = [
+  /\.(test|spec)\.[cm]?[jt]sx?$/,
+  /\.(test|spec)\.\w+$/,
+  /^test_.*\.py$/,
+  /_test\.py$/,
+  /_test\.go$/,
+  /\.snap$/,
+];
+
+/** Files that decide how the tests run: runner configs, preloads, coverage thresholds. */
+const CONFIG_NAMES = [
+  /^conftest\.py$/,
+  /^pytest\.ini$/,
+  /^tox\.ini$/,
+  /^\.mocharc(\.\w+)?$/,
+  /^(jest|vitest|vite|ava|playwright|karma|jasmine|cypress|wdio|babel)\.config\.\w+$/,
+  /^vitest\.(workspace|setup)\.\w+$/,
+  /^jest\.setup\.\w+$/,
+  /^\.taprc(\.\w+)?$/,
+  /^\.c8rc(\.\w+)?$/,
+  /^\.nycrc(\.\w+)?$/,
+  /^\.babelrc(\.\w+)?$/,
+  /^setup\.cfg$/,
+  /^pyproject\.toml$/,
+  /^package\.json$/,
+  /^\.coveragerc$/,
+  /^noxfile\.py$/,
+];
+
+/** package.json keys that change how the tests run; a fix may change the rest (dependencies, exports). */
+export const PACKAGE_TEST_KEYS = ['scripts', 'jest', 'ava', 'mocha', 'c8', 'nyc', 'tap', 'vitest', 'xo'];
+
+/** Sections of pyproject.toml / setup.cfg that configure the tests; the rest is the package's own. */
+const TEST_SECTION = /^\[(tool[.:](pytest|coverage|tox|hatch\.envs)|pytest|coverage)/;
+
+/** Whether a repository path (forward slashes) is a test file by convention. */
+export function isTestFile(path: string): boolean {
+  const parts = path.split('/');
+  const name = parts.at(-1) ?? path;
+  // Rust integration tests live in tests/, like everyone else's; a folder anywhere counts
+  if (parts.slice(0, -1).some((dir) => TEST_DIRS.has(dir))) return true;
+  return TEST_NAMES.some((pattern) => pattern.test(name));
+}
+
+/** Whether a repository path is test configuration (some only in part: see `testConfigView`). */
+export function isTestConfig(path: string): boolean {
+  const name = basename(path);
+  return CONFIG_NAMES.some((pattern) => pattern.test(name));
+}
+
+/**
+ * The part of a configuration file that matters to the tests, as text to compare: the test keys of a
+ * package.json, the test sections of pyproject.toml and setup.cfg, the whole file for the rest.
+ */
+export function testConfigView(path: string, content: string): string {
+  const name = basename(path);
+  if (name === 'package.json') {
+    const parsed = parseObject(content);
+    // unparsable JSON: the whole text decides
+    if (parsed === undefined) return content;
+    return JSON.stringify(PACKAGE_TEST_KEYS.map((key) => [key, parsed[key] ?? null]));
+  }
+  if (name === 'pyproject.toml' || name === 'setup.cfg') return testSections(content);
+  return content;
+}
+
+/**
+ * The model's package.json with the test keys put back as they were at baseline, so its dependency
+ * changes stay while its script changes do not count; undefined when either side is not a JSON object.
+ */
+export function packageWithBaselineTestKeys(baseline: string, current: string): string | undefined {
+  const base = parseObject(baseline);
+  const now = parseObject(current);
+  if (base === undefined || now === undefined) return undefined;
+  for (const key of PACKAGE_TEST_KEYS) {
+    if (key in base) now[key] = base[key];
+    else delete now[key];
+  }
+  return `${JSON.stringify(now, null, 2)}\n`;
+}
+
+/** The test files a baseline run named, relative to the suite's root (the runner's own report). */
+export function reportedTestFiles(run: SuiteRun): string[] {
+  const files = new Set<string>();
+  for (const result of run.results) {
+    const file = result.file ?? result.id.split(' > ')[0];
+    // only a relative path names a file of the repository; an absolute or `..` one is elsewhere
+    if (file && !file.startsWith('/') && !file.startsWith('..') && /\.\w+$/.test(file)) files.add(file);
+  }
+  return [...files];
+}
+
+function testSections(content: string): string {
+  const kept: string[] = [];
+  let inTest = false;
+  for (const line of content.split('\n')) {
+    const header = /^\s*\[/.test(line);
+    if (header) inTest = TEST_SECTION.test(line.trim());
+    if (inTest) kept.push(line.trimEnd());
+  }
+  return kept.join('\n');
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
