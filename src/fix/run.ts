@@ -9,7 +9,7 @@ import type { LoadedConfig } from '../config/load.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
 import { GitError } from '../policy/git.js';
-import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
+import { type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { EventLog, StoredEvent } from '../store/event-log.js';
 import { describeRun, findSuite, type TestSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
@@ -28,6 +28,7 @@ import {
   slugify,
 } from './snapshot.js';
 import { baselineTestPaths, guardTests } from './test-guard.js';
+import { testSandbox } from './test-sandbox.js';
 
 export interface FixOptions {
   repo: string;
@@ -422,21 +423,6 @@ function sessionRunner(
     add(outcome.rounds, outcome.costUsd);
     return outcome;
   };
-}
-
-/** The sandbox the tests run in: the configured one over the snapshot, or none (the user asked for these tests). */
-async function testSandbox(snapshot: Snapshot, reportsDir: string, loaded: LoadedConfig): Promise<Sandbox> {
-  const config = loaded.config;
-  return createSandbox({
-    kind: config.sandbox,
-    root: snapshot.dir,
-    writable: [snapshot.top, reportsDir],
-    network: config.sandbox_network,
-    limits: config.sandbox_limits,
-    // the linked dependency folders live in the user's checkout, which may sit under the sandbox's private
-    // /tmp: bind them (read-only) so the links resolve inside it too
-    protectedDirs: snapshot.linked.map((name) => realpathSync(join(snapshot.dir, name))),
-  });
 }
 
 function resolveTargetIds(run: SuiteRun, requested: string[], failing: string[]): string[] {
