@@ -1,6 +1,6 @@
 // keel fix benchmarks (issue 4): end-to-end wall time of `keel demo`, and the verifier's own overhead
 // over bare runs of the same test suite (per-test reporting, log capture, parsing; with and without the
-// sandbox). Run `npm run build` first. Prints one Markdown table.
+// sandbox), then keel fix per test runner (fix-runners.mjs). Run `npm run build` first. Prints Markdown tables.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -98,3 +98,7 @@ console.log(
 function defaults() {
   return { cpu_s: 300, memory_mb: 4096, processes: 256, file_size_mb: 1024, output_kb: 1024 };
 }
+
+// 3. keel fix per runner, over a bare run of the same suite (bench/fix-runners.mjs)
+console.log('');
+await import('./fix-runners.mjs');
