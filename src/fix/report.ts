@@ -103,8 +103,32 @@ function evidence(input: ReportInput): string {
     if (v.flaky.length) lines.push('', 'Flaky (failed, then passed on rerun):', list(v.flaky, 'none'));
     lines.push('', `Verifier: ${v.reason}`);
   }
+  lines.push(...checkLines(input));
   lines.push(...testEditLines(v));
   return lines.join('\n');
+}
+
+/** The test command's other steps (lint, type check, audit): run apart from the tests, judged by exit code. */
+function checkLines(input: ReportInput): string[] {
+  const judged = input.verdict?.checks;
+  if (judged !== undefined && judged.length > 0) {
+    const lines = judged.map((c) => {
+      const state =
+        c.before === 'failed'
+          ? `already failed before the change (${c.after} after; does not count)`
+          : c.broken
+            ? '**FAILED CHECK: passed before, fails after the change**'
+            : `passed before, ${c.after} after`;
+      return `- \`${c.name}\` (\`${c.command}\`): ${state}`;
+    });
+    return ['', "Checks (the test command's other steps, run apart from the tests):", ...lines];
+  }
+  const checks = input.baseline.checks ?? [];
+  if (checks.length === 0) return [];
+  const lines = checks.map(
+    (c) => `- \`${c.name}\` (\`${c.command}\`): ${c.passed ? 'passed' : 'failed'} before the change`,
+  );
+  return ['', "Checks (the test command's other steps, run apart from the tests):", ...lines];
 }
 
 /** The model's edits to existing tests, said plainly: they either did not count, or were allowed to. */

@@ -143,6 +143,12 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
     progress(
       `baseline: running \`${suite.detected.command}\` (${suite.detected.source}) ${sandbox.kind === 'none' ? 'without a sandbox' : `in ${sandbox.kind}`}`,
     );
+    if (suite.detected.steps !== undefined) {
+      const steps = suite.detected.steps.map(
+        (step) => `${step.name} (${step.runner === 'unknown' ? 'check' : step.runner}: \`${step.command}\`)`,
+      );
+      progress(`baseline: \`${suite.detected.command}\` runs ${steps.join(', ')}`);
+    }
     const before = await runTests();
     const base = summarizeBaseline(before);
     record('fix_baseline', {
@@ -153,6 +159,9 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       problem: base.problem,
       duration_ms: before.durationMs,
       parsed: before.parsed,
+      ...(before.checks === undefined
+        ? {}
+        : { checks: before.checks.map((c) => ({ name: c.name, command: c.command, passed: c.passed })) }),
     });
     if (base.problem) {
       throw new RunError(

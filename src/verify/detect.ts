@@ -1,7 +1,8 @@
 /** Test command detection: which command runs a project's suite, and which runner it is. */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DetectedCommand, RunnerKind } from './types.js';
+import { resolveScriptSteps } from './scripts.js';
+import type { CommandStep, DetectedCommand, RunnerKind } from './types.js';
 
 const SCRIPT_SOURCE = 'package.json scripts.test';
 
@@ -17,8 +18,65 @@ export function detectTestCommand(root: string): DetectedCommand | undefined {
 export function fromCommand(root: string, command: string, source = 'test command'): DetectedCommand {
   const scriptName = packageScriptName(command);
   const script = scriptName === undefined ? undefined : readScripts(root)?.[scriptName];
+  const steps = followedSteps(root, command, scriptName);
+  if (steps !== undefined) return { command, runner: firstRunner(steps), source, steps };
   if (typeof script === 'string') return { command, runner: runnerOf(script), source, script };
   return { command, runner: runnerOf(command), source };
+}
+
+/**
+ * The steps a command's package scripts run, when following them says more than the script's own text:
+ * a chain, `pre`/`post` scripts or a nested `npm run`, with at least one test runner among them.
+ * Undefined when the scripts cannot be followed exactly or no step is a runner keel knows.
+ */
+function followedSteps(
+  root: string,
+  command: string,
+  scriptName: string | undefined,
+): CommandStep[] | undefined {
+  const pkg = readPackage(root);
+  if (pkg === undefined) return undefined;
+  const scripts = Object.fromEntries(
+    Object.entries(pkg.scripts).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+  const resolved = resolveScriptSteps(command, { scripts, yarnBerry: pkg.yarnBerry });
+  if (!resolved.ok) return undefined;
+  const steps = resolved.steps;
+  if (!steps.some((step) => runnerOf(step.command) !== 'unknown')) return undefined;
+  // a script that is one runner call needs no following: `npm test -- FLAGS` reaches it as it is
+  const [only] = steps;
+  if (steps.length === 1 && only !== undefined && (only.script === scriptName || only.script === '')) {
+    return undefined;
+  }
+  return nameSteps(steps.map((step) => ({ ...step, runner: runnerOf(step.command) })));
+}
+
+/** Unique step names: the script, and the program too when one script runs several commands. */
+function nameSteps(steps: Array<{ script: string; command: string; runner: RunnerKind }>): CommandStep[] {
+  const perScript = new Map<string, number>();
+  for (const step of steps) perScript.set(step.script, (perScript.get(step.script) ?? 0) + 1);
+  const used = new Map<string, number>();
+  return steps.map((step) => {
+    const script = step.script === '' ? 'command' : step.script;
+    const base = (perScript.get(step.script) ?? 0) > 1 ? `${script}: ${programOf(step.command)}` : script;
+    const count = (used.get(base) ?? 0) + 1;
+    used.set(base, count);
+    return { name: count === 1 ? base : `${base} [${count}]`, command: step.command, runner: step.runner };
+  });
+}
+
+/** The program a simple command starts, past environment assignments and `npx`. */
+function programOf(command: string): string {
+  const ws = words(command).filter((word) => !/^\w+=/.test(word));
+  const first =
+    ws[0] === 'npx' || ws[0] === 'cross-env'
+      ? ws.find((w, i) => i > 0 && !w.startsWith('-') && !/^\w+=/.test(w))
+      : ws[0];
+  return commandName(first ?? command);
+}
+
+function firstRunner(steps: CommandStep[]): RunnerKind {
+  return steps.find((step) => step.runner !== 'unknown')?.runner ?? 'unknown';
 }
 
 /** Classify a shell command by the runner it starts; the last command of a chain that names one wins. */
@@ -43,6 +101,8 @@ function segmentRunner(ws: string[]): RunnerKind {
     return 'pytest';
   }
   if (at('node') >= 0 && ws.slice(at('node')).includes('--test')) return 'node-test';
+  if (names.includes('ava')) return 'ava';
+  if (names.includes('uvu')) return 'uvu';
   if (names.includes('tap') || names.includes('tape')) return 'tap';
   if (at('go') >= 0 && ws[at('go') + 1] === 'test') return 'go';
   if (at('cargo') >= 0 && ws[at('cargo') + 1] === 'test') return 'cargo';
@@ -76,13 +136,21 @@ function packageScriptName(command: string): string | undefined {
 }
 
 function readScripts(root: string): Record<string, unknown> | undefined {
+  return readPackage(root)?.scripts;
+}
+
+/** The scripts of package.json, and whether its `packageManager` is yarn 2 or later. */
+function readPackage(root: string): { scripts: Record<string, unknown>; yarnBerry: boolean } | undefined {
   const text = readText(join(root, 'package.json'));
   if (text === undefined) return undefined;
   try {
     const pkg: unknown = JSON.parse(text);
     if (typeof pkg !== 'object' || pkg === null || !('scripts' in pkg)) return undefined;
     const scripts = pkg.scripts;
-    return typeof scripts === 'object' && scripts !== null ? (scripts as Record<string, unknown>) : undefined;
+    if (typeof scripts !== 'object' || scripts === null) return undefined;
+    const manager =
+      'packageManager' in pkg && typeof pkg.packageManager === 'string' ? pkg.packageManager : '';
+    return { scripts: scripts as Record<string, unknown>, yarnBerry: /^yarn@[2-9]|^yarn@\d\d/.test(manager) };
   } catch {
     return undefined;
   }
@@ -94,6 +162,9 @@ function fromPackageJson(root: string): DetectedCommand | undefined {
   // npm init writes a test script that only fails; it says nothing about the project's tests
   if (/no test specified/i.test(script)) return undefined;
   // npm works for any package.json; yarn and pnpm pass `--` through differently between versions
+  const steps = followedSteps(root, 'npm test', 'test');
+  if (steps !== undefined)
+    return { command: 'npm test', runner: firstRunner(steps), source: SCRIPT_SOURCE, steps };
   return { command: 'npm test', runner: runnerOf(script), source: SCRIPT_SOURCE, script };
 }
 

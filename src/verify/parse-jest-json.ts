@@ -53,7 +53,8 @@ function toResult(test: unknown, file: string): TestResult {
       ? clipMessage(failures.filter((m): m is string => typeof m === 'string').join('\n'))
       : undefined;
   return {
-    id: joinId([file, ...path, title]),
+    // a test named "" would otherwise take its describe block's id, and two results would share it
+    id: joinId([file, ...path, title === '' ? '""' : title]),
     name: title,
     file,
     status,

@@ -6,7 +6,8 @@ import { parseJunit } from './parse-junit.js';
 import { parseMochaJson } from './parse-mocha-json.js';
 import { parseNodeEvents } from './parse-node-events.js';
 import { parseTap } from './parse-tap.js';
-import { stripAnsi } from './result-ids.js';
+import { parseUvuEvents } from './parse-uvu-events.js';
+import { ID_SEPARATOR, stripAnsi } from './result-ids.js';
 import type { ParseFormat, TestResult } from './types.js';
 
 export interface ReportSources {
@@ -41,6 +42,8 @@ export function parseResults(format: ParseFormat, sources: ReportSources): Parse
       return fromReport('JSON report', (text) => parseJestJson(text, opts));
     case 'junit':
       return fromReport('JUnit XML report', (text) => parseJunit(text, opts));
+    case 'uvu-events':
+      return fromReport('uvu test report', (text) => parseUvuEvents(text, opts));
     case 'node-events':
       return fromReport('test event report', (text) => parseNodeEvents(text, opts));
     case 'mocha-json': {
@@ -52,6 +55,8 @@ export function parseResults(format: ParseFormat, sources: ReportSources): Parse
     }
     case 'tap':
       return fromLog(parseTap(sources.log, opts), /^\s*(TAP version|1\.\.\d+)/m, 'TAP');
+    case 'ava-tap':
+      return fromLog(avaResults(parseTap(sources.log, opts)), /^\s*(TAP version|1\.\.\d+)/m, 'TAP');
     case 'go-json':
       return fromLog(
         parseGoJson(sources.log),
@@ -63,6 +68,17 @@ export function parseResults(format: ParseFormat, sources: ReportSources): Parse
     case 'exit-code':
       return { parsed: false, why: 'the runner gives no per-test results' };
   }
+}
+
+/**
+ * ava titles a test `file › name` (the file without its folder and extension); keel's ids use ` > `. Its
+ * TAP names no test file: the `at` location of a failure is ava's own assertion code, so it is dropped.
+ */
+function avaResults(results: TestResult[]): TestResult[] {
+  return results.map(({ file: _location, ...result }) => {
+    const parts = result.id.split(' › ');
+    return { ...result, id: parts.join(ID_SEPARATOR), name: parts.at(-1) ?? result.name };
+  });
 }
 
 function fromText(what: string, parse: () => TestResult[]): ParseOutcome {

@@ -5,7 +5,11 @@
  */
 import { runnerOf, words } from './detect.js';
 import { nodeReporterUrl } from './node-reporter.js';
+import { shellQuote } from './shell-quote.js';
 import type { DetectedCommand, Invocation, ParseFormat } from './types.js';
+import { uvuPreloadUrl } from './uvu-reporter.js';
+
+export { shellQuote };
 
 export interface InvocationOptions {
   /** A test name pattern or a test file path; runners that cannot filter get their results filtered. */
@@ -87,6 +91,13 @@ function planFor(detected: DetectedCommand, opts: InvocationOptions): Plan {
       return cargoPlan(detected, filter);
     case 'tap':
       return tapPlan(detected, filter);
+    case 'uvu':
+      return uvuPlan(detected, opts);
+    case 'ava': {
+      const filterArgs =
+        filter === undefined ? '' : pathFilter ? shellQuote(filter) : `--match ${shellQuote(`*${filter}*`)}`;
+      return appendPlan(detected, filter, 'ava-tap', ['--tap', filterArgs]);
+    }
     case 'unknown':
       return exitCodePlan(
         detected,
@@ -208,6 +219,19 @@ function tapPlan(detected: DetectedCommand, filter: string | undefined): Plan {
   return { test: detected.command, parse: 'tap', ...resultFilter };
 }
 
+function uvuPlan(detected: DetectedCommand, opts: InvocationOptions): Plan {
+  // NODE_OPTIONS reaches the uvu process through npm and any wrapper; uvu cannot filter by test name
+  return {
+    test: detected.command,
+    parse: 'uvu-events',
+    extend: [
+      ['NODE_OPTIONS', `--import=${uvuPreloadUrl()}`],
+      ['KEEL_UVU_REPORT', opts.reportFile],
+    ],
+    ...(opts.filter === undefined ? {} : { resultFilter: opts.filter }),
+  };
+}
+
 function exitCodePlan(detected: DetectedCommand, filter: string | undefined, why: string): Plan {
   const ignored = filter === undefined ? '' : '; the filter was ignored';
   return {
@@ -250,12 +274,6 @@ function insertAfter(detected: DetectedCommand, pattern: RegExp, flags: string[]
 /** A filter naming a file (or a pytest node id) rather than a test name. */
 function looksLikePath(filter: string): boolean {
   return /[/\\]|::|\.(?:[cm]?[jt]sx?|py|rs|go)$/.test(filter);
-}
-
-/** Quote one word for /bin/sh (and for shlex, which pytest uses on PYTEST_ADDOPTS). */
-export function shellQuote(word: string): string {
-  if (/^[\w@%+=:,./-]+$/.test(word)) return word;
-  return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /** NODE_OPTIONS splits on spaces and understands double quotes with backslash escapes. */

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { detectTestCommand, fromCommand } from './detect.js';
 import { buildInvocation } from './reporters.js';
 import { runSuite, type SuiteExec } from './run.js';
+import { runSteps } from './run-steps.js';
 import type { DetectedCommand, SuiteRun } from './types.js';
 
 export interface SuiteRunOptions {
@@ -27,15 +28,25 @@ export class TestSuite {
   /** Run the suite (or the tests matching `filter`). */
   async run(opts: SuiteRunOptions): Promise<SuiteRun> {
     this.runs++;
-    const invocation = buildInvocation(this.detected, {
-      reportFile: join(this.reportsDir, `run-${this.runs}.report`),
-      ...(opts.filter ? { filter: opts.filter } : {}),
-    });
-    return runSuite(this.root, invocation, {
+    const reportFile = join(this.reportsDir, `run-${this.runs}.report`);
+    const runOpts = {
       timeoutS: opts.timeoutS ?? 600,
       signal: opts.signal,
       ...(opts.exec ? { exec: opts.exec } : {}),
+    };
+    const { steps } = this.detected;
+    if (steps !== undefined) {
+      return runSteps(this.root, this.detected, steps, {
+        ...runOpts,
+        reportFile,
+        ...(opts.filter ? { filter: opts.filter } : {}),
+      });
+    }
+    const invocation = buildInvocation(this.detected, {
+      reportFile,
+      ...(opts.filter ? { filter: opts.filter } : {}),
     });
+    return runSuite(this.root, invocation, runOpts);
   }
 }
 
@@ -59,7 +70,9 @@ export function describeRun(run: SuiteRun, maxFailures = 15): string {
   if (!run.parsed) {
     const verdict = run.exitCode === 0 ? 'passed' : `failed (exit code ${run.exitCode ?? 'none'})`;
     const note = run.note ? ` (${run.note})` : '';
-    return `\`${run.command}\` ${verdict}${note}\n${tail(run.output, 60)}`;
+    return [`\`${run.command}\` ${verdict}${note}\n${tail(run.output, 60)}`, ...describeChecks(run)].join(
+      '\n',
+    );
   }
   const c = counts(run);
   const lines = [`\`${run.command}\`: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`];
@@ -70,7 +83,17 @@ export function describeRun(run: SuiteRun, maxFailures = 15): string {
   }
   if (failures.length > maxFailures) lines.push(`... and ${failures.length - maxFailures} more failures`);
   if (run.timedOut) lines.push('The suite timed out and was killed.');
+  lines.push(...describeChecks(run));
   return lines.join('\n');
+}
+
+/** The chain's checks in a line each; a failing one with the end of its output. */
+function describeChecks(run: SuiteRun): string[] {
+  return (run.checks ?? []).map((check) => {
+    if (check.passed) return `check \`${check.name}\` (\`${check.command}\`) passed`;
+    const how = check.timedOut ? 'timed out' : `failed (exit code ${check.exitCode ?? 'none'})`;
+    return `check \`${check.name}\` (\`${check.command}\`) ${how}\n${tail(check.output, 15)}`;
+  });
 }
 
 function tail(text: string, lines: number): string {

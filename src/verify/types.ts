@@ -6,6 +6,8 @@ export type RunnerKind =
   | 'jest'
   | 'node-test'
   | 'tap'
+  | 'ava'
+  | 'uvu'
   | 'mocha'
   | 'pytest'
   | 'go'
@@ -21,6 +23,20 @@ export interface DetectedCommand {
   source: string;
   /** For a package script: the script's text, which `npm test -- ARGS` appends to. */
   script?: string;
+  /**
+   * The commands the package scripts were followed to, in order, when that is more than the script's
+   * own text (a chain, `pre`/`post` scripts, a nested `npm run`); each runs on its own.
+   */
+  steps?: CommandStep[];
+}
+
+/** One command of a followed script chain: a test runner's run, or another command run as a named check. */
+export interface CommandStep {
+  /** A name unique within the chain: the package script, with the program when a script has several. */
+  name: string;
+  command: string;
+  /** `unknown` makes the step a check (lint, type check, audit), judged by its exit code. */
+  runner: RunnerKind;
 }
 
 /** How per-test results are read back after a run; `exit-code` means they cannot be. */
@@ -29,6 +45,8 @@ export type ParseFormat =
   | 'jest-json'
   | 'node-events'
   | 'tap'
+  | 'ava-tap'
+  | 'uvu-events'
   | 'junit'
   | 'go-json'
   | 'cargo'
@@ -82,5 +100,20 @@ export interface SuiteRun {
   collected: number | null;
   note?: string;
   /** Set when the run failed for a reason outside the code under test: what is missing. */
+  environmentProblem?: string;
+  /** The chain's other steps (lint, type check, audit), each judged by its exit code. */
+  checks?: CheckRun[];
+}
+
+/** One run of a check: a step of the test command that is not a test runner. */
+export interface CheckRun {
+  name: string;
+  command: string;
+  passed: boolean;
+  exitCode: number | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** The tail of its output. */
+  output: string;
   environmentProblem?: string;
 }

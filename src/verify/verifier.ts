@@ -3,6 +3,7 @@
  * baseline now fails (confirmed by a rerun, which separates flaky tests from regressions). Pure over
  * suite runs; running them is the caller's job.
  */
+import { type CheckVerdict, judgeChecks } from './checks.js';
 import { resolveTargets } from './targets.js';
 import type { SuiteRun, TestResult, TestStatus } from './types.js';
 
@@ -44,6 +45,10 @@ export interface Verdict {
   testEdits?: string[];
   /** Whether those edits took part in the verdict (`--allow-test-edits`); by default the baseline's tests judge. */
   testEditsCounted?: boolean;
+  /** The test command's other steps (lint, type check, audit), before and after the change. */
+  checks?: CheckVerdict[];
+  /** Checks that passed at baseline and fail after the change, by name; any makes the verdict failed. */
+  checksBroken?: string[];
 }
 
 /** Summarize a baseline run and say whether it can anchor a verification. */
@@ -99,8 +104,16 @@ export function withTestEdits(verdict: Verdict, edits: string[], counted: boolea
   return { ...verdict, testEdits: edits, testEditsCounted: counted, reason: `${verdict.reason}${note}` };
 }
 
-/** Decide whether the change between `baseline` and `after` is verified. */
+/** Decide whether the change between `baseline` and `after` is verified: its tests, then its checks. */
 export async function verify(input: VerifyInput): Promise<Verdict> {
+  const verdict = await verifyTests(input);
+  // a run that could not run its tests says nothing about its checks either
+  if (runProblem(input.after) !== undefined) return verdict;
+  return judgeChecks(verdict, input.baseline, input.after);
+}
+
+/** The verdict of the tests alone: targets pass, nothing that passed fails. */
+async function verifyTests(input: VerifyInput): Promise<Verdict> {
   const { after, targets } = input;
   const blocked = runProblem(after);
   if (blocked !== undefined) {

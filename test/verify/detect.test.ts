@@ -12,12 +12,25 @@ const pkg = (test: string) => JSON.stringify({ name: 'p', scripts: { test } });
 
 describe('detectTestCommand', () => {
   it('uses package.json scripts.test and names the runner inside it', () => {
+    const root = project({ 'package.json': pkg('vitest run') });
+    expect(detectTestCommand(root)).toEqual({
+      command: 'npm test',
+      runner: 'vitest',
+      source: 'package.json scripts.test',
+      script: 'vitest run',
+    });
+  });
+
+  it('follows a chain in scripts.test to its steps: the runner, and the rest as checks', () => {
     const root = project({ 'package.json': pkg('tsc -p . && vitest run') });
     expect(detectTestCommand(root)).toEqual({
       command: 'npm test',
       runner: 'vitest',
       source: 'package.json scripts.test',
-      script: 'tsc -p . && vitest run',
+      steps: [
+        { name: 'test: tsc', command: 'tsc -p .', runner: 'unknown' },
+        { name: 'test: vitest', command: 'vitest run', runner: 'vitest' },
+      ],
     });
   });
 
