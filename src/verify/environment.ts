@@ -30,6 +30,8 @@ export function findEnvironmentProblem(evidence: RunEvidence): string | undefine
 }
 
 const CHECKS: Check[] = [
+  corepackDownload,
+  readOnlyFolder,
   commandNotFound,
   missingScript,
   missingPythonModule,
@@ -51,6 +53,33 @@ function commandNotFound(text: string, evidence: RunEvidence): string | undefine
   if (evidence.exitCode === 127) return 'a command the tests need was not found (exit 127)';
   if (/could not determine executable to run/.test(text)) return 'npx could not find the executable to run';
   return undefined;
+}
+
+/**
+ * corepack wanted to download the package manager package.json pins (`packageManager`), and the sandbox has
+ * no network: say which manager and where it is pinned, since the message only names a URL.
+ */
+function corepackDownload(text: string): string | undefined {
+  const match =
+    /Network access disabled by the environment; can't reach (\S+)/.exec(text) ??
+    /Internal Error: Error when performing the request to (\S+)/.exec(text);
+  if (match === null) return undefined;
+  const url = match[1] ?? '';
+  const pinned = /\/((?:@[\w.-]+\/)?[\w.-]+)\/-\/[\w.-]+-(\d[\w.+-]*?)\.tgz$/.exec(url);
+  const manager = pinned === null ? 'the package manager' : `${pinned[1]}@${pinned[2]}`;
+  return `corepack would download ${manager}, pinned by package.json's "packageManager" field, and the sandbox has no network (${url}); fetch it once with \`corepack install\` in the project, or remove the field`;
+}
+
+/**
+ * A tool wrote to a folder the sandbox keeps read-only (a dependency folder, .git): the machine, not the
+ * code under test. The path says which folder.
+ */
+function readOnlyFolder(text: string): string | undefined {
+  const match =
+    /EROFS: read-only file system, \w+ '([^']+)'/.exec(text) ??
+    /\[Errno 30\] Read-only file system: '([^']+)'/.exec(text);
+  if (match === null) return undefined;
+  return `a tool the tests run wrote to a read-only folder: ${match[1]} (the sandbox keeps dependency folders and .git read-only)`;
 }
 
 function missingScript(text: string): string | undefined {
@@ -95,7 +124,8 @@ function missingGoModule(text: string): string | undefined {
 
 function network(text: string): string | undefined {
   const hostPatterns = [
-    /\b(?:ENOTFOUND|EAI_AGAIN)\s+([\w.-]+)/g,
+    // on one line: npm's `errno ENOTFOUND` ends its line, and the next one starts with `npm`
+    /\b(?:ENOTFOUND|EAI_AGAIN)[ \t]+([\w.-]+)/g,
     /\bconnect (?:ECONNREFUSED|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH) (\S+)/g,
     /Could not resolve host:? '?([\w.-]+)/gi,
     /dial tcp: lookup ([\w.-]+)/g,

@@ -68,4 +68,29 @@ describe('findEnvironmentProblem', () => {
       'network unavailable: cannot reach index.crates.io',
     );
   });
+
+  it("names the host from npm's own lines, not a word on the next line", () => {
+    const npm = [
+      'npm error code ENOTFOUND',
+      'npm error syscall getaddrinfo',
+      'npm error errno ENOTFOUND',
+      'npm error network request to https://registry.npmjs.org/left-pad failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org',
+    ].join('\n');
+    expect(problem(npm)).toBe('network unavailable: cannot reach registry.npmjs.org');
+  });
+
+  it('names the package manager corepack would download and the field that pins it', () => {
+    const found = problem(
+      "Network access disabled by the environment; can't reach https://registry.npmjs.org/pnpm/-/pnpm-9.1.0.tgz",
+    );
+    expect(found).toContain('corepack would download pnpm@9.1.0');
+    expect(found).toContain('"packageManager" field');
+  });
+
+  it('calls a write to a read-only folder the environment, naming the folder', () => {
+    expect(problem("Error: EROFS: read-only file system, mkdir '/p/node_modules/.cache/xo-linter'")).toBe(
+      'a tool the tests run wrote to a read-only folder: /p/node_modules/.cache/xo-linter (the sandbox keeps dependency folders and .git read-only)',
+    );
+    expect(problem("OSError: [Errno 30] Read-only file system: '/p/.venv/x'")).toContain('/p/.venv/x');
+  });
 });
