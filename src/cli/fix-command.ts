@@ -1,5 +1,5 @@
 /** `keel fix`: fix an issue in a snapshot and report "verified" only when the repository's tests prove it. */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { FixResult } from '../fix/run.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
@@ -27,9 +27,11 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     } else process.stderr.write(`${red('keel fix:')} ${inert(message)}\n`);
     return exit;
   };
-  const repo = resolve(flags.repo ?? flags.cwd ?? process.cwd());
-  if (!statSync(repo, { throwIfNoEntry: false })?.isDirectory())
-    return fail('CONFIG_ERROR', `--repo ${repo} is not a folder`);
+  const given = resolve(flags.repo ?? flags.cwd ?? process.cwd());
+  if (!statSync(given, { throwIfNoEntry: false })?.isDirectory())
+    return fail('CONFIG_ERROR', `--repo ${given} is not a folder`);
+  // git answers with real paths: a path through a link would not lie inside the repository git names
+  const repo = realpathSync(given);
   const issue = readIssue(flags.issue);
   if (issue instanceof Error) return fail('CONFIG_ERROR', issue.message);
 

@@ -1,5 +1,5 @@
 /** `keel fix`: snapshot, baseline, plan, attempts, verification, output. Only the verifier mints "verified". */
-import { appendFileSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
@@ -22,6 +22,7 @@ import {
   commitAttempt,
   createSnapshot,
   discardSnapshot,
+  refreshDependencies,
   removeWorktree,
   rollback,
   type Snapshot,
@@ -139,7 +140,12 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
     sandbox = await testSandbox(snapshot, reportsDir, opts.loaded);
     const box = sandbox;
     const exec = (command: string, o: { timeoutS: number; signal: AbortSignal }) => box.run(command, o);
-    const runTests = () => suite.run({ signal: opts.signal, exec });
+    // each run starts from the user's dependencies as they are, whatever an attempt left in node_modules
+    const shot = snapshot;
+    const runTests = () => {
+      refreshDependencies(shot);
+      return suite.run({ signal: opts.signal, exec });
+    };
     progress(
       `baseline: running \`${suite.detected.command}\` (${suite.detected.source}) ${sandbox.kind === 'none' ? 'without a sandbox' : `in ${sandbox.kind}`}`,
     );
@@ -422,7 +428,7 @@ function sessionRunner(
       parentId: runId,
       safetyNet: false,
       // the linked dependency folders live in the user's checkout: visible, never writable
-      readOnlyDirs: snapshot.linked.map((name) => realpathSync(join(snapshot.dir, name))),
+      readOnlyDirs: snapshot.linkedFrom,
       ...(opts.env ? { env: opts.env } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),

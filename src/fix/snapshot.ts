@@ -1,10 +1,17 @@
 /** The snapshot a fix works in: a git worktree on a new branch, or a copy; the user's checkout is never touched. */
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { findRepo, GitError, git, gitTry, initRepo, KEEL_IDENT, openRepoAt } from '../policy/git.js';
 
 /** Folders a project's tests need that git does not hold: linked (not copied) into the snapshot. */
 const DEPENDENCY_DIRS = ['node_modules', '.venv', 'venv', 'env', 'vendor', '.tox'];
+
+/**
+ * Folders inside node_modules that tools write their caches to (xo and babel `.cache`, vite `.vite`). The
+ * user's node_modules stays read-only, so the snapshot's own node_modules holds these, empty and writable:
+ * a cache miss costs time, a read-only cache fails the run.
+ */
+const MODULE_CACHES = ['.cache', '.vite', '.vitest'];
 
 /** What running the tests leaves behind: never part of a fix, even in a project that does not ignore it. */
 const TEST_ARTIFACTS = ['__pycache__/', '*.py[cod]', '.pytest_cache/'];
@@ -22,8 +29,15 @@ export interface Snapshot {
   branch?: string;
   /** The commit the branch starts from. */
   base?: string;
-  /** Dependency folders linked from the user's checkout, by name. */
+  /** Dependency folders linked from the user's checkout, by name (relative to `dir`). */
   linked: string[];
+  /** Where each linked folder really is in the user's checkout: visible to the tests, never writable. */
+  linkedFrom: string[];
+  /**
+   * node_modules folders of the snapshot (absolute) that hold a link per package of the user's
+   * node_modules plus writable, empty cache folders (`MODULE_CACHES`); rebuilt before each test run.
+   */
+  moduleShadows: string[];
 }
 
 /** A short slug from an issue text, for the branch name. */
@@ -38,7 +52,9 @@ export function slugify(text: string): string {
 }
 
 /** Create the snapshot for a fix of the project at `source`. */
-export function createSnapshot(source: string, runId: string, slug: string, worktreesDir: string): Snapshot {
+export function createSnapshot(given: string, runId: string, slug: string, worktreesDir: string): Snapshot {
+  // git names the repository by its real path; the folder must be named the same way to lie inside it
+  const source = realpathSync(given);
   const dir = join(worktreesDir, runId);
   mkdirSync(worktreesDir, { recursive: true });
   const repo = findRepo(source);
@@ -51,7 +67,7 @@ export function createSnapshot(source: string, runId: string, slug: string, work
     initRepo(dir);
     git(dir, ['add', '-A']);
     commitAll(dir, 'keel: snapshot of the folder before the fix');
-    return { kind: 'copy', dir, top: dir, source, linked: linkDependencies(source, dir) };
+    return { kind: 'copy', dir, top: dir, source, ...linkDependencies(source, dir) };
   }
   const base = git(repo, ['rev-parse', 'HEAD']).trim();
   const short = runId.slice(-6);
@@ -70,37 +86,68 @@ export function createSnapshot(source: string, runId: string, slug: string, work
     repo,
     branch,
     base,
-    linked: linkDependencies(source, workDir),
+    ...linkDependencies(source, workDir),
   };
 }
 
+type Linked = Pick<Snapshot, 'linked' | 'linkedFrom' | 'moduleShadows'>;
+
 /**
  * Link the dependency folders the user installed (untracked, usually ignored) so the snapshot runs the
- * same tests the user runs. A link, not a copy: nothing is downloaded, and the sandbox keeps them read-only.
+ * same tests the user runs. Links, not copies: nothing is downloaded, and the sandbox keeps the user's
+ * folders read-only. A node_modules becomes a folder of links (see `MODULE_CACHES`).
  */
-function linkDependencies(source: string, dir: string): string[] {
-  const linked: string[] = [];
-  for (const name of DEPENDENCY_DIRS) {
-    const from = join(source, name);
+function linkDependencies(source: string, dir: string): Linked {
+  const out: Linked = { linked: [], linkedFrom: [], moduleShadows: [] };
+  const link = (from: string, name: string): void => {
     const to = join(dir, name);
-    if (!existsSync(from) || existsSync(to)) continue;
-    symlinkSync(from, to, 'dir');
-    linked.push(name);
-  }
+    if (!existsSync(from) || existsSync(to)) return;
+    if (name === 'node_modules' || name.endsWith('/node_modules')) {
+      shadowModules(from, to);
+      out.moduleShadows.push(to);
+    } else {
+      symlinkSync(from, to, 'dir');
+    }
+    out.linked.push(name);
+    out.linkedFrom.push(realpathSync(from));
+  };
+  for (const name of DEPENDENCY_DIRS) link(join(source, name), name);
   // a monorepo's packages keep their own node_modules one level down
   for (const group of ['packages', 'apps']) {
     const root = join(source, group);
     if (!existsSync(root)) continue;
     for (const pkg of readdirSync(root)) {
-      const from = join(root, pkg, 'node_modules');
-      const to = join(dir, group, pkg, 'node_modules');
-      if (existsSync(from) && existsSync(join(dir, group, pkg)) && !existsSync(to)) {
-        symlinkSync(from, to, 'dir');
-        linked.push(join(group, pkg, 'node_modules'));
-      }
+      if (existsSync(join(dir, group, pkg)))
+        link(join(root, pkg, 'node_modules'), join(group, pkg, 'node_modules'));
     }
   }
-  return linked;
+  return out;
+}
+
+/**
+ * Make `to` a node_modules of links to each entry of the user's `from`, with its own empty cache folders.
+ * Node resolves a package through the link to its real folder, so its own dependencies resolve as they do
+ * in the user's checkout; only what a tool writes at the top (a cache) lands in the snapshot.
+ */
+function shadowModules(from: string, to: string): void {
+  rmSync(to, { recursive: true, force: true });
+  mkdirSync(to, { recursive: true });
+  for (const entry of readdirSync(from)) {
+    if (!MODULE_CACHES.includes(entry)) symlinkSync(join(from, entry), join(to, entry));
+  }
+  for (const cache of MODULE_CACHES) mkdirSync(join(to, cache));
+}
+
+/**
+ * Rebuild the snapshot's node_modules from the user's before a test run: whatever a command or the model
+ * put there (a package of its own, a link swapped, a warm cache) is gone, and the baseline and the verdict
+ * see the same dependencies.
+ */
+export function refreshDependencies(snapshot: Snapshot): void {
+  for (const shadow of snapshot.moduleShadows) {
+    const from = snapshot.linkedFrom[snapshot.linked.indexOf(relative(snapshot.dir, shadow))];
+    if (from !== undefined && existsSync(from)) shadowModules(from, shadow);
+  }
 }
 
 function commitAll(dir: string, message: string): string {
@@ -128,14 +175,14 @@ export function rollback(snapshot: Snapshot): void {
 
 /** The diff of the attempt against the last commit, including new files (without staging them for good). */
 export function attemptDiff(snapshot: Snapshot): { patch: string; files: string[] } {
-  const keep = new Set(snapshot.linked);
+  const linked = (p: string) => snapshot.linked.some((name) => p === name || p.startsWith(`${name}/`));
   // intent-to-add makes new files show in the diff; reset afterwards leaves the index as it was
   const artifacts = TEST_ARTIFACTS.map((pattern) => `--exclude=${pattern}`);
   const untracked = (
     gitTry(snapshot.dir, ['ls-files', '--others', '--exclude-standard', ...artifacts, '-z']) ?? ''
   )
     .split('\0')
-    .filter((p) => p && !keep.has(p));
+    .filter((p) => p && !linked(p));
   if (untracked.length) git(snapshot.dir, ['add', '-N', '--', ...untracked]);
   const patch = git(snapshot.dir, ['diff', '--no-color', '--no-ext-diff', 'HEAD', '--', '.']);
   const files = git(snapshot.dir, ['diff', '--name-only', 'HEAD', '--', '.']).split('\n').filter(Boolean);

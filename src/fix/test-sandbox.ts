@@ -1,6 +1,4 @@
 /** The sandbox a fix's tests run in, over the snapshot. */
-import { realpathSync } from 'node:fs';
-import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
 import { createSandbox, type Sandbox } from '../policy/sandbox.js';
 import type { Snapshot } from './snapshot.js';
@@ -15,11 +13,12 @@ export async function testSandbox(
   return createSandbox({
     kind: config.sandbox,
     root: snapshot.dir,
+    // the snapshot's node_modules (links, and caches a tool writes) too: it is rebuilt before each run
     writable: [snapshot.top, reportsDir],
     network: config.sandbox_network,
     limits: config.sandbox_limits,
     // the linked dependency folders live in the user's checkout, which may sit under the sandbox's private
     // /tmp: bind them (read-only) so the links resolve inside it too
-    protectedDirs: snapshot.linked.map((name) => realpathSync(join(snapshot.dir, name))),
+    protectedDirs: snapshot.linkedFrom,
   });
 }
