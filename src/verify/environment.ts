@@ -61,8 +61,9 @@ function commandNotFound(text: string, evidence: RunEvidence): string | undefine
  */
 function corepackDownload(text: string): string | undefined {
   const match =
-    /Network access disabled by the environment; can't reach (\S+)/.exec(text) ??
-    /Internal Error: Error when performing the request to (\S+)/.exec(text);
+    /Network access disabled by the environment; can't reach ([^\s;]+)/.exec(text) ??
+    /Corepack is about to download ([^\s;]+)/.exec(text) ??
+    /Error when performing the request to ([^\s;]+)/.exec(text);
   if (match === null) return undefined;
   const url = match[1] ?? '';
   const pinned = /\/((?:@[\w.-]+\/)?[\w.-]+)\/-\/[\w.-]+-(\d[\w.+-]*?)\.tgz$/.exec(url);

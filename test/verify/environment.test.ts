@@ -85,6 +85,14 @@ describe('findEnvironmentProblem', () => {
     );
     expect(found).toContain('corepack would download pnpm@9.1.0');
     expect(found).toContain('"packageManager" field');
+    // with the network namespace empty, corepack says it was about to download, then that the request failed
+    const offline = [
+      '! Corepack is about to download https://registry.npmjs.org/pnpm/-/pnpm-9.15.0.tgz',
+      'Error: Error when performing the request to https://registry.npmjs.org/pnpm/-/pnpm-9.15.0.tgz; for troubleshooting help, see https://github.com/nodejs/corepack#troubleshooting',
+      '  [cause]: TypeError: fetch failed',
+      'getaddrinfo ENOTFOUND registry.npmjs.org',
+    ].join('\n');
+    expect(problem(offline)).toContain('corepack would download pnpm@9.15.0');
   });
 
   it('calls a write to a read-only folder the environment, naming the folder', () => {
