@@ -88,6 +88,7 @@ export interface FixDoc {
     targetsFailing: string[];
     regressions: string[];
     flaky: string[];
+    testEdits?: string[];
     reason: string;
   } | null;
   test_command: string | null;
