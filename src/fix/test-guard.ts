@@ -20,6 +20,7 @@ import {
   isTestConfig,
   isTestFile,
   packageWithBaselineTestKeys,
+  preloadedFiles,
   reportedTestFiles,
   testConfigView,
 } from '../verify/test-files.js';
@@ -47,7 +48,8 @@ const ADDABLE_CONFIG = new Set(['package.json', 'pyproject.toml', 'setup.cfg']);
 
 /**
  * The test files and configuration the snapshot holds at its base commit, as repository-top paths: the
- * files the runner's own baseline report named, plus each ecosystem's conventions.
+ * files the runner's own baseline report named, each ecosystem's conventions, and the files the test
+ * command and configuration load into the test process (preloads, setup files).
  */
 export function baselineTestPaths(snapshot: Snapshot, baseline: SuiteRun): Set<string> {
   const tracked = (gitTry(snapshot.dir, ['ls-files', '--full-name', '-z', '--', '.']) ?? '')
@@ -55,7 +57,22 @@ export function baselineTestPaths(snapshot: Snapshot, baseline: SuiteRun): Set<s
     .filter(Boolean);
   const prefix = relative(snapshot.top, snapshot.dir);
   const reported = new Set(reportedTestFiles(baseline).map((file) => (prefix ? join(prefix, file) : file)));
-  return new Set(tracked.filter((path) => reported.has(path) || isTestFile(path) || isTestConfig(path)));
+  const paths = tracked.filter((path) => reported.has(path) || isTestFile(path) || isTestConfig(path));
+  const configs = paths.filter(isTestConfig).map((path) => ({
+    dir: dirname(path),
+    text: testConfigView(path, readOr(join(snapshot.top, path))),
+  }));
+  const commands = [baseline.command, ...(baseline.checks ?? []).map((c) => c.command)];
+  const sources = [...commands.map((text) => ({ dir: prefix || '.', text })), ...configs];
+  return new Set([...paths, ...preloadedFiles(sources, new Set(tracked))]);
+}
+
+function readOr(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 /**

@@ -2,7 +2,7 @@
  * Which files of a repository are its tests and its test configuration: the things a verdict must judge
  * a fix with as they were at baseline, so a "fix" that weakens a test cannot verify itself.
  */
-import { basename } from 'node:path';
+import { basename, posix } from 'node:path';
 import type { SuiteRun } from './types.js';
 
 /** Folders whose every file belongs to the tests (fixtures, snapshots, helpers). */
@@ -96,6 +96,44 @@ export function packageWithBaselineTestKeys(baseline: string, current: string): 
     else delete now[key];
   }
   return `${JSON.stringify(now, null, 2)}\n`;
+}
+
+// Flags that load code into the test process before the tests: node's, and runners' setup options
+const PRELOAD_FLAG =
+  /(?:^|[\s'"=])(?:--import|--require|-r|--loader|--experimental-loader|--setup-files?|--setupFiles|--globalSetup)(?:=|\s+)(['"]?)([^\s'"]+)\1/g;
+// Config keys whose values are files the runner loads (jest/vitest setup files, mocha/ava `require`, tap `node-arg`)
+const PRELOAD_KEY =
+  /["']?\b(setupFiles\w*|globalSetup|globalTeardown|require|import|loader|testEnvironment|nodeArguments|node-arg|snapshotResolver)\b["']?\s*[:=]\s*(\[[^\]]*\]|'[^']*'|"[^"]*"|[^\s,}]+)/g;
+const STRING = /['"]([^'"\n]+)['"]|([^\s'",[\]]+)/g;
+const LOADABLE = ['', '.js', '.mjs', '.cjs', '.ts', '.mts', '.cts', '.jsx', '.tsx', '/index.js', '/index.ts'];
+
+/**
+ * Files of the repository that the test command or the test configuration loads into the test process:
+ * `node --import ./setup.js`, `-r`, NODE_OPTIONS in a script, jest or vitest `setupFiles`, mocha's and
+ * ava's `require`. A fix that edits one (to make `assert` always pass, say) weakens the tests as surely as
+ * an edit to a test file. `sources` are texts with the folder their paths are relative to; only a path that
+ * is a file in `tracked` counts, so package names (`ts-node/register`) and a build's entry points do not.
+ */
+export function preloadedFiles(
+  sources: Array<{ dir: string; text: string }>,
+  tracked: Set<string>,
+): string[] {
+  const found = new Set<string>();
+  const add = (dir: string, raw: string): void => {
+    const name = raw.replace(/^<rootDir>\//, '').replace(/^file:\/\//, '');
+    if (name.startsWith('/') || !/[./]/.test(name)) return;
+    const path = posix.normalize(posix.join(dir, name));
+    if (path.startsWith('..')) return;
+    const hit = LOADABLE.map((ext) => path + ext).find((candidate) => tracked.has(candidate));
+    if (hit !== undefined) found.add(hit);
+  };
+  for (const { dir, text } of sources) {
+    for (const match of text.matchAll(PRELOAD_FLAG)) add(dir, match[2] ?? '');
+    for (const match of text.matchAll(PRELOAD_KEY)) {
+      for (const value of (match[2] ?? '').matchAll(STRING)) add(dir, value[1] ?? value[2] ?? '');
+    }
+  }
+  return [...found].sort();
 }
 
 /** The test files a baseline run named, relative to the suite's root (the runner's own report). */

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { ScriptTurn } from '../../src/model/script.js';
 import { editTurns, fix, fixtureRepo, planTurns } from '../e2e/fix-harness.js';
 import { model } from '../e2e/harness.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { git, tempDir, writeFiles } from '../helpers/tmp.js';
 
 const NODE_TEST = 'test/stats.test.js';
 const NODE_FAILING = "test('mean of 2, 4, 6 is 4', () => {\n  assert.equal(mean([2, 4, 6]), 4);";
@@ -88,6 +88,29 @@ describe('keel fix: weakened tests are not verified (node --test)', () => {
     expect(doc).toMatchObject({ code: 'VERIFICATION_FAILED', status: 'failed' });
     expect(doc.verification?.reason).toContain('replaced by a link');
     expect(existsSync(join(outside, 'stats.test.js'))).toBe(false);
+  });
+  it('a preload the test command loads (node --import) patched to make assert pass: refused', async () => {
+    const repo = fixtureRepo('stats');
+    writeFiles(repo, {
+      'package.json': `${JSON.stringify({ name: 'p', type: 'module', scripts: { test: 'node --import ./support/setup.js --test' } })}\n`,
+      'support/setup.js': "process.env.TZ = 'UTC';\n",
+    });
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'a preload for the tests');
+    const kept = await refused(
+      repo,
+      [
+        ...NODE_PLAN,
+        ...editTurns(
+          'support/setup.js',
+          "process.env.TZ = 'UTC';\n",
+          "import assert from 'node:assert/strict';\nassert.equal = () => {};\n",
+          'Fixed.',
+        ),
+      ],
+      ['support/setup.js'],
+    );
+    expect(kept).toContain('assert.equal = () => {}');
   });
 });
 

@@ -3,6 +3,7 @@ import {
   isTestConfig,
   isTestFile,
   packageWithBaselineTestKeys,
+  preloadedFiles,
   testConfigView,
 } from '../../src/verify/test-files.js';
 
@@ -59,5 +60,46 @@ describe('test files and test configuration', () => {
     expect(testConfigView('pyproject.toml', base.replace('-q', '-q -k not_even'))).not.toBe(
       testConfigView('pyproject.toml', base),
     );
+  });
+});
+
+describe('preloadedFiles', () => {
+  const tracked = new Set([
+    'support/setup.js',
+    'support/register.mjs',
+    'web/jest.setup.ts',
+    'web/src/index.ts',
+    'lib/mocha-hooks.cjs',
+    'src/index.js',
+  ]);
+
+  it('finds what the command and the configuration load into the test process', () => {
+    const found = preloadedFiles(
+      [
+        { dir: '.', text: 'node --import ./support/setup.js --test' },
+        { dir: '.', text: `NODE_OPTIONS='-r support/register.mjs' node --test` },
+        { dir: 'web', text: "export default { test: { setupFiles: ['./jest.setup'] } }" },
+        { dir: 'lib', text: 'require: ./mocha-hooks.cjs\nspec: test/**/*.js' },
+      ],
+      tracked,
+    );
+    expect(found).toEqual([
+      'lib/mocha-hooks.cjs',
+      'support/register.mjs',
+      'support/setup.js',
+      'web/jest.setup.ts',
+    ]);
+  });
+
+  it('ignores packages, entry points and paths outside the repository', () => {
+    const found = preloadedFiles(
+      [
+        { dir: '.', text: 'node -r ts-node/register --import=../outside.js --test' },
+        { dir: 'web', text: "export default { build: { lib: { entry: 'src/index.ts' } } }" },
+        { dir: '.', text: '{"main": "src/index.js", "require": "/etc/passwd"}' },
+      ],
+      tracked,
+    );
+    expect(found).toEqual([]);
   });
 });
