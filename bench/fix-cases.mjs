@@ -1,6 +1,26 @@
 // The fixtures bench/fix-runners.mjs measures keel fix on, one per test runner: the bug's issue text, the
 // one edit that fixes it, and the command a user would type to run the same suite by hand.
 import { spawnSync } from 'node:child_process';
+import { symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+// keel's own node_modules holds every JavaScript runner measured here; the sandbox shows a linked one read-only
+const linkModules = (dir) => symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+const STATS_EDIT = {
+  path: 'src/stats.js',
+  old: 'return sum(values) / (values.length + 1);',
+  new: 'return sum(values) / values.length;',
+};
+const js = (runner, fixture) => ({
+  runner,
+  fixture,
+  issue: 'mean() of [2, 4, 6] returns 3, not 4',
+  edit: STATS_EDIT,
+  bare: 'npm test',
+  setup: linkModules,
+});
 
 const has = (cmd) => spawnSync('/bin/sh', ['-c', `command -v ${cmd}`]).status === 0;
 
@@ -27,6 +47,24 @@ export const FIX_CASES = [
     },
     bare: 'python3 -m pytest -q',
     skip: () => (spawnSync('python3', ['-m', 'pytest', '--version']).status === 0 ? undefined : 'no pytest'),
+  },
+  { ...js('npm test -> lint steps -> node --test', 'chain'), setup: undefined },
+  js('mocha', 'mocha'),
+  js('vitest', 'vitest'),
+  js('ava', 'ava'),
+  js('uvu', 'uvu'),
+  js('node-tap', 'node-tap'),
+  {
+    runner: 'cargo test',
+    fixture: 'cargo-stats',
+    issue: 'mean of [2, 4, 6] is not 4',
+    edit: {
+      path: 'src/lib.rs',
+      old: 'sum(values) / (values.len() as f64 + 1.0)',
+      new: 'sum(values) / values.len() as f64',
+    },
+    bare: 'cargo test -q',
+    skip: () => (has('cargo') ? undefined : 'no cargo'),
   },
 ];
 
