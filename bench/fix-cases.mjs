@@ -54,6 +54,7 @@ export const FIX_CASES = [
   js('ava', 'ava'),
   js('uvu', 'uvu'),
   js('node-tap', 'node-tap'),
+  js('tape behind npm run tests-only', 'tape'),
   {
     runner: 'cargo test',
     fixture: 'cargo-stats',
