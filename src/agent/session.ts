@@ -181,6 +181,7 @@ async function sessionSandboxes(
     root: scope.root,
     writable: [...scope.writable, reportsDir],
     network: config.sandbox_network,
+    passEnv: config.sandbox_env,
     limits: config.sandbox_limits,
     env,
     protectedDirs: protectedPaths,

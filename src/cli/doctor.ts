@@ -135,6 +135,7 @@ async function checkSandbox(
       root: scope.root,
       writable: scope.writable,
       network: config.sandbox_network,
+      passEnv: config.sandbox_env,
       limits: config.sandbox_limits,
     });
   } catch (err) {

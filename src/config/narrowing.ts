@@ -79,6 +79,19 @@ function anyChange(key: string): Rule {
   };
 }
 
+/** A list of names: a new name widens (a variable could hand a secret to a command the model wrote). */
+function names(key: string): Rule {
+  return (before, after, push) => {
+    const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+    const a = list(before[key]);
+    const b = list(after[key]);
+    const added = b.filter((name) => !a.includes(name));
+    if (added.length > 0) push([key], true, `${key}: adds ${added.join(', ')}`);
+    else if (a.some((name) => !b.includes(name)))
+      push([key], false, `${key}: ${show(before[key])} -> ${show(after[key])}`);
+  };
+}
+
 /** A key that changes neither what keel may do nor what it may spend. */
 const free: Rule = () => {};
 
@@ -243,6 +256,7 @@ const RULES: Record<keyof Config, Rule> = {
   hooks,
   sandbox,
   sandbox_network: flag('sandbox_network', true),
+  sandbox_env: names('sandbox_env'),
   sandbox_limits: limits<Config['sandbox_limits']>('sandbox_limits', {
     cpu_s: true,
     memory_mb: true,

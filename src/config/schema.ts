@@ -60,6 +60,10 @@ export const configSchema = z.strictObject({
   /** Where shell commands run: a sandbox, or none (then shell needs allow_shell or an approver hook naming it). */
   sandbox: z.enum(SANDBOXES).default('auto'),
   sandbox_network: z.boolean().default(false),
+  /** More of keel's environment variables for sandboxed commands, by name; a project config needs trust to add one. */
+  sandbox_env: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name (letters, digits and _)'))
+    .default([]),
   sandbox_limits: z
     .strictObject({
       cpu_s: positiveInt.default(300),

@@ -155,6 +155,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
       root: opts.cwd,
       writable: [repo, reportsDir],
       network: config.sandbox_network,
+      passEnv: config.sandbox_env,
       limits: config.sandbox_limits,
       env,
       protectedDirs: protectedStatePaths(paths),

@@ -16,6 +16,7 @@ export async function testSandbox(
     // the snapshot's node_modules (links, and caches a tool writes) too: it is rebuilt before each run
     writable: [snapshot.top, reportsDir],
     network: config.sandbox_network,
+    passEnv: config.sandbox_env,
     limits: config.sandbox_limits,
     // the linked dependency folders live in the user's checkout, which may sit under the sandbox's private
     // /tmp: bind them (read-only) so the links resolve inside it too

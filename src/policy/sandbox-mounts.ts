@@ -54,6 +54,28 @@ const HOME_SECRETS = [
   '.cache',
 ];
 
+/**
+ * Variables that name a toolchain's home: passed into the sandbox, and the folder bound read-only, so
+ * rustup, pyenv, nvm, a virtualenv, conda, a JDK, Go's module cache and corepack's package managers work
+ * there as they do in the user's shell.
+ */
+const TOOLCHAIN_HOMES = [
+  'RUSTUP_HOME',
+  'CARGO_HOME',
+  'PYENV_ROOT',
+  'NVM_DIR',
+  'NVM_BIN',
+  'VIRTUAL_ENV',
+  'CONDA_PREFIX',
+  'JAVA_HOME',
+  'GOROOT',
+  'GOPATH',
+  'GOMODCACHE',
+  'COREPACK_HOME',
+];
+/** Variables that pick a toolchain's version without naming a folder. */
+const TOOLCHAIN_CHOICES = ['PYENV_VERSION', 'RUSTUP_TOOLCHAIN', 'VIRTUAL_ENV_PROMPT'];
+
 /** What of the host this machine's sandboxes show and cover, decided once per sandbox. */
 export interface HostView {
   /** Read-only binds and symlinks for the system folders and toolchains. */
@@ -109,6 +131,13 @@ export function hostView(env: NodeJS.ProcessEnv, stateDirs: string[], visible: s
       extra.RUSTUP_HOME = rustup;
     }
   }
+  const homesView = toolchainHomes(env, homes, stateDirs);
+  Object.assign(extra, homesView.env);
+  for (const dir of homesView.dirs) {
+    if (shown(dir) || visible.some((v) => isInside(dir, v)) || toolchains.some((t) => isInside(dir, t)))
+      continue;
+    toolchains.push(dir);
+  }
   for (const dir of toolchains) mounts.push({ kind: 'ro-bind', path: dir, layer: 0 });
   const uid = process.getuid?.();
   const xdg = [
@@ -133,6 +162,48 @@ export function hostView(env: NodeJS.ProcessEnv, stateDirs: string[], visible: s
     ...toolchains.flatMap((t) => TOOLCHAIN_SECRETS.map((s) => join(t, s))),
   ];
   return { mounts, hidden: unique(hidden), toolchains, env: extra };
+}
+
+/**
+ * The toolchain homes keel's environment names (`TOOLCHAIN_HOMES`), and corepack's cache of package
+ * managers where it is by default. A value that would show a home, a home's credentials or keel's state
+ * (`JAVA_HOME=$HOME`, `GOPATH=/`) is not bound and not passed.
+ */
+export function toolchainHomes(
+  env: NodeJS.ProcessEnv,
+  homes: string[],
+  stateDirs: string[],
+): { dirs: string[]; env: Record<string, string> } {
+  const dirs: string[] = [];
+  const out: Record<string, string> = {};
+  const bindable = (dir: string): boolean =>
+    dir !== '/' &&
+    !homes.some((h) => isInside(h, dir)) &&
+    !stateDirs.some((d) => isInside(d, dir) || isInside(dir, d)) &&
+    !homes.some(
+      (h) =>
+        HOME_SECRETS.some((secret) => isInside(dir, join(h, secret))) &&
+        !isInside(dir, join(h, '.cache', 'node', 'corepack')),
+    ) &&
+    !['/root', '/home', '/run', '/var/run'].some((top) => isInside(top, dir));
+  const candidates: Array<[string, string | undefined]> = TOOLCHAIN_HOMES.map((name) => [name, env[name]]);
+  // corepack keeps the managers it downloaded in ~/.cache/node/corepack, which the moved HOME would lose
+  if (env.COREPACK_HOME === undefined) {
+    const cached = homes.map((h) => join(h, '.cache', 'node', 'corepack')).find((dir) => existsSync(dir));
+    if (cached !== undefined) candidates.push(['COREPACK_HOME', cached]);
+  }
+  for (const [name, value] of candidates) {
+    if (!isAbsolutePath(value) || !existsSync(value)) continue;
+    const dir = real(value);
+    if (!bindable(dir)) continue;
+    dirs.push(dir);
+    out[name] = dir;
+  }
+  for (const name of TOOLCHAIN_CHOICES) {
+    const value = env[name];
+    if (value !== undefined && /^[\w.@+-]+$/.test(value)) out[name] = value;
+  }
+  return { dirs: unique(dirs), env: out };
 }
 
 /** The bwrap arguments for a set of mounts: outer paths first, so a deeper mount always lands on top. */

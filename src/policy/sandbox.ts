@@ -66,6 +66,8 @@ export interface SandboxOptions {
   protectedDirs?: string[];
   /** Docker image for `kind: 'docker'`. */
   image?: string;
+  /** More variables of `env` to pass through, by name (`sandbox_env`: the user's config or a trusted project). */
+  passEnv?: string[];
 }
 
 /** A required sandbox that cannot run here; ends the run with ENVIRONMENT_ERROR. */
@@ -82,14 +84,19 @@ const KEPT_VARIABLES = ['PATH', 'LANG', 'LANGUAGE', 'TERM', 'TZ', 'USER', 'LOGNA
 export function sandboxEnv(
   source: NodeJS.ProcessEnv,
   home: string | undefined,
-  opts: { path?: boolean } = {},
+  opts: { path?: boolean; pass?: string[]; network?: boolean } = {},
 ): Record<string, string> {
   const env: Record<string, string> = {};
+  const pass = opts.pass ?? [];
   for (const [key, value] of Object.entries(source)) {
     if (value === undefined) continue;
     if (key === 'PATH' && opts.path === false) continue;
-    if (KEPT_VARIABLES.includes(key) || key.startsWith('LC_')) env[key] = value;
+    if (KEPT_VARIABLES.includes(key) || key.startsWith('LC_') || pass.includes(key)) env[key] = value;
   }
+  // corepack must not stop to ask, and with no network it must say so at once instead of retrying for a
+  // minute; the error then names package.json's `packageManager` (verify/environment.ts)
+  env.COREPACK_ENABLE_DOWNLOAD_PROMPT = '0';
+  if (opts.network === false) env.COREPACK_ENABLE_NETWORK = '0';
   if (home !== undefined) env.HOME = home;
   // npm checks the registry for a newer npm on every run; with no network (or an empty HOME) that check
   // alone adds 150-300 ms to each `npm test`, and its answer is of no use inside a sandbox
@@ -110,6 +117,7 @@ export async function createSandbox(opts: SandboxOptions): Promise<Sandbox> {
     source,
     protectedDirs: (opts.protectedDirs ?? []).map((d) => resolve(d)),
     stateDirs,
+    passEnv: opts.passEnv ?? [],
   };
   if (opts.kind === 'none') return new HostSandbox('none', base, 'sandbox = "none"');
   if (opts.kind === 'bwrap') {
@@ -158,6 +166,7 @@ interface BaseOptions {
   protectedDirs: string[];
   /** keel's own state folders: never shown to a bwrap command, wherever they are. */
   stateDirs: string[];
+  passEnv: string[];
 }
 
 // The private /tmp and /dev/shm live in memory charged to the command: half its memory limit, at most 1 GB,
@@ -213,10 +222,11 @@ class HostSandbox implements Sandbox {
     this.hostLimits = new HostLimits(opts.limits, opts.source.PATH);
     this.opts = opts;
     const home = kind === 'bwrap' ? SANDBOX_HOME : opts.source.HOME;
-    this.env = sandboxEnv(opts.source, home);
-    if (kind === 'bwrap') this.env.TMPDIR = '/tmp';
     // unsandboxed commands reach the network whatever the config says
-    this.network = kind === 'none' || opts.network;
+    const network = kind === 'none' || opts.network;
+    this.env = sandboxEnv(opts.source, home, { pass: opts.passEnv, network });
+    if (kind === 'bwrap') this.env.TMPDIR = '/tmp';
+    this.network = network;
     if (kind === 'bwrap' && bin) {
       const inState = (p: string) => opts.stateDirs.some((d) => isInside(p, d));
       const view = hostView(opts.source, opts.stateDirs, [opts.root, ...opts.writable]);
@@ -282,7 +292,7 @@ class DockerSandbox implements Sandbox {
     private readonly opts: BaseOptions,
     private readonly image: string,
   ) {
-    this.env = sandboxEnv(opts.source, '/tmp', { path: false });
+    this.env = sandboxEnv(opts.source, '/tmp', { path: false, pass: opts.passEnv, network: opts.network });
   }
 
   get root(): string {
@@ -296,7 +306,7 @@ class DockerSandbox implements Sandbox {
   }
 
   static async start(bin: string, opts: BaseOptions, image: string): Promise<DockerSandbox> {
-    const env = sandboxEnv(opts.source, '/tmp', { path: false });
+    const env = sandboxEnv(opts.source, '/tmp', { path: false, pass: opts.passEnv, network: opts.network });
     const uid = process.getuid?.();
     const gid = process.getgid?.();
     const layout = {
