@@ -51,6 +51,7 @@ export const FIX_CASES = [
   { ...js('npm test -> lint steps -> node --test', 'chain'), setup: undefined },
   js('mocha', 'mocha'),
   js('vitest', 'vitest'),
+  js('jest', 'jest'),
   js('ava', 'ava'),
   js('uvu', 'uvu'),
   js('node-tap', 'node-tap'),

@@ -1,5 +1,5 @@
 /**
- * `keel fix` with vitest, mocha and tape (really installed in the fixture, copied from keel's own
+ * `keel fix` with vitest, jest, mocha and tape (really installed in the fixture, copied from keel's own
  * devDependencies), the way a user runs them: per-test verdicts (vite writes its cache into the snapshot's
  * node_modules), and weakened tests that must not be verified. Apart from fix-runners.test.ts so the files
  * run side by side.
@@ -93,6 +93,34 @@ describe('keel fix with tape behind `npm run tests-only`', () => {
 
   it('t.pass() in place of the failing assertion is not verified', async () => {
     const result = await attempt(repo(), 'test/stats.js', 't.equal(mean([2, 4, 6]), 4);', 't.pass();');
+    expectRefused(result, target);
+  });
+});
+
+describe('keel fix with jest', () => {
+  let modules: string;
+  beforeAll(() => {
+    modules = installedModules(['jest']);
+  });
+  const repo = () => {
+    const dir = fixtureRepo('jest');
+    installInto(dir, modules);
+    return dir;
+  };
+  const target = 'test/stats.test.js > stats > mean of 2, 4, 6 is 4';
+
+  it('the correct fix is verified, with per-test targets named', async () => {
+    const result = await attempt(repo(), 'src/stats.js', BUG, FIXED);
+    expectVerified(result, target);
+  });
+
+  it('the failing test skipped with test.skip is not verified', async () => {
+    const result = await attempt(
+      repo(),
+      'test/stats.test.js',
+      "test('mean of 2, 4, 6 is 4'",
+      "test.skip('mean of 2, 4, 6 is 4'",
+    );
     expectRefused(result, target);
   });
 });
