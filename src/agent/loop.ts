@@ -339,7 +339,10 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     const seen = (seenCalls.get(key) ?? 0) + 1;
     seenCalls.set(key, seen);
     if (seen >= config.loop_threshold) {
-      throw new Stop('LOOP_DETECTED', `the same ${call.name} call was made ${seen} times`);
+      throw new Stop(
+        'LOOP_DETECTED',
+        `the same ${call.name} call was made ${seen} times with no change to the files in between`,
+      );
     }
     let decision = await decide(tool, parsed.args, {
       mode: opts.mode,
@@ -442,6 +445,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     }
     for (const f of changed) filesChanged.add(f);
     diffLines += lines;
+    // a change to the files is progress: a call repeated after it can see something new (read, edit, read)
+    if (lines > 0) seenCalls.clear();
     const post = matchingPostHooks(call.name);
     if (post.length) {
       const verdict = await runHooks(

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
 import {
@@ -135,6 +137,26 @@ describe('failures end in a named code, and the log stays complete', () => {
     const run = await keel(['ask', ...modelFlags(server), '--json', 'loop'], { cwd: repo, home });
     expect(run.code).toBe(1);
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'LOOP_DETECTED' });
+  });
+
+  it('a call repeated after the files changed is progress, not a loop: read, edit, read, edit, read', async () => {
+    const repo = gitRepo({ 'notes.md': 'one\n' });
+    const home = keelHome();
+    const read = { tool_calls: [{ name: 'read_file', arguments: { path: 'notes.md' } }] };
+    const edit = (from: string, to: string) => ({
+      tool_calls: [{ name: 'edit_file', arguments: { path: 'notes.md', old_string: from, new_string: to } }],
+    });
+    const server = await model([
+      read,
+      edit('one', 'two'),
+      read,
+      edit('two', 'three'),
+      read,
+      { text: 'done' },
+    ]);
+    const run = await keel(['edit', ...modelFlags(server), '--json', 'count up'], { cwd: repo, home });
+    expect(JSON.parse(run.stdout), run.stderr).toMatchObject({ code: 'COMPLETED' });
+    expect(readFileSync(join(repo, 'notes.md'), 'utf8')).toBe('three\n');
   });
 
   it('recovers a tool call the model wrote as text', async () => {
