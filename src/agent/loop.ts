@@ -500,7 +500,15 @@ function classify(
   if (cause instanceof RunError) return { code: cause.code, reason: cause.message };
   if (cause instanceof Error && cause.name === 'ModelError')
     return { code: 'MODEL_ERROR', reason: cause.message };
-  throw err;
+  // a fault of keel or of this machine (a bug, a full disk): the run still ends with one terminal code,
+  // and the log says what threw and where
+  const stack = cause instanceof Error ? (cause.stack ?? cause.message) : String(cause);
+  const where = stack
+    .split('\n')
+    .find((line) => line.trim().startsWith('at '))
+    ?.trim();
+  const what = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+  return { code: 'ENVIRONMENT_ERROR', reason: `unexpected error: ${what}${where ? ` (${where})` : ''}` };
 }
 
 function isFsError(err: unknown): boolean {

@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { SessionEvent } from '../../src/agent/events.js';
 import { runSession } from '../../src/agent/loop.js';
 import { configSchema } from '../../src/config/schema.js';
@@ -11,6 +12,7 @@ import { createScriptedProvider } from '../../src/model/scripted.js';
 import { Scope } from '../../src/policy/scope.js';
 import { builtinTools } from '../../src/tools/builtin.js';
 import { ToolRegistry } from '../../src/tools/registry.js';
+import type { Tool } from '../../src/tools/types.js';
 import { tempDir, writeFiles } from '../helpers/tmp.js';
 
 function client(turns: ScriptTurn[]): ModelClient {
@@ -110,5 +112,38 @@ describe('the log', () => {
     expect(result.code).toBe('COMPLETED');
     const invalid = events.find((e) => e.type === 'tool_call_invalid');
     expect(invalid).toMatchObject({ tool: 'delete_everything' });
+  });
+});
+
+describe('whatever throws', () => {
+  it('an unexpected error in a tool still ends the run with one terminal code and a session_end', async () => {
+    const root = tempDir();
+    const events: SessionEvent[] = [];
+    const broken: Tool = {
+      name: 'broken',
+      description: 'always throws',
+      effect: 'read',
+      schema: z.object({}),
+      async execute() {
+        throw new TypeError('cannot read properties of undefined');
+      },
+    };
+    const result = await runSession({
+      mode: 'ask',
+      prompt: 'do it',
+      config: configSchema.parse({}),
+      scope: new Scope({ root, writable: ['.'] }),
+      model: client([{ tool_calls: [{ name: 'broken', arguments: {} }] }, { text: 'never' }]),
+      tools: new ToolRegistry([...builtinTools(), broken]),
+      record: (e) => events.push(e),
+      signal: new AbortController().signal,
+      sessionId: 'test',
+      hooks: [],
+    });
+    expect(result.code).toBe('ENVIRONMENT_ERROR');
+    expect(result.reason).toContain('unexpected error: TypeError: cannot read properties of undefined');
+    const ends = events.filter((e) => e.type === 'session_end');
+    expect(ends).toHaveLength(1);
+    expect(ends[0]).toMatchObject({ code: 'ENVIRONMENT_ERROR' });
   });
 });
