@@ -69,6 +69,8 @@ export interface FixResult {
 
 /** Run a fix to its verdict. Throws RunError only for problems before there is anything to report. */
 export async function runFix(opts: FixOptions): Promise<FixResult> {
+  // the wall budget is the whole run's, baseline included
+  const runStarted = Date.now();
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
@@ -208,7 +210,12 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
     progress(`target: ${shown.join(', ')}`);
 
     const model = createModelClient(config, env, { cwd: opts.repo });
-    const session = sessionRunner(opts, model, runId, snapshot, suite, tokens, (n, c) => {
+    const spent = () => ({
+      tokens: tokens.input + tokens.output,
+      cost,
+      wallS: (Date.now() - runStarted) / 1000,
+    });
+    const session = sessionRunner(opts, model, runId, snapshot, suite, tokens, spent, (n, c) => {
       rounds += n;
       cost = cost === null || c === null ? null : cost + c;
     });
@@ -257,6 +264,10 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       if (outcome.code === 'MODEL_ERROR' || outcome.code === 'CANCELLED') {
         rollback(snapshot);
         return finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, shown);
+      }
+      if (outcome.budgetSpent) {
+        // the run's budget is gone before this attempt could start: the last attempt stands as it was judged
+        return finish('BUDGET_EXCEEDED', 'failed', outcome.reason, attempt - 1, last, before, plan, shown);
       }
       const diff = attemptDiff(snapshot);
       if (!diff.files.length) {
@@ -398,9 +409,15 @@ type SessionRun = (
   mode: 'plan' | 'edit',
   prompt: string,
   maxRounds: number,
-) => Promise<{ code: TerminalCode; reason: string; summary: string }>;
+) => Promise<{ code: TerminalCode; reason: string; summary: string; budgetSpent?: true }>;
 
-/** Each plan and attempt is an ordinary session in the snapshot, sharing one model client and the run's budgets. */
+/** What the run has used so far, which the next session's budgets are taken from. */
+type Spent = () => { tokens: number; cost: number | null; wallS: number };
+
+/**
+ * Each plan and attempt is an ordinary session in the snapshot, sharing one model client. The token,
+ * cost and wall budgets are the run's: each session gets what the sessions before it left.
+ */
 function sessionRunner(
   opts: FixOptions,
   model: ModelClient,
@@ -408,15 +425,19 @@ function sessionRunner(
   snapshot: Snapshot,
   suite: TestSuite,
   tokens: { input: number; output: number },
+  spent: Spent,
   add: (rounds: number, cost: number | null) => void,
 ): SessionRun {
   return async (mode, prompt, maxRounds) => {
     const base = opts.loaded.config;
+    const left = remainingBudgets(base.budgets, spent());
+    if ('spent' in left)
+      return { code: 'BUDGET_EXCEEDED', reason: left.spent, summary: '', budgetSpent: true };
     const config = {
       ...base,
       scope: ['.'],
       test_command: suite.detected.command,
-      budgets: { ...base.budgets, max_rounds: maxRounds },
+      budgets: { ...base.budgets, ...left, max_rounds: maxRounds },
     };
     const outcome = await startSession({
       mode,
@@ -438,6 +459,35 @@ function sessionRunner(
     add(outcome.rounds, outcome.costUsd);
     return outcome;
   };
+}
+
+/** The run's token, cost and wall budgets less what it has used, or which one is used up. */
+function remainingBudgets(
+  budgets: LoadedConfig['config']['budgets'],
+  used: ReturnType<Spent>,
+): { max_tokens?: number; max_cost_usd?: number; max_wall_s?: number } | { spent: string } {
+  const left: { max_tokens?: number; max_cost_usd?: number; max_wall_s?: number } = {};
+  if (budgets.max_tokens !== undefined) {
+    const rest = budgets.max_tokens - used.tokens;
+    if (rest < 1)
+      return { spent: `max_tokens: the run has used ${used.tokens} of ${budgets.max_tokens} tokens` };
+    left.max_tokens = rest;
+  }
+  if (budgets.max_cost_usd !== undefined && used.cost !== null) {
+    const rest = budgets.max_cost_usd - used.cost;
+    if (rest <= 0)
+      return {
+        spent: `max_cost_usd: the run has spent $${used.cost.toFixed(4)} of $${budgets.max_cost_usd}`,
+      };
+    left.max_cost_usd = rest;
+  }
+  if (budgets.max_wall_s !== undefined) {
+    const rest = budgets.max_wall_s - used.wallS;
+    if (rest <= 0)
+      return { spent: `max_wall_s: the run has taken ${Math.round(used.wallS)} of ${budgets.max_wall_s} s` };
+    left.max_wall_s = rest;
+  }
+  return left;
 }
 
 function resolveTargetIds(run: SuiteRun, requested: string[], failing: string[]): string[] {
