@@ -9,9 +9,9 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/tmp.js';
-import { editTurns, type FixRun, fix, planTurns } from './fix-harness.js';
+import { editTurns, type FixRun, fix, fixtureRepo, planTurns } from './fix-harness.js';
 import { model } from './harness.js';
 
 const KEEL_ROOT = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
@@ -114,4 +114,42 @@ export function expectRefused({ run, doc }: FixRun, target: string): void {
   expect(run.code, run.stderr).toBe(1);
   expect(doc).toMatchObject({ code: 'VERIFICATION_FAILED', status: 'failed' });
   expect(doc.verification?.targetsFailing).toEqual([target]);
+}
+
+/** A runner's two end-to-end cases: the correct fix verified, and one weakening of the failing test refused. */
+export interface RunnerCase {
+  title: string;
+  fixture: string;
+  /** The runner's packages, installed into each fixture repository; none for a runner node ships. */
+  packages: string[];
+  target: string;
+  weakening: { title: string; path: string; from: string; to: string };
+  /** More to check of the verified run. */
+  alsoVerified?: (result: FixRun) => void;
+}
+
+/** Declare a runner's describe block: real modules installed once, a fresh fixture repository per test. */
+export function describeRunner(c: RunnerCase): void {
+  describe(c.title, () => {
+    let modules: string | undefined;
+    beforeAll(() => {
+      if (c.packages.length > 0) modules = installedModules(c.packages);
+    });
+    const repo = () => {
+      const dir = fixtureRepo(c.fixture);
+      if (modules !== undefined) installInto(dir, modules);
+      return dir;
+    };
+
+    it('the correct fix is verified, with per-test targets named', async () => {
+      const result = await attempt(repo(), 'src/stats.js', BUG, FIXED);
+      expectVerified(result, c.target);
+      c.alsoVerified?.(result);
+    });
+
+    it(c.weakening.title, async () => {
+      const { path, from, to } = c.weakening;
+      expectRefused(await attempt(repo(), path, from, to), c.target);
+    });
+  });
 }

@@ -4,123 +4,58 @@
  * node_modules), and weakened tests that must not be verified. Apart from fix-runners.test.ts so the files
  * run side by side.
  */
-import { beforeAll, describe, it } from 'vitest';
-import { fixtureRepo } from './fix-harness.js';
-import {
-  attempt,
-  BUG,
-  expectRefused,
-  expectVerified,
-  FIXED,
-  installedModules,
-  installInto,
-} from './fix-runners-harness.js';
+import { describeRunner } from './fix-runners-harness.js';
 
-describe('keel fix with vitest', () => {
-  let modules: string;
-  beforeAll(() => {
-    modules = installedModules(['vitest']);
-  });
-  const repo = () => {
-    const dir = fixtureRepo('vitest');
-    installInto(dir, modules);
-    return dir;
-  };
-  const target = 'test/stats.test.js > stats > mean of 2, 4, 6 is 4';
-
-  it('the correct fix is verified, with per-test targets named', async () => {
-    const result = await attempt(repo(), 'src/stats.js', BUG, FIXED);
-    expectVerified(result, target);
-  });
-
-  it('a failing assertion loosened to pass is not verified', async () => {
-    const result = await attempt(
-      repo(),
-      'test/stats.test.js',
-      'expect(mean([2, 4, 6])).toBe(4);',
-      'expect(mean([2, 4, 6])).toBeGreaterThan(0);',
-    );
-    expectRefused(result, target);
-  });
+describeRunner({
+  title: 'keel fix with vitest',
+  fixture: 'vitest',
+  packages: ['vitest'],
+  target: 'test/stats.test.js > stats > mean of 2, 4, 6 is 4',
+  weakening: {
+    title: 'a failing assertion loosened to pass is not verified',
+    path: 'test/stats.test.js',
+    from: 'expect(mean([2, 4, 6])).toBe(4);',
+    to: 'expect(mean([2, 4, 6])).toBeGreaterThan(0);',
+  },
 });
 
-describe('keel fix with mocha', () => {
-  let modules: string;
-  beforeAll(() => {
-    modules = installedModules(['mocha']);
-  });
-  const repo = () => {
-    const dir = fixtureRepo('mocha');
-    installInto(dir, modules);
-    return dir;
-  };
+describeRunner({
+  title: 'keel fix with mocha',
+  fixture: 'mocha',
+  packages: ['mocha'],
   // mocha reports the suite path joined into the title, so it stays one part of the id
-  const target = 'test/stats.test.js > stats mean of 2, 4, 6 is 4';
-
-  it('the correct fix is verified, with per-test targets named', async () => {
-    const result = await attempt(repo(), 'src/stats.js', BUG, FIXED);
-    expectVerified(result, target);
-  });
-
-  it('`return;` at the top of the failing test is not verified', async () => {
-    const result = await attempt(
-      repo(),
-      'test/stats.test.js',
-      "it('mean of 2, 4, 6 is 4', () => {\n",
-      "it('mean of 2, 4, 6 is 4', () => {\n    return;\n",
-    );
-    expectRefused(result, target);
-  });
+  target: 'test/stats.test.js > stats mean of 2, 4, 6 is 4',
+  weakening: {
+    title: '`return;` at the top of the failing test is not verified',
+    path: 'test/stats.test.js',
+    from: "it('mean of 2, 4, 6 is 4', () => {\n",
+    to: "it('mean of 2, 4, 6 is 4', () => {\n    return;\n",
+  },
 });
 
-describe('keel fix with tape behind `npm run tests-only`', () => {
-  let modules: string;
-  beforeAll(() => {
-    modules = installedModules(['tape']);
-  });
-  const repo = () => {
-    const dir = fixtureRepo('tape');
-    installInto(dir, modules);
-    return dir;
-  };
+describeRunner({
+  title: 'keel fix with tape behind `npm run tests-only`',
+  fixture: 'tape',
+  packages: ['tape'],
   // TAP names no file: the test's name is its id
-  const target = 'mean of 2, 4, 6 is 4';
-
-  it('the correct fix is verified, with per-test targets named', async () => {
-    const result = await attempt(repo(), 'src/stats.js', BUG, FIXED);
-    expectVerified(result, target);
-  });
-
-  it('t.pass() in place of the failing assertion is not verified', async () => {
-    const result = await attempt(repo(), 'test/stats.js', 't.equal(mean([2, 4, 6]), 4);', 't.pass();');
-    expectRefused(result, target);
-  });
+  target: 'mean of 2, 4, 6 is 4',
+  weakening: {
+    title: 't.pass() in place of the failing assertion is not verified',
+    path: 'test/stats.js',
+    from: 't.equal(mean([2, 4, 6]), 4);',
+    to: 't.pass();',
+  },
 });
 
-describe('keel fix with jest', () => {
-  let modules: string;
-  beforeAll(() => {
-    modules = installedModules(['jest']);
-  });
-  const repo = () => {
-    const dir = fixtureRepo('jest');
-    installInto(dir, modules);
-    return dir;
-  };
-  const target = 'test/stats.test.js > stats > mean of 2, 4, 6 is 4';
-
-  it('the correct fix is verified, with per-test targets named', async () => {
-    const result = await attempt(repo(), 'src/stats.js', BUG, FIXED);
-    expectVerified(result, target);
-  });
-
-  it('the failing test skipped with test.skip is not verified', async () => {
-    const result = await attempt(
-      repo(),
-      'test/stats.test.js',
-      "test('mean of 2, 4, 6 is 4'",
-      "test.skip('mean of 2, 4, 6 is 4'",
-    );
-    expectRefused(result, target);
-  });
+describeRunner({
+  title: 'keel fix with jest',
+  fixture: 'jest',
+  packages: ['jest'],
+  target: 'test/stats.test.js > stats > mean of 2, 4, 6 is 4',
+  weakening: {
+    title: 'the failing test skipped with test.skip is not verified',
+    path: 'test/stats.test.js',
+    from: "test('mean of 2, 4, 6 is 4'",
+    to: "test.skip('mean of 2, 4, 6 is 4'",
+  },
 });

@@ -5,69 +5,37 @@
  * node-tap, the slowest, has its own file (fix-runners-tap.test.ts) so the two run side by side.
  */
 import { readFileSync } from 'node:fs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fixtureRepo } from './fix-harness.js';
-import {
-  attempt,
-  BUG,
-  expectRefused,
-  expectVerified,
-  FIXED,
-  installedModules,
-  installInto,
-} from './fix-runners-harness.js';
+import { attempt, BUG, describeRunner, expectRefused, expectVerified, FIXED } from './fix-runners-harness.js';
 
-describe('keel fix with ava', () => {
-  let modules: string;
-  beforeAll(() => {
-    modules = installedModules(['ava']);
-  });
-  const repo = () => {
-    const dir = fixtureRepo('ava');
-    installInto(dir, modules);
-    return dir;
-  };
-  const target = 'mean of 2, 4, 6 is 4';
-
-  it('the correct fix is verified, with per-test targets named', async () => {
-    const result = await attempt(repo(), 'src/stats.js', BUG, FIXED);
-    expectVerified(result, target);
-  });
-
-  it('t.pass() in place of the failing assertion is not verified', async () => {
-    const result = await attempt(repo(), 'test/stats.test.js', 't.is(mean([2, 4, 6]), 4);', 't.pass();');
-    expectRefused(result, target);
-  });
+describeRunner({
+  title: 'keel fix with ava',
+  fixture: 'ava',
+  packages: ['ava'],
+  target: 'mean of 2, 4, 6 is 4',
+  weakening: {
+    title: 't.pass() in place of the failing assertion is not verified',
+    path: 'test/stats.test.js',
+    from: 't.is(mean([2, 4, 6]), 4);',
+    to: 't.pass();',
+  },
 });
 
-describe('keel fix with uvu', () => {
-  let modules: string;
-  beforeAll(() => {
-    modules = installedModules(['uvu']);
-  });
-  const repo = () => {
-    const dir = fixtureRepo('uvu');
-    installInto(dir, modules);
-    return dir;
-  };
-  const target = 'tests/stats.test.js > mean of 2, 4, 6 is 4';
-
-  it('the correct fix is verified, with per-test targets named', async () => {
-    const result = await attempt(repo(), 'src/stats.js', BUG, FIXED);
-    expectVerified(result, target);
-    // a named suite in another file keeps its name in the id
-    expect(result.doc.verification?.reason).toContain('none of the 4 tests that passed at baseline fails');
-  });
-
-  it('`return;` at the top of the failing test is not verified', async () => {
-    const result = await attempt(
-      repo(),
-      'tests/stats.test.js',
-      "test('mean of 2, 4, 6 is 4', () => {\n",
-      "test('mean of 2, 4, 6 is 4', () => {\n  return;\n",
-    );
-    expectRefused(result, target);
-  });
+describeRunner({
+  title: 'keel fix with uvu',
+  fixture: 'uvu',
+  packages: ['uvu'],
+  target: 'tests/stats.test.js > mean of 2, 4, 6 is 4',
+  weakening: {
+    title: '`return;` at the top of the failing test is not verified',
+    path: 'tests/stats.test.js',
+    from: "test('mean of 2, 4, 6 is 4', () => {\n",
+    to: "test('mean of 2, 4, 6 is 4', () => {\n  return;\n",
+  },
+  // a named suite in another file keeps its name in the id
+  alsoVerified: (result) =>
+    expect(result.doc.verification?.reason).toContain('none of the 4 tests that passed at baseline fails'),
 });
 
 describe('keel fix with a script chain: npm test -> lint steps -> npm run tests-only -> node --test', () => {
