@@ -105,7 +105,8 @@ export class ModelClient {
       let produced = false;
       try {
         for await (const delta of this.streamEntry(entry, request, signal, hooks)) {
-          if (delta.type === 'text' || delta.type === 'tool_call') produced = true;
+          if (delta.type === 'text' || delta.type === 'reasoning' || delta.type === 'tool_call')
+            produced = true;
           yield delta;
         }
         this.coolingUntil.delete(entryKey(entry));
@@ -142,7 +143,7 @@ export class ModelClient {
         onRetry: hooks.onRetry,
       },
     );
-    let text = '';
+    let output = ''; // answer and reasoning text alike cost output tokens
     const calls: ToolCall[] = [];
     let usageSeen = false;
     let done: Delta | undefined;
@@ -151,14 +152,14 @@ export class ModelClient {
         done = delta; // held back so usage can precede it
         continue;
       }
-      if (delta.type === 'text') text += delta.text;
+      if (delta.type === 'text' || delta.type === 'reasoning') output += delta.text;
       if (delta.type === 'tool_call') calls.push(delta.call);
       if (delta.type === 'usage') usageSeen = true;
       yield { ...delta, model: entry.model };
     }
     if (!usageSeen) {
       await loadTokenizer();
-      const usage = estimateUsage(request.messages, request.tools, text, calls);
+      const usage = estimateUsage(request.messages, request.tools, output, calls);
       yield { type: 'usage', usage, model: entry.model };
     }
     const finishReason = done?.type === 'done' ? done.finishReason : calls.length > 0 ? 'tool_calls' : 'stop';

@@ -1,7 +1,9 @@
 /** The `ollama` provider: Ollama's native /api/chat, so num_ctx takes effect (its /v1 endpoint ignores it). */
 
 import { errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
+import { normalizeFinishReason } from './finish-reason.js';
 import { httpFetch } from './http-fetch.js';
+import { ThinkTagSplitter } from './think-tags.js';
 import { type ChatMessage, type Delta, ModelError, type ModelRequest, type Provider } from './types.js';
 
 export interface OllamaProviderOptions {
@@ -115,6 +117,7 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
     if (!res.body) throw new ModelError('protocol', `${baseUrl}/api/chat: empty answer`, baseUrl);
     let callCount = 0;
     let finished = false;
+    const think = new ThinkTagSplitter();
     try {
       for await (const line of ndjsonLines(res.body)) {
         let msg: unknown;
@@ -128,8 +131,12 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
           throw new ModelError('server', `${baseUrl}/api/chat: ${msg.error}`, baseUrl);
         }
         const message = isObject(msg.message) ? msg.message : {};
+        // Ollama parses reasoning into `thinking` when it knows the model thinks; otherwise it is inline <think>
+        if (typeof message.thinking === 'string' && message.thinking.length > 0) {
+          yield { type: 'reasoning', text: message.thinking };
+        }
         if (typeof message.content === 'string' && message.content.length > 0) {
-          yield { type: 'text', text: message.content };
+          yield* think.push(message.content);
         }
         for (const tc of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
           const fn = isObject(tc) && isObject(tc.function) ? tc.function : undefined;
@@ -140,13 +147,13 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
         }
         if (msg.done === true) {
           finished = true;
+          yield* think.end();
           if (typeof msg.prompt_eval_count === 'number' || typeof msg.eval_count === 'number') {
             const inputTokens = typeof msg.prompt_eval_count === 'number' ? msg.prompt_eval_count : 0;
             const outputTokens = typeof msg.eval_count === 'number' ? msg.eval_count : 0;
             yield { type: 'usage', usage: { inputTokens, outputTokens, reported: true } };
           }
-          const reason = typeof msg.done_reason === 'string' ? msg.done_reason : 'stop';
-          yield { type: 'done', finishReason: callCount > 0 && reason === 'stop' ? 'tool_calls' : reason };
+          yield { type: 'done', finishReason: normalizeFinishReason(msg.done_reason, callCount > 0) };
         }
       }
     } catch (err) {

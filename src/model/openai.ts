@@ -1,7 +1,9 @@
 /** The `openai` provider: Chat Completions over the openai SDK, the wire format most local servers speak. */
 import type OpenAI from 'openai';
 import { describeNetworkError, errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
+import { normalizeFinishReason } from './finish-reason.js';
 import { httpFetch } from './http-fetch.js';
+import { ThinkTagSplitter } from './think-tags.js';
 import {
   type ChatMessage,
   type Delta,
@@ -72,7 +74,8 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
   async function* stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<Delta> {
     const { sdk, client } = await load();
     const calls = new Map<number, { id: string; name: string; args: string }>();
-    let finishReason = 'stop';
+    const think = new ThinkTagSplitter();
+    let finishReason: string | undefined;
     try {
       const chunks = await client.chat.completions.create(
         {
@@ -99,7 +102,9 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
         }
         const choice = chunk.choices[0];
         if (!choice) continue;
-        if (choice.delta.content) yield { type: 'text', text: choice.delta.content };
+        const reasoning = reasoningOf(choice.delta);
+        if (reasoning) yield { type: 'reasoning', text: reasoning };
+        if (choice.delta.content) yield* think.push(choice.delta.content);
         for (const [position, fragment] of (choice.delta.tool_calls ?? []).entries()) {
           // fragments of one call share an index; a few servers omit it and send each call whole
           const index = fragment.index ?? position;
@@ -115,13 +120,14 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       if (signal.aborted) throw signal.reason;
       throw mapSdkError(sdk, err, baseUrl);
     }
+    yield* think.end();
     for (const [index, call] of [...calls.entries()].sort((a, b) => a[0] - b[0])) {
       if (!call.name)
         throw new ModelError('protocol', `${baseUrl}: tool call ${index} arrived without a name`, baseUrl);
       const complete: ToolCall = { id: call.id || `call_${index}`, name: call.name, arguments: call.args };
       yield { type: 'tool_call', call: complete };
     }
-    yield { type: 'done', finishReason };
+    yield { type: 'done', finishReason: normalizeFinishReason(finishReason, calls.size > 0) };
   }
 
   return {
@@ -156,6 +162,19 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       }
     },
   };
+}
+
+/**
+ * Reasoning text in a stream delta: not in the OpenAI spec. vLLM, llama.cpp and DeepSeek send
+ * `reasoning_content`; newer vLLM and OpenRouter send `reasoning`. One is taken, never both, since
+ * a server in transition may send the same text in each.
+ */
+function reasoningOf(delta: object): string | undefined {
+  const raw = delta as Record<string, unknown>;
+  for (const v of [raw.reasoning_content, raw.reasoning]) {
+    if (typeof v === 'string' && v.length > 0) return v;
+  }
+  return undefined;
 }
 
 /** Classify an error from the openai SDK. */

@@ -64,9 +64,9 @@ export function retryDelayMs(
   return Math.round(exponential / 2 + (random() * exponential) / 2);
 }
 
-/** Output the user has seen; once any was yielded, a retry would duplicate it. */
+/** Output the user has seen (reasoning is shown live too); once any was yielded, a retry would duplicate it. */
 function isOutput(delta: Delta): boolean {
-  return delta.type === 'text' || delta.type === 'tool_call';
+  return delta.type === 'text' || delta.type === 'reasoning' || delta.type === 'tool_call';
 }
 
 /** Run `attempt` and re-run it on retryable ModelErrors, as long as it has yielded no output yet. */

@@ -8,7 +8,8 @@ import {
   ScriptCursor,
   type ScriptTurn,
   scriptArguments,
-  splitIntoChunks,
+  scriptFinish,
+  turnChunks,
 } from './script.js';
 
 /** One request the server received, for tests to assert on. */
@@ -214,7 +215,8 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
     type: 'function' as const,
     function: { name: c.name, arguments: scriptArguments(c) },
   }));
-  const finishReason = calls.length > 0 ? 'tool_calls' : 'stop';
+  const finishReason = scriptFinish(turn);
+  const reasoningField = turn.reasoning_field ?? 'reasoning_content';
   const usage = turn.usage && {
     ...turn.usage,
     total_tokens: turn.usage.prompt_tokens + turn.usage.completion_tokens,
@@ -225,6 +227,7 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
     const message = {
       role: 'assistant',
       content: turn.text ?? null,
+      ...(turn.reasoning !== undefined ? { [reasoningField]: turn.reasoning } : {}),
       ...(calls.length > 0 ? { tool_calls: calls } : {}),
     };
     const choice = { index: 0, message, finish_reason: finishReason };
@@ -248,7 +251,8 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
   const chunk = (delta: Json, finish: string | null = null) =>
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const lines: string[] = [chunk({ role: 'assistant', content: '' })];
-  for (const part of splitIntoChunks(turn.text ?? '')) lines.push(chunk({ content: part }));
+  for (const part of turnChunks(turn, turn.reasoning ?? '')) lines.push(chunk({ [reasoningField]: part }));
+  for (const part of turnChunks(turn, turn.text ?? '')) lines.push(chunk({ content: part }));
   calls.forEach((call, index) => {
     // real servers send id and name first, then the arguments in fragments
     lines.push(
@@ -258,7 +262,7 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
         ],
       }),
     );
-    for (const part of splitIntoChunks(call.function.arguments)) {
+    for (const part of turnChunks(turn, call.function.arguments)) {
       lines.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }));
     }
   });
@@ -286,12 +290,15 @@ async function answerOllama(
   const counts = turn.usage
     ? { prompt_eval_count: turn.usage.prompt_tokens, eval_count: turn.usage.completion_tokens }
     : {};
-  const final = { model, created_at: createdAt, done: true, done_reason: 'stop', ...counts };
+  // Ollama's done_reason knows stop and length (and load/unload), not tool_calls
+  const doneReason = scriptFinish(turn) === 'length' ? 'length' : 'stop';
+  const final = { model, created_at: createdAt, done: true, done_reason: doneReason, ...counts };
   if (!stream) {
     if (turn.hang) return hangUntilClosed(res);
     const message = {
       role: 'assistant',
       content: turn.text ?? '',
+      ...(turn.reasoning !== undefined ? { thinking: turn.reasoning } : {}),
       ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
     };
     return sendJson(res, 200, { ...final, message });
@@ -301,7 +308,10 @@ async function answerOllama(
   if (turn.hang) return hangUntilClosed(res);
   const line = (message: Json, done = false) =>
     `${JSON.stringify({ model, created_at: createdAt, message: { role: 'assistant', ...message }, done })}\n`;
-  const lines = splitIntoChunks(turn.text ?? '').map((part) => line({ content: part }));
+  const lines = [
+    ...turnChunks(turn, turn.reasoning ?? '').map((part) => line({ content: '', thinking: part })),
+    ...turnChunks(turn, turn.text ?? '').map((part) => line({ content: part })),
+  ];
   // Ollama sends tool calls whole, in one message, with arguments as an object
   if (toolCalls.length > 0) lines.push(line({ content: '', tool_calls: toolCalls }));
   lines.push(`${JSON.stringify({ ...final, message: { role: 'assistant', content: '' } })}\n`);

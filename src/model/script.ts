@@ -1,4 +1,17 @@
-/** The script format replayed by the scripted provider and the mock HTTP server: turns, cursors, expectations. */
+/**
+ * The script format replayed by the scripted provider and the mock HTTP server: turns, cursors, expectations.
+ *
+ * A script is `{"turns": [...]}`; each request gets the next turn, which may have:
+ * - `text`: the answer, streamed in pieces (an inline `<think>...</think>` in it streams as a real model's would)
+ * - `tool_calls`: `[{"name", "arguments", "id"?}]`; string arguments are sent raw, broken or not
+ * - `reasoning`: reasoning streamed before the text: `reasoning_content` on the OpenAI wire (or the
+ *   field `reasoning_field` names: `reasoning`, as newer vLLM sends it), `thinking` on Ollama's
+ * - `finish`: the finish reason sent, `stop`, `length` or `tool_calls` (default: `tool_calls` when
+ *   there are tool calls, else `stop`); Ollama's `done_reason` has no `tool_calls` and says `stop`
+ * - `chunk_size`: stream text, reasoning and arguments in pieces of this many characters (default: three pieces)
+ * - `error` (`{"status", "retry_after"?, "body"?}`), `usage`, `delay_ms`, `chunk_delay_ms`, `hang`
+ * - `model`: the turn answers only that model; `expect`: checks on the request, a 400 when they fail
+ */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
@@ -20,6 +33,14 @@ const expectSchema = z.strictObject({
 export const turnSchema = z.strictObject({
   text: z.string().optional(),
   tool_calls: z.array(scriptToolCallSchema).optional(),
+  /** Streamed before the text as reasoning_content (OpenAI wire) or thinking (Ollama). */
+  reasoning: z.string().optional(),
+  /** The OpenAI-wire field reasoning goes in: servers disagree. */
+  reasoning_field: z.enum(['reasoning_content', 'reasoning']).optional(),
+  /** The finish reason to send; `length` is a reply cut at the output limit. */
+  finish: z.enum(['stop', 'length', 'tool_calls']).optional(),
+  /** Characters per streamed piece; small sizes cut tags and JSON at every point. */
+  chunk_size: z.number().int().positive().optional(),
   error: z
     .strictObject({
       status: z.number().int().min(100).max(599),
@@ -157,6 +178,19 @@ export function checkExpectation(
 function clip(text: string | undefined): string | null {
   if (text === undefined) return null;
   return text.length > 300 ? `${text.slice(0, 300)}...` : text;
+}
+
+/** The finish reason a turn answers with: its `finish`, else what its content implies. */
+export function scriptFinish(turn: ScriptTurn): 'stop' | 'length' | 'tool_calls' {
+  return turn.finish ?? ((turn.tool_calls ?? []).length > 0 ? 'tool_calls' : 'stop');
+}
+
+/** The pieces a turn streams `text` in: `chunk_size` characters each, else three pieces. */
+export function turnChunks(turn: ScriptTurn, text: string): string[] {
+  if (turn.chunk_size === undefined) return splitIntoChunks(text);
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += turn.chunk_size) out.push(text.slice(i, i + turn.chunk_size));
+  return out;
 }
 
 /** Split text into up to `parts` roughly equal fragments, as a streaming server would. */

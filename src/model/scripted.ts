@@ -1,7 +1,16 @@
 /** The `scripted` provider: replays a script in-process, no HTTP, for the offline demo and fast tests. */
 import { kindForStatus } from './errors.js';
+import { normalizeFinishReason } from './finish-reason.js';
 import { sleep } from './retry.js';
-import { checkExpectation, type Script, ScriptCursor, scriptArguments, splitIntoChunks } from './script.js';
+import {
+  checkExpectation,
+  type Script,
+  ScriptCursor,
+  scriptArguments,
+  scriptFinish,
+  turnChunks,
+} from './script.js';
+import { ThinkTagSplitter } from './think-tags.js';
 import { estimateUsage } from './tokens.js';
 import {
   type ChatMessage,
@@ -59,11 +68,24 @@ export function createScriptedProvider(script: Script, opts: ScriptedProviderOpt
     });
     if (failed) throw new ModelError('bad_request', `${baseUrl}: ${failed}`, baseUrl, 400);
 
+    const reasoning = turn.reasoning ?? '';
     const text = turn.text ?? '';
-    for (const [i, part] of splitIntoChunks(text).entries()) {
-      if (i > 0 && turn.chunk_delay_ms) await sleep(turn.chunk_delay_ms, signal);
-      yield { type: 'text', text: part };
+    let first = true;
+    const pause = async () => {
+      if (!first && turn.chunk_delay_ms) await sleep(turn.chunk_delay_ms, signal);
+      first = false;
+    };
+    for (const part of turnChunks(turn, reasoning)) {
+      await pause();
+      yield { type: 'reasoning', text: part };
     }
+    // inline <think> in a scripted text splits as it does from a real server
+    const think = new ThinkTagSplitter();
+    for (const part of turnChunks(turn, text)) {
+      await pause();
+      yield* think.push(part);
+    }
+    yield* think.end();
     const calls: ToolCall[] = (turn.tool_calls ?? []).map((c, i) => ({
       id: c.id ?? `call_${i}`,
       name: c.name,
@@ -72,9 +94,10 @@ export function createScriptedProvider(script: Script, opts: ScriptedProviderOpt
     for (const call of calls) yield { type: 'tool_call', call };
     const usage = turn.usage
       ? { inputTokens: turn.usage.prompt_tokens, outputTokens: turn.usage.completion_tokens, reported: true }
-      : estimateUsage(request.messages, request.tools, text, calls);
+      : estimateUsage(request.messages, request.tools, reasoning + text, calls);
     yield { type: 'usage', usage };
-    yield { type: 'done', finishReason: calls.length > 0 ? 'tool_calls' : 'stop' };
+    // as the HTTP providers do: a 'stop' with tool calls is 'tool_calls'
+    yield { type: 'done', finishReason: normalizeFinishReason(scriptFinish(turn), calls.length > 0) };
   }
 
   return {

@@ -39,9 +39,12 @@ export interface Usage {
 
 export type Delta =
   | { type: 'text'; text: string }
+  /** The model's reasoning (reasoning_content, Ollama's thinking, or an inline <think> block): never answer text. */
+  | { type: 'reasoning'; text: string }
   /** A complete native tool call; providers assemble streamed fragments before emitting it. */
   | { type: 'tool_call'; call: ToolCall }
   | { type: 'usage'; usage: Usage }
+  /** Last. finishReason is normalized: 'stop', 'tool_calls', 'length' (cut at the output limit), or the server's word. */
   | { type: 'done'; finishReason: string };
 
 export interface Provider {

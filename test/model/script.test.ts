@@ -42,6 +42,22 @@ describe('script files', () => {
     );
   });
 
+  it('accepts reasoning, finish and chunk_size, and names a misspelt finish', () => {
+    const ok = writeTemp(
+      'reasoning.json',
+      JSON.stringify({
+        turns: [
+          { reasoning: 'hmm', reasoning_field: 'reasoning', text: 'a', finish: 'length', chunk_size: 1 },
+        ],
+      }),
+    );
+    expect(loadScript(ok).turns[0]).toMatchObject({ reasoning: 'hmm', finish: 'length', chunk_size: 1 });
+    const typo = writeTemp('typo.json', JSON.stringify({ turns: [{ text: 'a', finish: 'lenght' }] }));
+    expect(() => loadScript(typo)).toThrow(/turns\.0\.finish/);
+    const zero = writeTemp('zero.json', JSON.stringify({ turns: [{ text: 'a', chunk_size: 0 }] }));
+    expect(() => loadScript(zero)).toThrow(/turns\.0\.chunk_size/);
+  });
+
   it('keeps one cursor per model when turns name models', () => {
     const cursor = new ScriptCursor({
       turns: [
