@@ -1,18 +1,24 @@
 /** One model answer: streamed, shown live, with retries and fallbacks recorded, and usage estimated when unreported. */
 
+import { splitUnopenedThink } from '../model/think-tags.js';
 import { estimateRequestTokens, estimateTokens } from '../model/tokens.js';
 import type { ChatMessage, ToolCall, ToolSpec } from '../model/types.js';
 import type { TokenCount } from './events.js';
 import type { SessionOptions, StreamHooks } from './loop.js';
 
 export interface Answer {
+  /** The answer proper, reasoning taken out: what goes into history and summaries. */
   text: string;
+  /** The model's reasoning (reasoning_content, thinking, <think> blocks), trimmed; '' when it gave none. */
+  reasoning: string;
   calls: ToolCall[];
+  /** From the done delta: 'stop', 'tool_calls', 'length' (cut at the output limit), ...; '' if none came. */
+  finishReason: string;
   usage: TokenCount & { reported: boolean };
   model: string;
 }
 
-/** Stream the model's answer to a request and collect its text, tool calls and usage. */
+/** Stream the model's answer to a request and collect its text, reasoning, tool calls and usage. */
 export async function streamAnswer(
   opts: SessionOptions,
   request: { messages: ChatMessage[]; tools: ToolSpec[]; contextWindow?: number },
@@ -20,6 +26,8 @@ export async function streamAnswer(
   round: number,
 ): Promise<Answer> {
   let text = '';
+  let reasoning = '';
+  let finishReason = '';
   const calls: ToolCall[] = [];
   let usage: (TokenCount & { reported: boolean }) | undefined;
   const hooks: StreamHooks = {
@@ -39,6 +47,9 @@ export async function streamAnswer(
     if (delta.type === 'text') {
       text += delta.text;
       opts.onText?.(delta.text);
+    } else if (delta.type === 'reasoning') {
+      reasoning += delta.text;
+      opts.onReasoning?.(delta.text);
     } else if (delta.type === 'tool_call') {
       calls.push(delta.call);
     } else if (delta.type === 'usage') {
@@ -47,14 +58,23 @@ export async function streamAnswer(
         output: delta.usage.outputTokens,
         reported: delta.usage.reported,
       };
+    } else if (delta.type === 'done') {
+      finishReason = delta.finishReason;
     }
   }
   if (text) opts.onText?.('\n');
+  // a server that sent reasoning apart sends a clean answer; otherwise a bare </think> ends reasoning
+  // that began before the stream did (the template opened it), which streamed as text
+  const unopened = reasoning ? undefined : splitUnopenedThink(text);
+  if (unopened) {
+    reasoning = unopened.reasoning;
+    text = unopened.text;
+  }
   // servers that report no usage still cost tokens: estimate, and say it is an estimate
   usage ??= {
     input: estimateRequestTokens(request.messages, request.tools),
-    output: estimateTokens(text + calls.map((c) => c.name + c.arguments).join('')),
+    output: estimateTokens(reasoning + text + calls.map((c) => c.name + c.arguments).join('')),
     reported: false,
   };
-  return { text, calls, usage, model: opts.model.currentModel() };
+  return { text, reasoning: reasoning.trim(), calls, finishReason, usage, model: opts.model.currentModel() };
 }

@@ -19,6 +19,29 @@ export type SessionEvent =
       /** Instruction files that exist but were not read (a link out of the workspace, a FIFO, ...). */
       instructions_skipped?: Array<{ file: string; reason: string }>;
       tools: string[];
+      /** The system prompt exactly as sent: a resumed session sends the same one. */
+      system_prompt?: string;
+      /** The process running this run of the session (a resume refuses while it is alive). */
+      pid?: number;
+      /** Whether the model has a price: cost is a sum (from 0) only when it does, else null. */
+      priced?: boolean;
+    }
+  /** A session reopened for another run (`keel sessions resume`, `--continue`). */
+  | { type: 'session_resume'; run: number; mode: string; provider: string; model: string; pid: number }
+  /** The end of the history a fork shares with its parent. */
+  | { type: 'session_fork'; from: string; at: number }
+  /** Older turns replaced by a summary; events from `keep_from_seq` on stay verbatim. */
+  | {
+      type: 'compaction';
+      trigger: 'threshold' | 'overflow' | 'manual';
+      summary: string;
+      keep_from_seq: number;
+      files: string[];
+      tokens_before: number;
+      tokens_after: number;
+      model: string;
+      usage?: TokenCount & { reported: boolean };
+      cost_usd?: number | null;
     }
   | { type: 'user_message'; text: string }
   | {
@@ -37,6 +60,12 @@ export type SessionEvent =
       model: string;
       text: string;
       tool_calls: ToolCall[];
+      /** Calls written as text that could not be parsed: in history with `{}` arguments, answered with an error. */
+      invalid_calls?: Array<{ id: string; name: string }>;
+      /** The model's reasoning, kept apart from its answer (never sent back as answer text). */
+      reasoning?: string;
+      /** Why the model stopped: 'stop', 'tool_calls', 'length' (cut at the output limit), ... */
+      finish_reason?: string;
       recovered: number;
       usage: TokenCount & { reported: boolean };
       cost_usd: number | null;
@@ -49,6 +78,8 @@ export type SessionEvent =
       decision: 'allow' | 'deny' | 'ask';
       reason?: string;
       deny?: string;
+      /** The tool and its arguments, canonical and hashed: what loop detection counts. */
+      fingerprint?: string;
     }
   | {
       type: 'hook';
@@ -71,6 +102,8 @@ export type SessionEvent =
       files_changed: string[];
       diff_lines: number;
       duration_ms: number;
+      /** The call never finished: the process running it was killed; keel did not run it again. */
+      interrupted?: boolean;
     }
   | {
       type: 'session_end';

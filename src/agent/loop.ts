@@ -1,4 +1,9 @@
-/** The agent loop: a fold over events. Each round streams the model, gates and runs its tool calls. */
+/**
+ * The agent loop: a fold over events. Each round streams the model, gates and runs its tool calls;
+ * every event is recorded and folded into the session state (history.ts), and the next request is
+ * built from that state alone, so a session reopened from its log goes on exactly where it stopped.
+ */
+import { createHash } from 'node:crypto';
 import type { Config, Mode } from '../config/schema.js';
 import { costUsd } from '../model/cost.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
@@ -14,6 +19,7 @@ import { type ToolContext, ToolError } from '../tools/types.js';
 import { streamAnswer } from './answer.js';
 import { exceeded } from './budgets.js';
 import type { SessionEvent, TokenCount } from './events.js';
+import { initialState, reduce, type SessionState } from './history.js';
 import { loadInstructions } from './instructions.js';
 import { systemPrompt } from './prompt.js';
 import { type BudgetName, RunError, type TerminalCode } from './terminal.js';
@@ -34,8 +40,11 @@ export interface SessionModel {
   ): AsyncIterable<Delta>;
 }
 
-/** Where events go: the store appends them (durably) before the action they record happens. */
-export type Recorder = (event: SessionEvent) => void;
+/**
+ * Where events go: the store appends them (durably) before the action they record happens, and
+ * returns the event's seq in the log.
+ */
+export type Recorder = (event: SessionEvent) => number;
 
 export interface SessionOptions {
   mode: Mode;
@@ -64,7 +73,11 @@ export interface SessionOptions {
   beforeWrite?(paths: string[]): Array<{ [key: string]: unknown }>;
   /** Live assistant text, for rendering. */
   onText?(text: string): void;
+  /** Live reasoning text, for rendering (dimmed); it never enters the history as answer text. */
+  onReasoning?(text: string): void;
   contextWindow?: number;
+  /** A session reopened from its log: the state its events fold to. A new run of it starts. */
+  resume?: SessionState;
 }
 
 export interface SessionResult {
@@ -80,6 +93,8 @@ export interface SessionResult {
 
 /** How many times a Stop hook may send the model back before the run ends HOOK_DENIED. */
 const MAX_STOP_HOOK_RETRIES = 3;
+/** How many times a run asks the model to go on after an answer cut at the output limit. */
+const MAX_CUT_OFF_RETRIES = 2;
 
 class Stop extends Error {
   constructor(
@@ -93,7 +108,7 @@ class Stop extends Error {
 
 /** Run one session to its terminal code. Never throws for a run that ends badly: the code says it. */
 export async function runSession(opts: SessionOptions): Promise<SessionResult> {
-  const { config, scope, record, tools } = opts;
+  const { config, scope, tools } = opts;
   const started = Date.now();
   const offered = tools.names().filter((name) => {
     const tool = tools.get(name);
@@ -102,26 +117,15 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   const specs = offered.map((name) =>
     toolSpec(tools.get(name) as NonNullable<ReturnType<ToolRegistry['get']>>),
   );
-  const instructions = loadInstructions(scope.root);
-  const messages: ChatMessage[] = [
-    {
-      role: 'system',
-      content: systemPrompt({ mode: opts.mode, root: scope.root, instructions: instructions.text }),
-    },
-    { role: 'user', content: opts.prompt },
-  ];
-  const tokens: TokenCount = { input: 0, output: 0 };
-  // null, not 0, when the user gave no price for this model: keel never invents a cost
-  let cost: number | null = costUsd(
-    opts.model.currentModel(),
-    { inputTokens: 0, outputTokens: 0, reported: true },
-    config.pricing,
-  );
-  let rounds = 0;
-  let diffLines = 0;
+  const state = opts.resume ?? initialState();
+  /** Record an event and fold it into the state: the one way anything changes. */
+  const record = (event: SessionEvent): number => {
+    const seq = opts.record(event);
+    reduce(state, event, seq);
+    return seq;
+  };
   let lastText = '';
   const filesChanged = new Set<string>();
-  const seenCalls = new Map<string, number>();
 
   // one controller for the run: the user's Ctrl+C and the wall-clock budget both abort it
   const run = new AbortController();
@@ -137,17 +141,30 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           wall * 1000,
         );
 
-  record({
-    type: 'session_start',
-    mode: opts.mode,
-    provider: opts.model.provider,
-    model: opts.model.currentModel(),
-    cwd: scope.root,
-    scope: scope.writable.map((p) => scope.display(p)),
-    instructions: instructions.files,
-    ...(instructions.skipped.length ? { instructions_skipped: instructions.skipped } : {}),
-    tools: offered,
-  });
+  if (opts.resume) resumeRun(opts, record, state);
+  else {
+    const instructions = loadInstructions(scope.root);
+    record({
+      type: 'session_start',
+      mode: opts.mode,
+      provider: opts.model.provider,
+      model: opts.model.currentModel(),
+      cwd: scope.root,
+      scope: scope.writable.map((p) => scope.display(p)),
+      instructions: instructions.files,
+      ...(instructions.skipped.length ? { instructions_skipped: instructions.skipped } : {}),
+      tools: offered,
+      system_prompt: systemPrompt({ mode: opts.mode, root: scope.root, instructions: instructions.text }),
+      pid: process.pid,
+      // null cost, not 0, when the user gave no price for this model: keel never invents a cost
+      priced:
+        costUsd(
+          opts.model.currentModel(),
+          { inputTokens: 0, outputTokens: 0, reported: true },
+          config.pricing,
+        ) !== null,
+    });
+  }
   const hookBase = { session_id: opts.sessionId, cwd: scope.root, mode: opts.mode };
   /** Run the hooks for a tool-less event; every verdict is recorded. */
   const hook = async (event: HookEvent, extra: { prompt?: string; result?: unknown } = {}) => {
@@ -166,12 +183,13 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     return verdict;
   };
 
+  // rounds, wall time and lines changed count per run; tokens and cost over the session's life
   const usage = () => ({
-    rounds,
-    tokens: tokens.input + tokens.output,
-    costUsd: cost,
+    rounds: state.run.rounds,
+    tokens: state.tokens.input + state.tokens.output,
+    costUsd: state.cost,
     wallS: (Date.now() - started) / 1000,
-    diffLines,
+    diffLines: state.run.diffLines,
   });
   const checkBudgets = () => {
     const breach = exceeded(config.budgets, usage());
@@ -183,30 +201,36 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
 
   let result: { code: TerminalCode; reason: string; budget?: BudgetName };
   let stopHookRetries = 0;
+  let cutOffRetries = 0;
   try {
-    for (const [event, extra] of [
-      ['SessionStart', {}],
-      ['UserPromptSubmit', { prompt: opts.prompt }],
-    ] as const) {
+    // a resumed run without a new message goes on from where the last one stopped
+    const steps = opts.prompt
+      ? ([
+          ['SessionStart', {}],
+          ['UserPromptSubmit', { prompt: opts.prompt }],
+        ] as const)
+      : ([['SessionStart', {}]] as const);
+    for (const [event, extra] of steps) {
       const verdict = await hook(event, extra);
       if (verdict.decision !== 'allow') throw new Stop('HOOK_DENIED', `${event} hook: ${verdict.reason}`);
     }
-    record({ type: 'user_message', text: opts.prompt });
+    if (opts.prompt) record({ type: 'user_message', text: opts.prompt });
     for (;;) {
       throwIfAborted();
       checkBudgets();
-      rounds++;
+      const round = state.rounds + 1;
       const model = opts.model.currentModel();
+      const { messages } = state;
       const request = { messages, tools: specs, contextWindow: opts.contextWindow };
       record({
         type: 'model_request',
-        round: rounds,
+        round,
         model,
         messages: messages.length,
         est_tokens: estimateRequestTokens(messages, specs),
         bytes: Buffer.byteLength(JSON.stringify(request)),
       });
-      const answer = await streamAnswer(opts, request, run.signal, rounds);
+      const answer = await streamAnswer({ ...opts, record }, request, run.signal, round);
       const known = new Set(offered);
       let calls = answer.calls;
       let text = answer.text;
@@ -220,8 +244,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           malformed.push({ name: m.name ?? 'unknown', raw: m.raw, error: m.error });
       }
       const recoveredCount = answer.calls.length === 0 ? calls.length : 0;
-      tokens.input += answer.usage.input;
-      tokens.output += answer.usage.output;
+      const cutOff = answer.finishReason === 'length';
       const roundCost = costUsd(
         answer.model,
         {
@@ -231,38 +254,35 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         },
         config.pricing,
       );
-      cost = cost === null || roundCost === null ? null : cost + roundCost;
+      const invalid = malformed.map((m, i) => ({ id: `malformed_${round}_${i}`, name: m.name }));
       record({
         type: 'assistant_message',
-        round: rounds,
+        round,
         model: answer.model,
         text,
         tool_calls: calls,
+        ...(invalid.length ? { invalid_calls: invalid } : {}),
+        ...(answer.reasoning ? { reasoning: answer.reasoning } : {}),
+        ...(answer.finishReason ? { finish_reason: answer.finishReason } : {}),
         recovered: recoveredCount,
         usage: { ...answer.usage },
         cost_usd: roundCost,
       });
       if (text.trim()) lastText = text.trim();
-
-      // history never carries malformed arguments: a server may reject them, and the model would copy them
-      const historyCalls = calls.map((c) => ({ ...c, arguments: validJsonOr(c.arguments, '{}') }));
-      const malformedCalls = malformed.map((m, i) => ({
-        id: `malformed_${rounds}_${i}`,
-        name: m.name,
-        arguments: '{}',
-      }));
-      messages.push({
-        role: 'assistant',
-        content: text,
-        ...(historyCalls.length + malformedCalls.length > 0
-          ? { toolCalls: [...historyCalls, ...malformedCalls] }
-          : {}),
-      });
       for (const [i, m] of malformed.entries()) {
-        const id = malformedCalls[i]?.id ?? `malformed_${rounds}_${i}`;
-        const error = `your tool call could not be parsed (${m.error}); write the call again with valid JSON arguments`;
-        record({ type: 'tool_call_invalid', round: rounds, call_id: id, tool: m.name, error });
-        messages.push({ role: 'tool', toolCallId: id, name: m.name, content: `Error: ${error}` });
+        const error = cutOff
+          ? `your reply was cut off at the output token limit (finish_reason: length) before this tool call was complete; make the call again with shorter arguments (for a large file, write it in parts)`
+          : `your tool call could not be parsed (${m.error}); write the call again with valid JSON arguments`;
+        record({ type: 'tool_call_invalid', round, call_id: invalid[i]?.id ?? '', tool: m.name, error });
+      }
+      if (calls.length === 0 && malformed.length === 0 && cutOff && cutOffRetries < MAX_CUT_OFF_RETRIES) {
+        // an answer cut at the output limit is not an answer: ask for the rest, a few times at most
+        cutOffRetries++;
+        record({
+          type: 'user_message',
+          text: 'Your reply was cut off at the output token limit. Continue from where it stopped, more briefly.',
+        });
+        continue;
       }
       if (calls.length === 0 && malformed.length === 0) {
         // a Stop hook that denies sends the model back to work with the hook's reason (a few times at most)
@@ -271,17 +291,20 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           stopHookRetries++;
           const note = `The task is not finished: ${verdict.reason}`;
           record({ type: 'user_message', text: note });
-          messages.push({ role: 'user', content: note });
           continue;
         }
         if (verdict.decision === 'deny') throw new Stop('HOOK_DENIED', `Stop hook: ${verdict.reason}`);
-        result = { code: 'COMPLETED', reason: 'the model answered without tool calls' };
+        result = {
+          code: 'COMPLETED',
+          reason: cutOff
+            ? 'the answer was cut off at the output token limit (finish_reason: length)'
+            : 'the model answered without tool calls',
+        };
         break;
       }
       for (const call of calls) {
         throwIfAborted();
-        const content = await runCall(call, rounds);
-        messages.push({ role: 'tool', toolCallId: call.id, name: call.name, content });
+        await runCall(call, round, cutOff);
         checkBudgets();
       }
     }
@@ -295,6 +318,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   const summary =
     result.code === 'COMPLETED' ? lastText : `${result.reason}${lastText ? `\n\n${lastText}` : ''}`;
   const files = [...filesChanged].sort();
+  const { rounds } = state.run;
+  const tokens = { ...state.tokens };
   record({
     type: 'session_end',
     code: result.code,
@@ -303,16 +328,16 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     summary,
     rounds,
     tokens,
-    cost_usd: cost,
+    cost_usd: state.cost,
     files_changed: files,
   });
-  return { ...result, summary, rounds, tokens, costUsd: cost, filesChanged: files };
+  return { ...result, summary, rounds, tokens, costUsd: state.cost, filesChanged: files };
 
   function matchingPostHooks(name: string): HookSpec[] {
     return matchingHooks(opts.hooks, 'PostToolUse', name);
   }
 
-  async function runCall(call: ToolCall, round: number): Promise<string> {
+  async function runCall(call: ToolCall, round: number, cutOff: boolean): Promise<string> {
     const tool = tools.get(call.name);
     if (!tool || !offered.includes(call.name)) {
       const error = tool
@@ -332,12 +357,17 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     }
     const parsed = parseArgs(tool, call.arguments);
     if (!parsed.ok) {
-      record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error: parsed.error });
-      return `Error: ${parsed.error}`;
+      const error = cutOff
+        ? `your reply was cut off at the output token limit (finish_reason: length) before this call's arguments were complete (${parsed.error}); make the call again with shorter arguments`
+        : parsed.error;
+      record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error });
+      return `Error: ${error}`;
     }
-    const key = `${call.name}:${stableJson(parsed.args)}`;
-    const seen = (seenCalls.get(key) ?? 0) + 1;
-    seenCalls.set(key, seen);
+    const fingerprint = createHash('sha256')
+      .update(`${call.name}:${stableJson(parsed.args)}`)
+      .digest('hex')
+      .slice(0, 16);
+    const seen = (state.seen.get(fingerprint) ?? 0) + 1;
     if (seen >= config.loop_threshold) {
       throw new Stop(
         'LOOP_DETECTED',
@@ -376,13 +406,14 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         decision: 'deny',
         reason: decision.reason,
         deny: decision.deny,
+        fingerprint,
       });
       if (decision.deny === 'scope' && config.stop_on_violation)
         throw new Stop('SCOPE_VIOLATION', decision.reason);
       return `Error: denied: ${decision.reason}`;
     }
     if (decision.kind !== 'allow') throw new Error('unreachable: gate decision not settled');
-    record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'allow' });
+    record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'allow', fingerprint });
     if (tool.effect === 'write' || tool.effect === 'exec') {
       // no safety net, no write: a snapshot that fails ends the run before anything is touched
       let saved: Array<{ [key: string]: unknown }> = [];
@@ -444,9 +475,6 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       }
     }
     for (const f of changed) filesChanged.add(f);
-    diffLines += lines;
-    // a change to the files is progress: a call repeated after it can see something new (read, edit, read)
-    if (lines > 0) seenCalls.clear();
     const post = matchingPostHooks(call.name);
     if (post.length) {
       const verdict = await runHooks(
@@ -515,12 +543,35 @@ function isFsError(err: unknown): boolean {
   return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && 'syscall' in err;
 }
 
-function validJsonOr(text: string, fallback: string): string {
-  try {
-    JSON.parse(text);
-    return text;
-  } catch {
-    return fallback;
+/**
+ * Open a new run of a reopened session. Calls the last run left without an answer are answered
+ * now, from the log, and never run again: one that started may have done part of its work, and
+ * the model is told so; one that never started is reported as not run.
+ */
+function resumeRun(opts: SessionOptions, record: (event: SessionEvent) => number, state: SessionState): void {
+  const pending = [...state.open.entries()];
+  record({
+    type: 'session_resume',
+    run: state.run.number + 1,
+    mode: opts.mode,
+    provider: opts.model.provider,
+    model: opts.model.currentModel(),
+    pid: process.pid,
+  });
+  for (const [callId, call] of pending) {
+    record({
+      type: 'tool_result',
+      call_id: callId,
+      tool: call.tool,
+      output: call.started
+        ? `Error: interrupted: the session stopped while this ${call.tool} call was running, and keel did not run it again. It may have done part of its work; check before repeating it.`
+        : `Error: not run: the session stopped before this ${call.tool} call ran.`,
+      is_error: true,
+      files_changed: [],
+      diff_lines: 0,
+      duration_ms: 0,
+      interrupted: true,
+    });
   }
 }
 

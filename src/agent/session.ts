@@ -1,4 +1,8 @@
-/** A session end to end: open the log, build the scope, tools and model, run the loop, close the log. */
+/**
+ * A session end to end: open the log, build the scope, tools and model, run the loop, close the
+ * log. A new session and a reopened one (resume, continue, a fork's first run) take the same path;
+ * a reopened one starts from the state its events fold to.
+ */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,12 +17,14 @@ import type { Sandbox } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
-import { EventLog } from '../store/event-log.js';
+import { EventLog, type SessionRow } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { ToolContext } from '../tools/types.js';
 import type { TestSuite } from '../verify/suite.js';
+import { parseEvents } from './event-schema.js';
 import type { SessionEvent } from './events.js';
+import { replay, type SessionState } from './history.js';
 import { runSession, type SessionResult } from './loop.js';
 import { RunError } from './terminal.js';
 
@@ -30,7 +36,13 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   signal: AbortSignal;
   onText?(text: string): void;
-  onEvent?(event: SessionEvent): void;
+  onReasoning?(text: string): void;
+  /** Each event once it is stored, with its seq in the session's log. */
+  onEvent?(event: SessionEvent, seq: number): void;
+  /** Reopen this session (its id) for another run instead of starting one; `prompt` may be empty. */
+  resume?: string;
+  /** With `resume`: run in the session's own mode rather than `mode`. */
+  keepMode?: boolean;
   /** A model client to reuse (a fix run shares one across its sessions); default: built from config. */
   model?: ModelClient;
   /** The run this session belongs to (a fix run's plan and attempts). */
@@ -58,11 +70,71 @@ export function newSessionId(now = new Date()): string {
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
+/** A session that cannot be reopened: unknown, still running elsewhere, or a log that does not read back. */
+export class ResumeError extends Error {
+  override name = 'ResumeError';
+}
+
+/** Whether a process is alive on this machine (signal 0 checks without sending anything). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The state a stored session folds to, checked to be safe to go on from. */
+export function reopen(log: EventLog, id: string): { row: SessionRow; state: SessionState } {
+  const row = log.findSession(id);
+  if (!row) throw new ResumeError(`no session matches "${id}" (see keel sessions list)`);
+  if (!['ask', 'plan', 'edit', 'auto'].includes(row.mode))
+    throw new ResumeError(`session ${row.id} is a ${row.mode} run, not a conversation; it cannot be resumed`);
+  const state = replay(parseEvents(log.events(row.id)));
+  if (!state.ended && state.run.pid !== undefined && state.run.pid !== process.pid && alive(state.run.pid))
+    throw new ResumeError(
+      `session ${row.id} is still running (process ${state.run.pid}); wait for it to end, or stop it first`,
+    );
+  return { row, state };
+}
+
 /** Run a session in `cwd` and return its outcome; every event is in the store before it takes effect. */
 export async function startSession(opts: StartOptions): Promise<SessionOutcome> {
   const env = opts.env ?? process.env;
   const { config } = opts.loaded;
   const paths = keelPaths(env);
+  const db = openDb(paths.db);
+  const log = new EventLog(db);
+  let reopened: { row: SessionRow; state: SessionState } | undefined;
+  try {
+    reopened = opts.resume ? reopen(log, opts.resume) : undefined;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  const mode = reopened && opts.keepMode ? (reopened.row.mode as Mode) : opts.mode;
+  if (reopened && !opts.prompt && reopened.state.ended) {
+    db.close();
+    throw new ResumeError(
+      `session ${reopened.row.id} ended (${reopened.row.code ?? 'no code'}); give a new message (-m TEXT) to go on with it`,
+    );
+  }
+  try {
+    return await runIn({ ...opts, mode }, env, paths, log, reopened);
+  } finally {
+    db.close();
+  }
+}
+
+async function runIn(
+  opts: StartOptions,
+  env: NodeJS.ProcessEnv,
+  paths: ReturnType<typeof keelPaths>,
+  log: EventLog,
+  reopened: { row: SessionRow; state: SessionState } | undefined,
+): Promise<SessionOutcome> {
+  const { config } = opts.loaded;
   const scope = new Scope({
     root: opts.cwd,
     writable: config.scope,
@@ -77,20 +149,54 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     (config.provider === 'ollama'
       ? await model.contextWindow(opts.signal).catch(() => undefined)
       : undefined);
-  const sessionId = newSessionId();
+  const sessionId = reopened?.row.id ?? newSessionId();
+  const audit = new AuditLog(paths.auditDir);
+  // the row exists before anything can fail: a session that cannot start still has its log and audit line
+  if (reopened) log.reopenSession(sessionId);
+  else
+    log.createSession({
+      id: sessionId,
+      ...(opts.parentId ? { parentId: opts.parentId } : {}),
+      mode: opts.mode,
+      cwd: scope.root,
+      provider: model.provider,
+      model: model.currentModel(),
+      prompt: opts.prompt,
+    });
+  const record = (event: SessionEvent): number => {
+    const { type, ...data } = event;
+    const stored = log.append(sessionId, type, data);
+    const entry = auditEntryFor(event, sessionId);
+    if (entry) audit.append(entry);
+    opts.onEvent?.(event, stored.seq);
+    return stored.seq;
+  };
   // sandbox, tests and safety net exist only in modes that act; read-only sessions never load them
   const acting = opts.mode === 'edit' || opts.mode === 'auto';
   // test reports are written by the (sandboxed) test command, so they need a folder it may write
   const reportsDir = acting ? mkdtempSync(join(tmpdir(), 'keel-tests-')) : undefined;
-  const { sandboxes, sandboxExec, plainExec } = reportsDir
-    ? await sessionSandboxes(
+  let setup: SessionSandboxes = { sandboxes: [] };
+  try {
+    if (reportsDir)
+      setup = await sessionSandboxes(
         scope,
         config,
         env,
         [...protectedStatePaths(paths), ...(opts.readOnlyDirs ?? [])],
         reportsDir,
-      )
-    : { sandboxes: [] };
+      );
+  } catch (err) {
+    if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
+    if (!(err instanceof RunError)) {
+      audit.close();
+      throw err;
+    }
+    failedStart(record, err, { mode: opts.mode, model, scope, reopened });
+    log.finishSession(sessionId, err.code, err.message, reopened?.state.cost ?? null);
+    audit.close();
+    throw new RunError(err.code, err.message, { ...err.detail, session_id: sessionId });
+  }
+  const { sandboxes, sandboxExec, plainExec } = setup;
   let suite: TestSuite | undefined;
   let describeRun: ((run: Awaited<ReturnType<TestSuite['run']>>) => string) | undefined;
   let beforeWrite: ((paths: string[]) => Array<{ [key: string]: unknown }>) | undefined;
@@ -106,18 +212,6 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
       beforeWrite = (written) => net.beforeWrite(written);
     }
   }
-  const db = openDb(paths.db);
-  const log = new EventLog(db);
-  const audit = new AuditLog(paths.auditDir);
-  log.createSession({
-    id: sessionId,
-    ...(opts.parentId ? { parentId: opts.parentId } : {}),
-    mode: opts.mode,
-    cwd: scope.root,
-    provider: model.provider,
-    model: model.currentModel(),
-    prompt: opts.prompt,
-  });
   try {
     const result = await runSession({
       mode: opts.mode,
@@ -136,15 +230,11 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
       ...(opts.confirm ? { confirm: opts.confirm } : {}),
       ...(contextWindow ? { contextWindow } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
-      record: (event) => {
-        const { type, ...data } = event;
-        log.append(sessionId, type, data);
-        const entry = auditEntryFor(event, sessionId);
-        if (entry) audit.append(entry);
-        opts.onEvent?.(event);
-      },
+      ...(opts.onReasoning ? { onReasoning: opts.onReasoning } : {}),
+      ...(reopened ? { resume: reopened.state } : {}),
+      record,
     });
-    log.finishSession(sessionId, result.code, result.summary.slice(0, 2000));
+    log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);
     let commit: string | undefined;
     if ((opts.commit || config.auto_commit) && result.code === 'COMPLETED' && result.filesChanged.length) {
       const title = opts.prompt.split('\n')[0]?.slice(0, 60) ?? 'keel session';
@@ -156,8 +246,47 @@ export async function startSession(opts: StartOptions): Promise<SessionOutcome> 
     await Promise.all(sandboxes.map((s) => s.close()));
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
     audit.close();
-    db.close();
   }
+}
+
+/** The log of a run that could not start (no sandbox it may use): its start and its one terminal code. */
+function failedStart(
+  record: (event: SessionEvent) => number,
+  err: RunError,
+  at: { mode: Mode; model: ModelClient; scope: Scope; reopened: { state: SessionState } | undefined },
+): void {
+  const { mode, model, scope, reopened } = at;
+  if (reopened)
+    record({
+      type: 'session_resume',
+      run: reopened.state.run.number + 1,
+      mode,
+      provider: model.provider,
+      model: model.currentModel(),
+      pid: process.pid,
+    });
+  else
+    record({
+      type: 'session_start',
+      mode,
+      provider: model.provider,
+      model: model.currentModel(),
+      cwd: scope.root,
+      scope: scope.writable.map((p) => scope.display(p)),
+      instructions: [],
+      tools: [],
+      pid: process.pid,
+    });
+  record({
+    type: 'session_end',
+    code: err.code,
+    reason: err.message,
+    summary: err.message,
+    rounds: 0,
+    tokens: reopened ? { ...reopened.state.tokens } : { input: 0, output: 0 },
+    cost_usd: reopened ? reopened.state.cost : null,
+    files_changed: [],
+  });
 }
 
 interface SessionSandboxes {

@@ -33,12 +33,20 @@ function addBudgetOptions(cmd: Command, per: string): Command {
 }
 
 /** Flags shared by every verb that starts a session. */
-export function addSessionOptions(cmd: Command): Command {
+export function addSessionOptions(cmd: Command, opts: { reopen?: boolean } = {}): Command {
   cmd
     .argument('[prompt...]', 'the task or question (or use -m, or pipe it on stdin)')
     .option('-m, --message <text>', 'the task or question')
     .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+    .option('--profile <name>', 'use [profiles.NAME] from the config over the base settings')
     .option('--json', 'print one JSON document on stdout and nothing else');
+  if (opts.reopen !== false)
+    cmd
+      .option(
+        '-c, --continue',
+        "go on with this project's newest session (a new message, or where it was killed)",
+      )
+      .option('--resume <id>', 'go on with this session (id or unique prefix)');
   return addBudgetOptions(addModelOptions(cmd), 'per session')
     .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
     .option('--commit', "commit the session's own files when it completes");
@@ -74,6 +82,11 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
 
   // `keel -m TEXT` (no verb): a session in the configured `permission` mode (default ask)
   addSessionOptions(program).action(async (words: string[], opts) => {
+    if (opts.continue || opts.resume) {
+      const { runVerb } = await import('./session-command.js');
+      setExit(await runVerb(undefined, words, opts));
+      return;
+    }
     if (!opts.message && words.length === 0) {
       program.help({ error: false });
       return;
@@ -200,6 +213,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .command('list')
     .description('recent sessions, newest first')
     .option('-n, --limit <n>', 'how many', parseIntArg, 20)
+    .option('--project <dir>', "only this workspace's sessions")
     .option('--json', 'print one JSON document')
     .action(async (opts) => {
       const { listSessions } = await import('./sessions-command.js');
@@ -209,11 +223,33 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .command('show')
     .description("a session's events (id or unique prefix)")
     .argument('<id>', 'session id or a unique prefix of it')
+    .option('--tree', 'print the session tree it belongs to (forks, subagents, a run and its attempts)')
     .option('--json', 'print one JSON document')
     .action(async (id: string, opts) => {
       const { showSession } = await import('./sessions-command.js');
       setExit(await showSession(id, opts));
     });
+  addSessionOptions(
+    sessions
+      .command('resume')
+      .description('go on with a session: a new message, or (without one) from where it was killed')
+      .argument('<id>', 'session id or a unique prefix of it'),
+    { reopen: false },
+  ).action(async (id: string, words: string[], opts) => {
+    const { runVerb } = await import('./session-command.js');
+    setExit(await runVerb(undefined, words, { ...opts, resume: id }));
+  });
+  addSessionOptions(
+    sessions
+      .command('fork')
+      .description('a new session sharing the history up to an event; with -m, go on in it at once')
+      .argument('<id>', 'session id or a unique prefix of it')
+      .option('--at <seq>', 'the last event to share (default: all of them)', parseIntArg),
+    { reopen: false },
+  ).action(async (id: string, words: string[], opts) => {
+    const { forkSession } = await import('./sessions-command.js');
+    setExit(await forkSession(id, words, opts));
+  });
 
   const audit = program.command('audit').description('check and read the tamper-evident audit chain');
   audit

@@ -1,17 +1,24 @@
 /** `keel ask|plan|edit|run`: start a session, render it, and exit with its code. */
-import { statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import type { SessionOutcome } from '../agent/session.js';
 import { RunError } from '../agent/terminal.js';
+import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
+import { openDb } from '../store/db.js';
+import { EventLog } from '../store/event-log.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { inert, inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red, renderEvent } from './render.js';
 
-interface VerbFlags extends CommonFlags {
+export interface VerbFlags extends CommonFlags {
   message?: string;
   commit?: boolean;
+  /** `-c`: this project's newest session. */
+  continue?: boolean;
+  /** `--resume ID` / `keel sessions resume ID`. */
+  resume?: string;
 }
 
 /** Run a session verb; returns the exit status. */
@@ -22,11 +29,15 @@ export async function runVerb(
 ): Promise<number> {
   // `keel -m TEXT` without a verb runs in the configured `permission` mode, known once the config loads
   let mode: Mode = requested ?? 'ask';
-  const fail = (code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR', message: string): number => {
+  const fail = (
+    code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR',
+    message: string,
+    sessionId: string | null = null,
+  ): number => {
     const exit = exitCodeFor(code);
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ session_id: null, mode, code, exit_code: exit, summary: message })}\n`,
+        `${JSON.stringify({ session_id: sessionId, mode, code, exit_code: exit, summary: message })}\n`,
       );
     } else {
       process.stderr.write(`${red('keel:')} ${inert(message)}\n`);
@@ -34,8 +45,12 @@ export async function runVerb(
     return exit;
   };
 
-  const prompt = readPrompt(words, flags.message);
-  if (!prompt)
+  const reopening = flags.continue === true || flags.resume !== undefined;
+  if (flags.continue && flags.resume !== undefined)
+    return fail('CONFIG_ERROR', '--continue and --resume both name a session to go on with; give one');
+  // going on with a killed session needs no new message; stdin is read only when it is piped
+  const prompt = readPrompt(words, flags.message) ?? (reopening ? '' : undefined);
+  if (prompt === undefined)
     return fail(
       'CONFIG_ERROR',
       `keel ${verbOf(mode)}: no prompt given; pass it as arguments, with -m TEXT, or on stdin`,
@@ -51,6 +66,13 @@ export async function runVerb(
     throw err;
   }
   mode = requested ?? setup.loaded.config.permission;
+  let resume: string | undefined = flags.resume;
+  if (flags.continue) {
+    const newest = newestSessionIn(setup.cwd);
+    if (!newest)
+      return fail('CONFIG_ERROR', `no session to continue in ${setup.cwd} (see keel sessions list)`);
+    resume = newest;
+  }
 
   for (const warning of setup.loaded.warnings)
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
@@ -73,6 +95,8 @@ export async function runVerb(
     outcome = await startSession({
       mode,
       prompt,
+      // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
+      ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
       loaded: setup.loaded,
       cwd: setup.cwd,
       signal: controller.signal,
@@ -88,8 +112,11 @@ export async function runVerb(
     });
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
+    if (err instanceof Error && (err.name === 'ResumeError' || err.name === 'EventLogError'))
+      return fail('CONFIG_ERROR', err.message);
     if (err instanceof RunError && (err.code === 'ENVIRONMENT_ERROR' || err.code === 'CONFIG_ERROR')) {
-      return fail(err.code, err.message);
+      const id = typeof err.detail?.session_id === 'string' ? err.detail.session_id : null;
+      return fail(err.code, err.message, id);
     }
     const e = err as NodeJS.ErrnoException;
     if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return fail('ENVIRONMENT_ERROR', e.message);
@@ -136,6 +163,18 @@ export function jsonDocument(outcome: SessionOutcome, exit: number): Record<stri
     files_changed: outcome.filesChanged,
     ...(outcome.commit ? { commit: outcome.commit } : {}),
   };
+}
+
+/** The newest conversation started in this workspace (its canonical path, as sessions record it). */
+function newestSessionIn(cwd: string): string | undefined {
+  const path = keelPaths().db;
+  if (!existsSync(path)) return undefined;
+  const db = openDb(path);
+  try {
+    return new EventLog(db).newestSession(realpathSync(cwd))?.id;
+  } finally {
+    db.close();
+  }
 }
 
 function verbOf(mode: Mode): string {

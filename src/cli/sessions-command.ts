@@ -1,11 +1,15 @@
-/** `keel sessions list|show`: read sessions back from the event log. */
-import { existsSync } from 'node:fs';
+/** `keel sessions list|show|fork`: read sessions back from the event log, and branch them. */
+import { existsSync, realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
-import { EventLog, type StoredEvent } from '../store/event-log.js';
+import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
+import { readPrompt } from './prompt-input.js';
 import { dim, red } from './render.js';
+import type { VerbFlags } from './session-command.js';
 
 function withLog<T>(fn: (log: EventLog) => T): T | undefined {
   const path = keelPaths().db;
@@ -18,9 +22,42 @@ function withLog<T>(fn: (log: EventLog) => T): T | undefined {
   }
 }
 
-/** List recent sessions. */
-export async function listSessions(flags: { limit: number; json?: boolean }): Promise<number> {
-  const rows = withLog((log) => log.listSessions(flags.limit)) ?? [];
+/** A listed session: its row plus what a reader wants at a glance. */
+interface Listed extends SessionRow {
+  title: string;
+  /** The terminal code of its last run, `running`, or `interrupted` (killed: resume it). */
+  state: string;
+}
+
+function listed(log: EventLog, row: SessionRow): Listed {
+  const title = row.prompt.split('\n')[0]?.trim().slice(0, 80) ?? '';
+  return { ...row, title, state: row.code ?? (runningPid(log, row.id) ? 'running' : 'interrupted') };
+}
+
+/** The process running a session's current run, when it is alive. */
+function runningPid(log: EventLog, id: string): number | undefined {
+  const starts = log.events(id).filter((e) => e.type === 'session_start' || e.type === 'session_resume');
+  const pid = starts.at(-1)?.data.pid;
+  if (typeof pid !== 'number') return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
+  }
+}
+
+/** List recent sessions, newest first; `--project` keeps this workspace's. */
+export async function listSessions(flags: {
+  limit: number;
+  json?: boolean;
+  project?: string;
+}): Promise<number> {
+  const cwd = flags.project === undefined ? undefined : realpathOr(flags.project);
+  const rows =
+    withLog((log) =>
+      log.listSessions(flags.limit, cwd === undefined ? {} : { cwd }).map((row) => listed(log, row)),
+    ) ?? [];
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ sessions: rows }, null, 2)}\n`);
     return EXIT.ok;
@@ -30,17 +67,74 @@ export async function listSessions(flags: { limit: number; json?: boolean }): Pr
     return EXIT.ok;
   }
   for (const s of rows) {
-    const prompt = inertLine(s.prompt.replace(/\s+/g, ' '));
-    const code = s.code ?? 'UNFINISHED';
+    const title = inertLine(s.title);
+    const cost = s.cost_usd === null ? '-' : `$${s.cost_usd.toFixed(4)}`;
+    const parent = s.parent_id
+      ? `  ${dim(`<- ${s.parent_id}${s.forked_seq ? `@${s.forked_seq}` : ''}`)}`
+      : '';
     process.stdout.write(
-      `${s.id}  ${s.mode.padEnd(4)}  ${code.padEnd(19)}  ${prompt.length > 60 ? `${prompt.slice(0, 57)}...` : prompt}\n`,
+      `${s.id}  ${s.mode.padEnd(4)}  ${s.state.padEnd(19)}  ${cost.padStart(9)}  ${title.length > 50 ? `${title.slice(0, 47)}...` : title}${parent}\n`,
     );
   }
   return EXIT.ok;
 }
 
+function realpathOr(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/** `keel sessions fork ID [--at SEQ] [-m TEXT]`: branch a session; with a message, go on in the branch. */
+export async function forkSession(
+  id: string,
+  words: string[],
+  flags: VerbFlags & { at?: number },
+): Promise<number> {
+  const fail = (message: string) => {
+    if (flags.json)
+      process.stdout.write(
+        `${JSON.stringify({ session_id: null, code: 'CONFIG_ERROR', exit_code: EXIT.usage, summary: message })}\n`,
+      );
+    else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
+    return EXIT.usage;
+  };
+  const result =
+    withLog((log) => {
+      const source = log.findSession(id);
+      if (!source) return `no session matches "${id}" (see keel sessions list)`;
+      if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
+        return `session ${source.id} is a ${source.mode} run, not a conversation; it cannot be forked`;
+      const last = log.lastSeq(source.id);
+      if (flags.at !== undefined && flags.at > last)
+        return `session ${source.id} has ${last} events; --at ${flags.at} is past its end`;
+      const fork = log.forkSession(source.id, newSessionId(), flags.at);
+      // the copy ends here: nothing runs it until someone resumes it
+      log.append(fork.id, 'session_fork', { from: source.id, at: fork.forked_seq ?? last });
+      return fork;
+    }) ?? `no session matches "${id}" (no sessions yet)`;
+  if (typeof result === 'string') return fail(result);
+  const message = readPrompt(words, flags.message);
+  if (message) {
+    const { runVerb } = await import('./session-command.js');
+    return runVerb(undefined, [], { ...flags, message, resume: result.id });
+  }
+  if (flags.json)
+    process.stdout.write(
+      `${JSON.stringify({ session_id: result.id, parent_id: result.parent_id, forked_seq: result.forked_seq })}\n`,
+    );
+  else
+    process.stdout.write(
+      `${result.id}\n${dim(`forked from ${result.parent_id} at event ${result.forked_seq}; go on with: keel sessions resume ${result.id} -m TEXT`)}\n`,
+    );
+  return EXIT.ok;
+}
+
 /** Show one session and its events. A session with no end event was killed; its log is still complete to that point. */
-export async function showSession(id: string, flags: { json?: boolean }): Promise<number> {
+export async function showSession(id: string, flags: { json?: boolean; tree?: boolean }): Promise<number> {
+  if (flags.tree) return showTree(id, flags);
   const found = withLog((log) => {
     const session = log.findSession(id);
     return session ? { session, events: log.events(session.id) } : undefined;
@@ -91,4 +185,52 @@ function describe(e: StoredEvent): string {
     default:
       return `${e.type} ${short(d, 90)}`;
   }
+}
+
+interface TreeNode {
+  session: Listed;
+  children: TreeNode[];
+}
+
+/** The tree a session belongs to, from its root: forks, a run's attempts, subagents. */
+function showTree(id: string, flags: { json?: boolean }): number {
+  const tree = withLog((log) => {
+    const start = log.findSession(id);
+    if (!start) return undefined;
+    let root = start;
+    const seen = new Set([root.id]);
+    for (let up = root.parent_id ? log.getSession(root.parent_id) : undefined; up && !seen.has(up.id); ) {
+      seen.add(up.id);
+      root = up;
+      up = up.parent_id ? log.getSession(up.parent_id) : undefined;
+    }
+    const build = (row: SessionRow, depth: number): TreeNode => ({
+      session: listed(log, row),
+      // a hand-made cycle or a runaway depth cannot hang the reader
+      children: depth > 32 ? [] : log.childSessions(row.id).map((c) => build(c, depth + 1)),
+    });
+    return { tree: build(root, 0), selected: start.id };
+  });
+  if (!tree) {
+    process.stderr.write(`${red('keel:')} no session matches "${inertLine(id)}" (see keel sessions list)\n`);
+    return EXIT.usage;
+  }
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(tree, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  const print = (node: TreeNode, prefix: string, last: boolean, top: boolean) => {
+    const s = node.session;
+    const branch = top ? '' : last ? '└─ ' : '├─ ';
+    const cost = s.cost_usd === null ? '' : ` $${s.cost_usd.toFixed(4)}`;
+    const at = s.forked_seq ? ` (fork @${s.forked_seq})` : '';
+    const mark = s.id === tree.selected ? ' *' : '';
+    process.stdout.write(
+      `${prefix}${branch}${s.id}  ${s.mode}  ${s.state}${cost}${at}  ${inertLine(s.title.slice(0, 50))}${mark}\n`,
+    );
+    const next = top ? '' : `${prefix}${last ? '   ' : '│  '}`;
+    for (const [i, c] of node.children.entries()) print(c, next, i === node.children.length - 1, false);
+  };
+  print(tree.tree, '', true, true);
+  return EXIT.ok;
 }

@@ -32,6 +32,11 @@ const MIGRATIONS: string[] = [
      data TEXT NOT NULL,
      PRIMARY KEY (session_id, seq)
    ) WITHOUT ROWID;`,
+  // forks and resumes: where a fork branched off its parent, and what a session has cost so far
+  `ALTER TABLE sessions ADD COLUMN forked_seq INTEGER;
+   ALTER TABLE sessions ADD COLUMN cost_usd REAL;
+   CREATE INDEX sessions_cwd ON sessions(cwd, created_at);
+   CREATE INDEX sessions_parent ON sessions(parent_id);`,
 ];
 
 /** Open (creating if needed) keel's database and bring its schema up to date. */

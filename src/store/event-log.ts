@@ -13,6 +13,10 @@ export interface SessionRow {
   prompt: string;
   code: string | null;
   summary: string | null;
+  /** For a fork: the last event of the parent it shares. */
+  forked_seq: number | null;
+  /** What the session has cost so far, written when a run of it ends (null: no price known). */
+  cost_usd: number | null;
 }
 
 export interface StoredEvent {
@@ -37,11 +41,14 @@ export interface NewSession {
 export class EventLog {
   private readonly insertEvent;
   private readonly touch;
-  private seqs = new Map<string, number>();
 
   constructor(private readonly db: Db) {
+    // the next seq is read inside the same write transaction: two processes appending to one session
+    // serialize on SQLite's write lock and can never take the same number
     this.insertEvent = db.prepare(
-      'INSERT INTO events (session_id, seq, ts, type, data) VALUES (?, ?, ?, ?, ?)',
+      `INSERT INTO events (session_id, seq, ts, type, data)
+       SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM events WHERE session_id = ?
+       RETURNING seq`,
     );
     this.touch = db.prepare('UPDATE sessions SET updated_at = ? WHERE id = ?');
   }
@@ -54,27 +61,82 @@ export class EventLog {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(s.id, s.parentId ?? null, now, now, s.mode, s.cwd, s.provider, s.model, s.prompt);
-    this.seqs.set(s.id, 0);
   }
 
   /** Append one event; it is committed (durable across a crash) when this returns. */
   append(sessionId: string, type: string, data: Record<string, unknown>): StoredEvent {
-    const seq = this.nextSeq(sessionId);
     const ts = new Date().toISOString();
-    this.db.transaction(() => {
-      this.insertEvent.run(sessionId, seq, ts, type, JSON.stringify(data));
-      this.touch.run(ts, sessionId);
-    })();
-    this.seqs.set(sessionId, seq);
+    const seq = this.db
+      .transaction(() => {
+        const row = this.insertEvent.get(sessionId, ts, type, JSON.stringify(data), sessionId) as {
+          seq: number;
+        };
+        this.touch.run(ts, sessionId);
+        return row.seq;
+      })
+      .immediate();
     return { session_id: sessionId, seq, ts, type, data };
   }
 
-  finishSession(sessionId: string, code: string, summary: string): void {
+  /** A run of the session ended: its terminal code, summary and the session's cost so far. */
+  finishSession(sessionId: string, code: string, summary: string, costUsd?: number | null): void {
     this.db
-      .prepare('UPDATE sessions SET code = ?, summary = ?, updated_at = ? WHERE id = ?')
-      .run(code, summary, new Date().toISOString(), sessionId);
+      .prepare('UPDATE sessions SET code = ?, summary = ?, cost_usd = ?, updated_at = ? WHERE id = ?')
+      .run(code, summary, costUsd ?? null, new Date().toISOString(), sessionId);
   }
 
+  /** A session is running again (resumed): it has no terminal code until this run ends. */
+  reopenSession(sessionId: string): void {
+    this.db
+      .prepare('UPDATE sessions SET code = NULL, updated_at = ? WHERE id = ?')
+      .run(new Date().toISOString(), sessionId);
+  }
+
+  /**
+   * A new session sharing `source`'s events up to `atSeq` (all of them by default), linked to it
+   * as its parent. One transaction: a fork is all there or not at all.
+   */
+  forkSession(sourceId: string, newId: string, atSeq?: number): SessionRow {
+    const source = this.getSession(sourceId);
+    if (!source) throw new Error(`no session ${sourceId}`);
+    const now = new Date().toISOString();
+    this.db
+      .transaction(() => {
+        const last = (
+          this.db
+            .prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE session_id = ?')
+            .get(sourceId) as {
+            seq: number;
+          }
+        ).seq;
+        const at = atSeq ?? last;
+        this.db
+          .prepare(
+            `INSERT INTO sessions (id, parent_id, created_at, updated_at, mode, cwd, provider, model, prompt, forked_seq)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(
+            newId,
+            sourceId,
+            now,
+            now,
+            source.mode,
+            source.cwd,
+            source.provider,
+            source.model,
+            source.prompt,
+            at,
+          );
+        this.db
+          .prepare(
+            `INSERT INTO events (session_id, seq, ts, type, data)
+           SELECT ?, seq, ts, type, data FROM events WHERE session_id = ? AND seq <= ? ORDER BY seq`,
+          )
+          .run(newId, sourceId, at);
+      })
+      .immediate();
+    return this.getSession(newId) as SessionRow;
+  }
   getSession(id: string): SessionRow | undefined {
     return this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
   }
@@ -89,10 +151,26 @@ export class EventLog {
     return rows.length === 1 ? rows[0] : undefined;
   }
 
-  listSessions(limit = 20): SessionRow[] {
+  listSessions(limit = 20, filter: { cwd?: string } = {}): SessionRow[] {
+    if (filter.cwd !== undefined)
+      return this.db
+        .prepare('SELECT * FROM sessions WHERE cwd = ? ORDER BY created_at DESC, id DESC LIMIT ?')
+        .all(filter.cwd, limit) as SessionRow[];
     return this.db
       .prepare('SELECT * FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?')
       .all(limit) as SessionRow[];
+  }
+
+  /** The newest interactive session (not a fix or loop run, nor one of their attempts) started in `cwd`. */
+  newestSession(cwd: string): SessionRow | undefined {
+    return this.db
+      .prepare(
+        `SELECT s.* FROM sessions s
+         WHERE s.cwd = ? AND s.mode IN ('ask', 'plan', 'edit', 'auto')
+           AND (s.parent_id IS NULL OR s.parent_id IN (SELECT id FROM sessions WHERE mode IN ('ask', 'plan', 'edit', 'auto')))
+         ORDER BY s.updated_at DESC, s.id DESC LIMIT 1`,
+      )
+      .get(cwd) as SessionRow | undefined;
   }
 
   /** Sessions started by a run (a fix's plan and attempts), oldest first. */
@@ -109,14 +187,14 @@ export class EventLog {
     return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as Record<string, unknown> }));
   }
 
-  private nextSeq(sessionId: string): number {
-    let last = this.seqs.get(sessionId);
-    if (last === undefined) {
-      const row = this.db
+  /** The last seq of a session's log (0 when it has none). */
+  lastSeq(sessionId: string): number {
+    return (
+      this.db
         .prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE session_id = ?')
-        .get(sessionId) as { seq: number };
-      last = row.seq;
-    }
-    return last + 1;
+        .get(sessionId) as {
+        seq: number;
+      }
+    ).seq;
   }
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { SessionEvent } from '../../src/agent/events.js';
+import { replay } from '../../src/agent/history.js';
 import { runSession } from '../../src/agent/loop.js';
 import { configSchema } from '../../src/config/schema.js';
 import { ModelClient } from '../../src/model/chain.js';
@@ -145,5 +146,81 @@ describe('whatever throws', () => {
     const ends = events.filter((e) => e.type === 'session_end');
     expect(ends).toHaveLength(1);
     expect(ends[0]).toMatchObject({ code: 'ENVIRONMENT_ERROR' });
+  });
+});
+
+describe('history is a projection of the log', () => {
+  it('replaying the recorded events gives exactly the messages each request sent', async () => {
+    const root = tempDir();
+    writeFiles(root, { 'a.txt': 'one\n' });
+    const model = client([
+      { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'a.txt' } }] },
+      // a call written as text with broken JSON: recovered as invalid, answered with an error
+      { text: 'Reading.\n<tool_call>{"name": "read_file", "arguments": {"path": "a.txt}</tool_call>' },
+      { tool_calls: [{ id: 'c2', name: 'no_such_tool', arguments: {} }] },
+      { tool_calls: [{ id: 'c3', name: 'write_file', arguments: { path: '../outside.txt', content: 'x' } }] },
+      { tool_calls: [{ id: 'c4', name: 'edit_file', arguments: '{"path": "a.txt", "old' }] },
+      { text: 'done' },
+    ]);
+    const sent: unknown[] = [];
+    const recording = {
+      provider: model.provider,
+      currentModel: () => model.currentModel(),
+      stream: (request: Parameters<ModelClient['stream']>[0], signal: AbortSignal, hooks: object) => {
+        sent.push(structuredClone(request.messages));
+        return model.stream(request, signal, hooks);
+      },
+    };
+    const events: SessionEvent[] = [];
+    const result = await runSession({
+      mode: 'edit',
+      prompt: 'do it',
+      config: configSchema.parse({}),
+      scope: new Scope({ root, writable: ['.'] }),
+      model: recording,
+      tools: new ToolRegistry(builtinTools()),
+      record: (e) => events.push(structuredClone(e)),
+      signal: new AbortController().signal,
+      sessionId: 'test',
+      hooks: [],
+    });
+    expect(result.code).toBe('COMPLETED');
+    expect(sent).toHaveLength(6);
+    // the state after each model_request, replayed from the log alone, is what that request sent
+    const requests = events.flatMap((e, i) => (e.type === 'model_request' ? [i] : []));
+    for (const [n, at] of requests.entries()) {
+      const state = replay(events.slice(0, at).map((event, i) => ({ seq: i + 1, event })));
+      expect(state.messages).toEqual(sent[n]);
+    }
+    // and what they sent is clean: broken arguments never go back, every call has its answer
+    const last = sent.at(-1) as Array<{
+      role: string;
+      content: string;
+      toolCalls?: Array<{ id: string; arguments: string }>;
+    }>;
+    expect(last.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+    ]);
+    expect(last[4]?.toolCalls).toEqual([{ id: 'malformed_2_0', name: 'read_file', arguments: '{}' }]);
+    expect(last[5]?.content).toContain('could not be parsed');
+    expect(last[7]?.content).toContain('unknown tool "no_such_tool"');
+    expect(last[9]?.content).toMatch(/^Error: denied: .*outside/);
+    expect(last[10]?.toolCalls?.[0]?.arguments).toBe('{}');
+    expect(last[11]?.content).toMatch(/^Error: /);
+    const final = replay(events.map((event, i) => ({ seq: i + 1, event })));
+    expect(final.ended).toBe(true);
+    expect(final.open.size).toBe(0);
+    expect(final.tokens).toEqual(result.tokens);
   });
 });

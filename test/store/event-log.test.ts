@@ -26,6 +26,30 @@ describe('event log', () => {
     expect(again.events('s1').at(-1)?.seq).toBe(3);
   });
 
+  it('two writers on one session interleave without colliding on seq', () => {
+    const path = join(tempDir(), 'keel.db');
+    const a = new EventLog(openDb(path));
+    const b = new EventLog(openDb(path));
+    a.createSession({ id: 's1', mode: 'ask', cwd: '/w', provider: 'p', model: 'm', prompt: 'x' });
+    for (let i = 0; i < 10; i++) {
+      a.append('s1', 'user_message', { text: `a${i}` });
+      b.append('s1', 'user_message', { text: `b${i}` });
+    }
+    expect(a.events('s1').map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(b.lastSeq('s1')).toBe(20);
+  });
+
+  it('a fork copies the events up to its seq and links to its parent', () => {
+    const log = new EventLog(openDb(':memory:'));
+    log.createSession({ id: 'p', mode: 'ask', cwd: '/w', provider: 'p', model: 'm', prompt: 'x' });
+    for (let i = 0; i < 5; i++) log.append('p', 'user_message', { text: `m${i}` });
+    const fork = log.forkSession('p', 'f', 3);
+    expect(fork).toMatchObject({ id: 'f', parent_id: 'p', forked_seq: 3, mode: 'ask' });
+    expect(log.events('f').map((e) => e.data.text)).toEqual(['m0', 'm1', 'm2']);
+    expect(log.append('f', 'user_message', { text: 'new' }).seq).toBe(4);
+    expect(log.events('p')).toHaveLength(5);
+  });
+
   it('finds sessions by unique prefix only', () => {
     const log = new EventLog(openDb(':memory:'));
     for (const id of ['20260101-aaa', '20260101-aab', '20260202-ccc']) {

@@ -1,0 +1,198 @@
+/**
+ * A session's state as a projection of its event log: one reducer, used live (each event is folded
+ * in as it is recorded) and when a session is reopened (its stored events folded from the start).
+ * The messages the next request sends, budgets spent, loop-detector counts, files touched and cost
+ * all come from here and nowhere else, so a resumed session continues exactly where it stopped.
+ */
+import type { ChatMessage, ToolCall } from '../model/types.js';
+import type { SessionEvent, TokenCount } from './events.js';
+
+export interface OpenCall {
+  tool: string;
+  /** A tool_start was recorded: the call may have run, partly or fully. */
+  started: boolean;
+}
+
+export interface SessionState {
+  /** The history the next request sends, exactly as the log says it was sent. */
+  messages: ChatMessage[];
+  /** The seq of the event each message came from (compaction keeps a tail by seq). */
+  origins: number[];
+  /** The first user message: the task, which compaction keeps verbatim. */
+  task: string;
+  mode: string;
+  /** Rounds over the session's life. */
+  rounds: number;
+  tokens: TokenCount;
+  /** null when the model has no price: keel never invents a cost. */
+  cost: number | null;
+  filesChanged: Set<string>;
+  /** Counts of each tool fingerprint since the last change to the files (loop detection). */
+  seen: Map<string, number>;
+  /** Calls of the last assistant message without an answer yet, by call id. */
+  open: Map<string, OpenCall>;
+  /** This run (session_start or a resume): what per-run budgets count. */
+  run: { number: number; rounds: number; diffLines: number; pid?: number };
+  /** The last run has a session_end (or the log is a fork's copy): nothing is running it. */
+  ended: boolean;
+  lastText: string;
+  lastSeq: number;
+  compactions: number;
+}
+
+export function initialState(): SessionState {
+  return {
+    messages: [],
+    origins: [],
+    task: '',
+    mode: '',
+    rounds: 0,
+    tokens: { input: 0, output: 0 },
+    cost: null,
+    filesChanged: new Set(),
+    seen: new Map(),
+    open: new Map(),
+    run: { number: 0, rounds: 0, diffLines: 0 },
+    ended: true,
+    lastText: '',
+    lastSeq: 0,
+    compactions: 0,
+  };
+}
+
+/**
+ * Fold one event into the state. The state is updated in place and returned (a session of
+ * thousands of events replays without copying its history at every step).
+ */
+export function reduce(state: SessionState, event: SessionEvent, seq: number): SessionState {
+  state.lastSeq = seq;
+  const push = (message: ChatMessage) => {
+    state.messages.push(message);
+    state.origins.push(seq);
+  };
+  switch (event.type) {
+    case 'session_start':
+      state.mode = event.mode;
+      state.cost = event.priced ? 0 : null;
+      state.run = { number: 1, rounds: 0, diffLines: 0, ...(event.pid ? { pid: event.pid } : {}) };
+      state.ended = false;
+      if (event.system_prompt !== undefined) {
+        state.messages = [{ role: 'system', content: event.system_prompt }];
+        state.origins = [seq];
+      }
+      break;
+    case 'session_resume':
+      state.mode = event.mode;
+      state.run = { number: event.run, rounds: 0, diffLines: 0, pid: event.pid };
+      state.ended = false;
+      break;
+    case 'session_fork':
+      state.ended = true;
+      break;
+    case 'user_message':
+      if (!state.task) state.task = event.text;
+      push({ role: 'user', content: event.text });
+      break;
+    case 'model_request':
+      state.rounds++;
+      state.run.rounds++;
+      break;
+    case 'assistant_message': {
+      state.tokens.input += event.usage.input;
+      state.tokens.output += event.usage.output;
+      state.cost = state.cost === null || event.cost_usd === null ? null : state.cost + event.cost_usd;
+      if (event.text.trim()) state.lastText = event.text.trim();
+      // history never carries malformed arguments: a server may reject them, and the model would copy them
+      const calls: ToolCall[] = [
+        ...event.tool_calls.map((c) => ({ ...c, arguments: validJsonOr(c.arguments, '{}') })),
+        ...(event.invalid_calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: '{}' })),
+      ];
+      push({ role: 'assistant', content: event.text, ...(calls.length ? { toolCalls: calls } : {}) });
+      state.open = new Map(calls.map((c) => [c.id, { tool: c.name, started: false }]));
+      break;
+    }
+    case 'tool_call_invalid':
+      answer(state, event.call_id, event.tool, `Error: ${event.error}`, seq);
+      break;
+    case 'gate_decision':
+      if (event.fingerprint && event.decision !== 'ask')
+        state.seen.set(event.fingerprint, (state.seen.get(event.fingerprint) ?? 0) + 1);
+      // a deny before the call started is its answer; a deny while it ran (a path outside the scope) is
+      // followed by the call's own result
+      if (event.decision === 'deny' && state.open.get(event.call_id)?.started === false)
+        answer(state, event.call_id, event.tool, `Error: denied: ${event.reason ?? 'denied'}`, seq);
+      break;
+    case 'tool_start': {
+      const call = state.open.get(event.call_id);
+      if (call) call.started = true;
+      break;
+    }
+    case 'tool_result':
+      for (const f of event.files_changed) state.filesChanged.add(f);
+      state.run.diffLines += event.diff_lines;
+      // a change to the files is progress: a call repeated after it can see something new (read, edit, read)
+      if (event.diff_lines > 0) state.seen.clear();
+      answer(state, event.call_id, event.tool, event.output, seq);
+      break;
+    case 'compaction': {
+      const system = state.messages[0]?.role === 'system' ? state.messages[0] : undefined;
+      const keep = state.origins.findIndex((o) => o >= event.keep_from_seq);
+      const tail = keep < 0 ? [] : state.messages.slice(keep);
+      const tailOrigins = keep < 0 ? [] : state.origins.slice(keep);
+      const head: ChatMessage = {
+        role: 'user',
+        content: compactedTask(state.task, event.summary, event.files),
+      };
+      state.messages = [...(system ? [system] : []), head, ...tail];
+      state.origins = [...(system ? [state.origins[0] as number] : []), seq, ...tailOrigins];
+      state.compactions++;
+      if (event.usage) {
+        state.tokens.input += event.usage.input;
+        state.tokens.output += event.usage.output;
+      }
+      if (event.cost_usd !== undefined)
+        state.cost = state.cost === null || event.cost_usd === null ? null : state.cost + event.cost_usd;
+      break;
+    }
+    case 'session_end':
+      state.ended = true;
+      break;
+    default:
+      break;
+  }
+  return state;
+}
+
+/** The state a stored log describes. */
+export function replay(events: Iterable<{ seq: number; event: SessionEvent }>): SessionState {
+  let state = initialState();
+  for (const { seq, event } of events) state = reduce(state, event, seq);
+  return state;
+}
+
+/** The first message of a compacted history: the task verbatim, then what was done, then the files. */
+export function compactedTask(task: string, summary: string, files: string[]): string {
+  const lines = [
+    task,
+    '',
+    '[Earlier turns of this session were compacted. Summary of the work so far:]',
+    summary.trim(),
+  ];
+  if (files.length) lines.push('', `Files changed so far: ${files.join(', ')}`);
+  return lines.join('\n');
+}
+
+function answer(state: SessionState, callId: string, tool: string, content: string, seq: number): void {
+  state.messages.push({ role: 'tool', toolCallId: callId, name: tool, content });
+  state.origins.push(seq);
+  state.open.delete(callId);
+}
+
+function validJsonOr(text: string, fallback: string): string {
+  try {
+    JSON.parse(text);
+    return text;
+  } catch {
+    return fallback;
+  }
+}
