@@ -5,6 +5,8 @@ import { ConfigError, type LoadedConfig, loadConfig, type Raw } from '../config/
 export interface CommonFlags {
   cwd?: string;
   json?: boolean;
+  /** `--profile NAME`: the `[profiles.NAME]` to use, over KEEL_PROFILE and any file's `profile`. */
+  profile?: string;
   provider?: string;
   model?: string;
   baseUrl?: string;
@@ -21,6 +23,7 @@ export interface CommonFlags {
 /** The config layer the flags make (only the flags that were given). */
 export function flagLayer(flags: CommonFlags): Raw {
   return {
+    profile: flags.profile,
     provider: flags.provider,
     model: flags.model,
     base_url: flags.baseUrl,

@@ -1,12 +1,23 @@
-/** Layered config loading: defaults < user file < project file < KEEL_* env < flags, validated with zod. */
+/**
+ * Layered config loading: defaults < user file < project file < the profile in force < KEEL_* env
+ * < flags, validated with zod.
+ *
+ * Profiles: any config file may hold `[profiles.NAME]` tables of ordinary config keys. At most one
+ * is in force: `--profile` wins over KEEL_PROFILE, which wins over `profile = "NAME"` in the project
+ * file, then in the user file. Its values go over the top level of every file and under env and
+ * flags (as codex does): a profile is a named set of file settings, and env and flags still
+ * override anything for one run. Where both files define it, the project's entries merge over the
+ * user's, key by key. A name no file defines is a ConfigError that lists the ones defined. An
+ * untrusted project's profile entries, and its choice of profile, pass the same narrow-only gate
+ * as its top level (`gateUntrustedProject` in trust.ts).
+ */
 import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { z } from 'zod';
-import { defaultValues, mergeValues } from './narrowing.js';
 import { keelPaths } from './paths.js';
-import { type Config, configSchema } from './schema.js';
-import { trustState, withoutGatedKeys } from './trust.js';
+import { type Config, configSchema, profileSchema } from './schema.js';
+import { gateUntrustedProject, trustState } from './trust.js';
 
 /** A config problem the user must fix; names the key, the file and what was expected. */
 export class ConfigError extends Error {
@@ -16,10 +27,22 @@ export class ConfigError extends Error {
 export type Raw = Record<string, unknown>;
 
 export interface Layer {
-  /** Where the values came from: 'default', 'flag', 'env', or a file path. */
+  /** Where the values came from: 'default', 'flag', 'env', a file path, or `profile NAME (path)`. */
   source: string;
   kind: 'user' | 'project' | 'env' | 'flag';
+  /** Set when the values are the file's `[profiles.NAME]` entries. */
+  profile?: string;
   values: Raw;
+}
+
+/** A config file taken apart: its top-level values, the profile it chooses and its profiles. */
+export interface ConfigFile {
+  path: string;
+  /** The top level, without `profile` and `profiles`. */
+  values: Raw;
+  profile?: string;
+  /** `[profiles.NAME]` tables by name, each checked against the schema. */
+  profiles: Map<string, Raw>;
 }
 
 export interface LoadedConfig {
@@ -46,6 +69,7 @@ const ENV_KEYS: Record<string, string> = {
   KEEL_BASE_URL: 'base_url',
   KEEL_PERMISSION: 'permission',
   KEEL_TEST_COMMAND: 'test_command',
+  KEEL_PROFILE: 'profile',
 };
 
 /** Whether anything, even a dangling link, has this name: a file that is there but unreadable must not be skipped. */
@@ -79,6 +103,43 @@ export function readTomlFile(path: string): Raw {
     const where = e.line ? ` (line ${e.line}, column ${e.column})` : '';
     throw new ConfigError(`invalid TOML in ${path}${where}: ${e.message.split('\n')[0]}`);
   }
+}
+
+/** Take a parsed config file apart; a malformed `profile` or `[profiles.NAME]` is a ConfigError naming the file and key. */
+export function splitConfigFile(raw: Raw, path: string): ConfigFile {
+  const { profile, profiles, ...values } = raw;
+  return {
+    path,
+    values,
+    profile: profileName(profile, `${path}: "profile"`),
+    profiles: readProfiles(profiles, path),
+  };
+}
+
+function profileName(value: unknown, where: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && value !== '') return value;
+  throw new ConfigError(`${where}: expected the name of a profile, got ${JSON.stringify(value)}`);
+}
+
+function readProfiles(value: unknown, path: string): Map<string, Raw> {
+  const profiles = new Map<string, Raw>();
+  if (value === undefined) return profiles;
+  if (!isPlainObject(value))
+    throw new ConfigError(`${path}: "profiles": expected tables, written [profiles.NAME]`);
+  for (const [name, body] of Object.entries(value)) {
+    const key = `profiles.${name}`;
+    if (!isPlainObject(body)) throw new ConfigError(`${path}: "${key}": expected a table of config keys`);
+    if (Object.hasOwn(body, 'profile'))
+      throw new ConfigError(`${path}: "${key}.profile": a profile cannot choose another profile`);
+    const result = profileSchema.safeParse(body);
+    if (!result.success)
+      throw new ConfigError(
+        `invalid config:\n  ${issueLines(result.error.issues, () => path, [key]).join('\n  ')}`,
+      );
+    profiles.set(name, body);
+  }
+  return profiles;
 }
 
 function envLayer(env: NodeJS.ProcessEnv): Raw {
@@ -127,22 +188,31 @@ function sourceOf(path: string, sources: Record<string, string>): string {
   return hit ? hit[1] : 'defaults';
 }
 
-/** Validate merged values; on failure name the key, the layer that set it and what was expected. */
-export function validate(merged: Raw, sources: Record<string, string>): Config {
-  const result = configSchema.safeParse(merged);
-  if (result.success) return result.data;
-  const lines = result.error.issues.map((issue) => {
-    const path = issue.path.map(String).join('.');
+/** One line per issue: who set the key (`where`), the dotted key under `prefix`, and what was expected. */
+function issueLines(
+  issues: z.core.$ZodIssue[],
+  where: (path: string) => string,
+  prefix: string[] = [],
+): string[] {
+  return issues.map((issue) => {
+    const path = [...prefix, ...issue.path.map(String)].join('.');
     if (issue.code === 'unrecognized_keys') {
       return issue.keys
         .map((k) => {
           const full = path ? `${path}.${k}` : k;
-          return `${sourceOf(full, sources)}: unknown key "${full}"`;
+          return `${where(full)}: unknown key "${full}"`;
         })
         .join('\n');
     }
-    return `${sourceOf(path, sources)}: "${path}": ${describeIssue(issue)}`;
+    return `${where(path)}: "${path}": ${describeIssue(issue)}`;
   });
+}
+
+/** Validate merged values; on failure name the key, the layer that set it and what was expected. */
+export function validate(merged: Raw, sources: Record<string, string>): Config {
+  const result = configSchema.safeParse(merged);
+  if (result.success) return result.data;
+  const lines = issueLines(result.error.issues, (path) => sourceOf(path, sources));
   throw new ConfigError(`invalid config:\n  ${lines.join('\n  ')}`);
 }
 
@@ -154,30 +224,114 @@ function layerSource(layer: Layer): string {
 /** Load the effective config for a workspace. Throws ConfigError on any problem. */
 export function loadConfig(opts: LoadOptions): LoadedConfig {
   const env = opts.env ?? process.env;
-  const layers: Layer[] = [];
-  const userFile = keelPaths(env).userConfig;
-  const userValues = existsSync(userFile) ? readTomlFile(userFile) : undefined;
-  if (userValues) layers.push({ source: userFile, kind: 'user', values: userValues });
+  const { userConfig, trustFile } = keelPaths(env);
+  const user = existsSync(userConfig) ? splitConfigFile(readTomlFile(userConfig), userConfig) : undefined;
   const projectFile = projectConfigPath(opts.cwd);
+  const project = projectFile ? splitConfigFile(readTomlFile(projectFile), projectFile) : undefined;
+  const envValues = envLayer(env);
+  const flagValues = opts.flags ? stripUndefined(opts.flags) : undefined;
+  // a profile the run names itself is the user's choice, over whatever either file chooses
+  const named: Choice | undefined =
+    choice(flagValues?.profile, '--profile') ?? choice(envValues.profile, 'KEEL_PROFILE');
+  const files = { user, project, cwd: opts.cwd };
+  const wanted = named ?? fileChoice(project) ?? fileChoice(user);
+  if (wanted) ensureDefined(wanted, files, userConfig);
   const warnings: string[] = [];
-  if (projectFile) {
-    const raw = readTomlFile(projectFile);
-    const state = trustState(projectFile, keelPaths(env).trustFile);
+  let part: ProjectPart | undefined = project && {
+    values: project.values,
+    profile: project.profile,
+    active: wanted?.name,
+    profileValues: wanted && project.profiles.get(wanted.name),
+  };
+  const state = project && trustState(project.path, trustFile);
+  if (project && state !== 'trusted') {
     // an untrusted project may narrow what the user's own config allows, never widen it
-    const base = mergeValues(defaultValues(), userValues ?? {});
-    const { values, dropped } =
-      state === 'trusted' ? { values: raw, dropped: [] } : withoutGatedKeys(raw, opts.cwd, base);
-    if (dropped.length) {
+    const gated = gateUntrustedProject(project, user, named?.name, opts.cwd);
+    if (gated.dropped.length) {
       const why = state === 'changed' ? 'changed since you trusted it' : 'is not trusted';
       warnings.push(
-        `${projectFile} ${why}: ignoring ${dropped.join(', ')} (review it, then run \`keel trust\` to allow them)`,
+        `${project.path} ${why}: ignoring ${gated.dropped.join(', ')} (review it, then run \`keel trust\` to allow them)`,
       );
     }
-    layers.push({ source: projectFile, kind: 'project', values });
+    const refused = gated.dropped.includes('profile');
+    part = {
+      values: gated.values,
+      profile: refused ? undefined : project.profile,
+      active: gated.profile,
+      profileValues: gated.profileValues,
+    };
+    // the project's choice was refused, so the user file's is in force: it must exist
+    const own = fileChoice(user);
+    if (refused && own && own.name !== wanted?.name) ensureDefined(own, files, userConfig);
   }
-  layers.push({ source: 'env', kind: 'env', values: envLayer(env) });
-  if (opts.flags) layers.push({ source: 'flag', kind: 'flag', values: stripUndefined(opts.flags) });
+  const active = part ? part.active : wanted?.name;
+  const layers: Layer[] = [];
+  if (user) layers.push({ source: user.path, kind: 'user', values: chosen(user.values, user.profile) });
+  if (project && part)
+    layers.push({ source: project.path, kind: 'project', values: chosen(part.values, part.profile) });
+  if (active !== undefined) {
+    const mine = user?.profiles.get(active);
+    if (user && mine) layers.push(profileLayer(active, user.path, 'user', mine));
+    const theirs = part?.profileValues;
+    if (project && theirs && Object.keys(theirs).length)
+      layers.push(profileLayer(active, project.path, 'project', theirs));
+  }
+  layers.push({ source: 'env', kind: 'env', values: envValues });
+  if (flagValues) layers.push({ source: 'flag', kind: 'flag', values: flagValues });
   return { ...resolveLayers(layers, projectFile), warnings };
+}
+
+/** What of the project file applies: its top level, its `profile` key, the profile in force and its entries for it. */
+interface ProjectPart {
+  values: Raw;
+  profile?: string;
+  active?: string;
+  profileValues?: Raw;
+}
+
+/** A choice of profile and who made it: `--profile`, `KEEL_PROFILE` or a file's path. */
+interface Choice {
+  name: string;
+  from: string;
+}
+
+function choice(value: unknown, from: string): Choice | undefined {
+  const name = profileName(value, from);
+  return name === undefined ? undefined : { name, from };
+}
+
+function fileChoice(file: ConfigFile | undefined): Choice | undefined {
+  return file?.profile === undefined ? undefined : { name: file.profile, from: file.path };
+}
+
+/** A file's values with its `profile` key, when it has one that stands. */
+function chosen(values: Raw, profile: string | undefined): Raw {
+  return profile === undefined ? values : { ...values, profile };
+}
+
+function profileLayer(name: string, file: string, kind: 'user' | 'project', values: Raw): Layer {
+  return { source: `profile ${name} (${file})`, kind, profile: name, values };
+}
+
+/** Throw a ConfigError naming a profile no file defines, and the ones that are defined (with their files). */
+function ensureDefined(
+  wanted: Choice,
+  files: { user?: ConfigFile; project?: ConfigFile; cwd: string },
+  userConfig: string,
+): void {
+  const defined = new Map<string, string[]>();
+  for (const file of [files.user, files.project])
+    for (const name of file?.profiles.keys() ?? [])
+      defined.set(name, [...(defined.get(name) ?? []), file?.path ?? '']);
+  if (defined.has(wanted.name)) return;
+  const list = [...defined.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, paths]) => `${name} (${paths.join(', ')})`);
+  const where = files.project?.path ?? join(files.cwd, 'keel.toml');
+  const known = list.length
+    ? `defined profiles: ${list.join(', ')}`
+    : `no profiles are defined; add a [profiles.${wanted.name}] table to ${userConfig} or ${where}`;
+  throw new ConfigError(`profile "${wanted.name}" (chosen by ${wanted.from}) is not defined; ${known}`);
 }
 
 /** Merge and validate a list of layers (lowest first). */

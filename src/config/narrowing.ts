@@ -242,8 +242,23 @@ const scope: Rule = (before, after, push, ctx) => {
     push(['scope'], false, `scope: ${show(before.scope ?? ['.'])} -> ${show(after.scope)}`);
 };
 
+/**
+ * Choosing another profile (or none) may put wider values in force, often ones written in a file
+ * the project does not control, so every change widens. The loader compares a project's choice
+ * with the user's own profiles itself, since only it sees them.
+ */
+const profile: Rule = (before, after, push) => {
+  if (before.profile !== after.profile)
+    push(
+      ['profile'],
+      true,
+      `profile: ${show(before.profile)} -> ${show(after.profile)} chooses another profile`,
+    );
+};
+
 /** Every key of the schema with its rule: a new key does not compile until someone decides. */
 const RULES: Record<keyof Config, Rule> = {
+  profile,
   provider: free, // the wire format to the same endpoint
   model: model,
   base_url: anyChange('base_url'), // could send the code (and the key) to another host
@@ -275,6 +290,8 @@ const RULES: Record<keyof Config, Rule> = {
     max_diff_lines: true,
   }),
   loop_threshold: limit('loop_threshold'),
+  agents: limits<Config['agents']>('agents', { max_running: true, max_depth: true }),
+  compaction: free, // when older turns are summarized: context only, spending is bounded by the budgets
   fallback_models: fallbackModels,
   roles: anyChange('roles'), // a review model could send the diff to another host
   timeouts: limits<Config['timeouts']>('timeouts', { connect_s: true, first_token_s: true, idle_s: true }),
@@ -328,4 +345,22 @@ export function withoutPaths(values: Raw, paths: string[][]): Raw {
     if (isRaw(parent) && last !== undefined) delete parent[last];
   }
   return out;
+}
+
+/** The path of every value in `values` that is no table (arrays are values): what merging it replaces. */
+export function leafPaths(values: Raw, prefix: string[] = []): string[][] {
+  // an empty table replaces nothing: it merges into what is there
+  return Object.entries(values).flatMap(([key, value]) =>
+    isRaw(value) ? leafPaths(value, [...prefix, key]) : [[...prefix, key]],
+  );
+}
+
+/** Whether `values` sets the key at `path` itself (not through its prototype). */
+export function hasPath(values: Raw, path: string[]): boolean {
+  let v: unknown = values;
+  for (const p of path) {
+    if (!isRaw(v) || !Object.hasOwn(v, p)) return false;
+    v = v[p];
+  }
+  return true;
 }

@@ -1,4 +1,7 @@
-/** The config schema: every key keel reads, its type and its default. Unknown keys are errors. */
+/**
+ * The config schema: every key keel reads, its type and its default. Unknown keys are errors.
+ * `[profiles.NAME]` tables are read by the loader, not here: each holds keys of this schema.
+ */
 import { z } from 'zod';
 
 export const MODES = ['ask', 'plan', 'edit', 'auto'] as const;
@@ -44,6 +47,8 @@ export const SANDBOXES = ['auto', 'bwrap', 'docker', 'none'] as const;
 export type SandboxKind = (typeof SANDBOXES)[number];
 
 export const configSchema = z.strictObject({
+  /** The profile in force: `[profiles.NAME]` values of every config file, over their top level. */
+  profile: z.string().min(1).optional(),
   provider: z.enum(PROVIDERS).default('openai'),
   model: z.string().default(''),
   base_url: z.string().default('http://127.0.0.1:11434/v1'),
@@ -88,6 +93,20 @@ export const configSchema = z.strictObject({
       max_diff_lines: positiveInt.optional(),
     })
     .prefault({}),
+  /** Older turns become a summary when a request would pass `threshold` of the context window; `keep` of it stays verbatim. */
+  compaction: z
+    .strictObject({
+      threshold: z.number().gt(0).max(1).default(0.8),
+      keep: z.number().gt(0).lt(1).default(0.3),
+    })
+    .prefault({}),
+  /** Subagents (spawn_agent): how many run at once, and how deep they nest. */
+  agents: z
+    .strictObject({
+      max_running: positiveInt.default(4),
+      max_depth: positiveInt.default(2),
+    })
+    .prefault({}),
   /** The same tool call (name and arguments) repeated this many times ends the run. */
   loop_threshold: positiveInt.default(3),
   fallback_models: z.array(modelRefSchema).default([]),
@@ -115,3 +134,6 @@ export const configSchema = z.strictObject({
 });
 
 export type Config = z.infer<typeof configSchema>;
+
+/** A `[profiles.NAME]` table: any config key but `profile`, since a profile cannot choose another. */
+export const profileSchema = configSchema.omit({ profile: true });

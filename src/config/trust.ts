@@ -2,11 +2,14 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { Raw } from './load.js';
+import type { ConfigFile, Raw } from './load.js';
 import {
   classifyChanges,
   defaultValues,
+  hasPath,
   inside,
+  type KeyChange,
+  leafPaths,
   mergeValues,
   type PermissionChange,
   realRoot,
@@ -56,31 +59,32 @@ export function trustState(file: string, storePath: string): TrustState {
 
 /**
  * What an untrusted project layer may not do: every value that widens the config below it
- * (`base`: defaults and the user's file), key by key. Narrowing values are not listed.
+ * (`base`: defaults and the user's file), key by key, its `[profiles.NAME]` entries as
+ * `profiles.NAME.key`. Narrowing values are not listed.
  */
 export function gatedKeys(values: Raw, root: string, base: Raw = defaultValues()): string[] {
-  return [...new Set(widening(values, root, base).map((c) => c.key))];
+  const { top, profiles } = splitRaw(values);
+  const keys = widening(top, root, base).map((c) => c.key);
+  for (const [name, body] of profiles)
+    keys.push(...widening(body, root, base).map((c) => `profiles.${name}.${c.key}`));
+  return [...new Set(keys)];
+}
+
+/** A raw file's top level and its well-formed `[profiles.NAME]` tables (the loader names malformed ones). */
+function splitRaw(values: Raw): { top: Raw; profiles: Map<string, Raw> } {
+  const { profiles, ...top } = values;
+  const tables = new Map<string, Raw>();
+  if (isTable(profiles))
+    for (const [name, body] of Object.entries(profiles)) if (isTable(body)) tables.set(name, body);
+  return { top, profiles: tables };
+}
+
+function isTable(v: unknown): v is Raw {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 }
 
 function widening(values: Raw, root: string, base: Raw) {
   return classifyChanges(base, mergeValues(base, values), root).filter((c) => c.kind === 'expansion');
-}
-
-/** A project layer without its widening values (narrowing ones stay), and the keys that were dropped. */
-export function withoutGatedKeys(
-  values: Raw,
-  root: string,
-  base: Raw = defaultValues(),
-): { values: Raw; dropped: string[] } {
-  const widened = widening(values, root, base);
-  // scope and hooks are lists: a list is taken whole or not at all
-  return {
-    values: withoutPaths(
-      values,
-      widened.map((c) => c.path),
-    ),
-    dropped: [...new Set(widened.map((c) => c.key))],
-  };
 }
 
 export type { PermissionChange };
@@ -91,6 +95,17 @@ export type { PermissionChange };
  * of the repository is not taken as granted, since the link may be new.
  */
 export function permissionChanges(before: Raw, after: Raw, root: string): PermissionChange[] {
+  const b = splitRaw(before);
+  const a = splitRaw(after);
+  const changes = compareLayers(b.top, a.top, root);
+  // each profile against its own earlier text: what it sets, where unset keys mean their defaults
+  for (const name of new Set([...b.profiles.keys(), ...a.profiles.keys()]))
+    for (const c of compareLayers(b.profiles.get(name) ?? {}, a.profiles.get(name) ?? {}, root))
+      changes.push({ ...c, key: `profiles.${name}.${c.key}`, detail: `profiles.${name}.${c.detail}` });
+  return changes;
+}
+
+function compareLayers(before: Raw, after: Raw, root: string): PermissionChange[] {
   const real = realRoot(root);
   const granted = Array.isArray(before.scope)
     ? before.scope.filter((e) => {
@@ -101,4 +116,103 @@ export function permissionChanges(before: Raw, after: Raw, root: string): Permis
     : undefined;
   const clipped = granted === undefined ? before : { ...before, scope: granted };
   return classifyChanges(clipped, after, root).map(({ key, kind, detail }) => ({ key, kind, detail }));
+}
+
+/** What an untrusted project may contribute once everything that would widen the user's own config is dropped. */
+export interface GatedProject {
+  /** Its top-level values that apply. */
+  values: Raw;
+  /** The profile in force: the project's choice when that widens nothing, else the user's. */
+  profile?: string;
+  /** The project's entries for that profile that apply. */
+  profileValues: Raw;
+  /** Dotted keys ignored: `profile` for its choice, `profiles.NAME.key` for its profile's entries. */
+  dropped: string[];
+}
+
+type FileParts = Pick<ConfigFile, 'values' | 'profile' | 'profiles'>;
+
+/**
+ * Gate an untrusted project, profiles included, with the rule its top level always had: it may
+ * narrow the user's own config (defaults, user file, the user's entries for the profile in force),
+ * never widen it. Its choice of profile is taken only when the outcome is no wider than the
+ * profile the user chose (`named` by flag or env, else the user file's); `named` always wins.
+ */
+export function gateUntrustedProject(
+  project: FileParts,
+  user: FileParts | undefined,
+  named: string | undefined,
+  root: string,
+): GatedProject {
+  const userBase = mergeValues(defaultValues(), user?.values ?? {});
+  const entries = (file: FileParts | undefined, name: string | undefined) =>
+    (name !== undefined && file?.profiles.get(name)) || {};
+  const attempt = (name: string | undefined) => {
+    const mine = entries(user, name);
+    const kept = narrowOnly(
+      project.values,
+      entries(project, name),
+      mine,
+      mergeValues(userBase, mine),
+      root,
+      name,
+    );
+    const result = mergeValues(mergeValues(mergeValues(userBase, kept.values), mine), kept.profileValues);
+    return { ...kept, profile: name, result };
+  };
+  const own = named ?? user?.profile;
+  const theirs = named === undefined ? project.profile : undefined;
+  if (theirs === undefined || theirs === own) return withoutResult(attempt(own));
+  const taken = attempt(theirs);
+  const wider = classifyChanges(mergeValues(userBase, entries(user, own)), taken.result, root).some(
+    (c) => c.kind === 'expansion',
+  );
+  if (!wider) return withoutResult(taken);
+  const kept = attempt(own);
+  return withoutResult({ ...kept, dropped: ['profile', ...kept.dropped] });
+}
+
+function withoutResult({ result: _, ...gated }: GatedProject & { result: Raw }): GatedProject {
+  return gated;
+}
+
+/**
+ * Drop from a project's top level (`values`) and its profile entries (`profile`) every value that
+ * widens `base`, judged together as they apply: the profile over the top level, and the top level
+ * only where the user's profile entries (`shadow`) leave it in force. Dropping a profile entry can
+ * bring the top-level value beneath it back into force, so this repeats until nothing widens.
+ */
+function narrowOnly(
+  values: Raw,
+  profile: Raw,
+  shadow: Raw,
+  base: Raw,
+  root: string,
+  name: string | undefined,
+): { values: Raw; profileValues: Raw; dropped: string[] } {
+  const shadowed = leafPaths(shadow);
+  const dropped: string[] = [];
+  let top = values;
+  let entries = profile;
+  for (;;) {
+    const applied = mergeValues(withoutPaths(top, shadowed), entries);
+    const widened: KeyChange[] = widening(applied, root, base);
+    if (!widened.length) return { values: top, profileValues: entries, dropped: [...new Set(dropped)] };
+    const inProfile = (c: KeyChange) => hasPath(entries, c.path);
+    dropped.push(...widened.map((c) => (inProfile(c) ? `profiles.${name}.${c.key}` : c.key)));
+    // scope and hooks are lists: a list is taken whole or not at all
+    const nextEntries = withoutPaths(
+      entries,
+      widened.filter(inProfile).map((c) => c.path),
+    );
+    const nextTop = withoutPaths(
+      top,
+      widened.filter((c) => !inProfile(c)).map((c) => c.path),
+    );
+    // a widening that no value of the project's explains (not expected): take none of them
+    if (JSON.stringify([nextTop, nextEntries]) === JSON.stringify([top, entries]))
+      return { values: {}, profileValues: {}, dropped: [...new Set(dropped)] };
+    top = nextTop;
+    entries = nextEntries;
+  }
 }
