@@ -53,6 +53,9 @@ const schemas: Record<string, z.ZodType> = {
     is_error: z.boolean(),
     files_changed: z.array(z.string()),
     diff_lines: z.number(),
+    child_usage: z
+      .object({ input: z.number(), output: z.number(), cost_usd: z.number().nullable() })
+      .optional(),
   }),
   compaction: z.looseObject({
     summary: z.string(),

@@ -43,6 +43,8 @@ export type SessionEvent =
       usage?: TokenCount & { reported: boolean };
       cost_usd?: number | null;
     }
+  /** A compaction that could not be done (the summary request failed); the run goes on without it. */
+  | { type: 'compaction_failed'; trigger: 'threshold' | 'overflow' | 'manual'; error: string }
   | { type: 'user_message'; text: string }
   | {
       type: 'model_request';
@@ -104,6 +106,8 @@ export type SessionEvent =
       duration_ms: number;
       /** The call never finished: the process running it was killed; keel did not run it again. */
       interrupted?: boolean;
+      /** Tokens and cost of the subagents whose results this call reported (they count for this session). */
+      child_usage?: { input: number; output: number; cost_usd: number | null };
     }
   | {
       type: 'session_end';

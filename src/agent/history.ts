@@ -128,6 +128,14 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
       break;
     }
     case 'tool_result':
+      if (event.child_usage) {
+        state.tokens.input += event.child_usage.input;
+        state.tokens.output += event.child_usage.output;
+        state.cost =
+          state.cost === null || event.child_usage.cost_usd === null
+            ? null
+            : state.cost + event.child_usage.cost_usd;
+      }
       for (const f of event.files_changed) state.filesChanged.add(f);
       state.run.diffLines += event.diff_lines;
       // a change to the files is progress: a call repeated after it can see something new (read, edit, read)

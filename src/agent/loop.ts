@@ -12,12 +12,13 @@ import type { ChatMessage, Delta, ModelError, ToolCall, ToolSpec } from '../mode
 import { decide } from '../policy/gate.js';
 import { type HookEvent, type HookSpec, matchingHooks, runHooks } from '../policy/hooks.js';
 import { modeAllows } from '../policy/modes.js';
-import type { Scope } from '../policy/scope.js';
+import type { Policy } from '../policy/policy.js';
 import { ScopeError } from '../policy/scope.js';
 import { parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
-import { type ToolContext, ToolError } from '../tools/types.js';
+import { type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
 import { streamAnswer } from './answer.js';
 import { exceeded } from './budgets.js';
+import { compact, isContextOverflow, windowFromError } from './compaction.js';
 import type { SessionEvent, TokenCount } from './events.js';
 import { initialState, reduce, type SessionState } from './history.js';
 import { loadInstructions } from './instructions.js';
@@ -47,16 +48,16 @@ export interface SessionModel {
 export type Recorder = (event: SessionEvent) => number;
 
 export interface SessionOptions {
-  mode: Mode;
+  /** Mode, scope, shell, sandbox, network, hooks and budgets: what the gate decides with. */
+  policy: Policy;
   prompt: string;
+  /** The rest of the settings (pricing, loop threshold, compaction, ...); never the gate's inputs. */
   config: Config;
-  scope: Scope;
   model: SessionModel;
   tools: ToolRegistry;
   record: Recorder;
   signal: AbortSignal;
   sessionId: string;
-  hooks: HookSpec[];
   /** Runs shell commands inside the sandbox, when one is set up. */
   sandboxExec?: ToolContext['exec'];
   /** Runs shell commands without a sandbox: used only when the gate says the user allowed that. */
@@ -78,6 +79,8 @@ export interface SessionOptions {
   contextWindow?: number;
   /** A session reopened from its log: the state its events fold to. A new run of it starts. */
   resume?: SessionState;
+  /** Messages sent to this session while it runs (a parent steering its subagent), read before each request. */
+  inbox?(): string[];
 }
 
 export interface SessionResult {
@@ -108,11 +111,13 @@ class Stop extends Error {
 
 /** Run one session to its terminal code. Never throws for a run that ends badly: the code says it. */
 export async function runSession(opts: SessionOptions): Promise<SessionResult> {
-  const { config, scope, tools } = opts;
+  const { config, tools, policy } = opts;
+  const { scope, mode, budgets } = policy;
+  const hooks = [...policy.hooks];
   const started = Date.now();
   const offered = tools.names().filter((name) => {
     const tool = tools.get(name);
-    return tool !== undefined && modeAllows(opts.mode, tool.effect);
+    return tool !== undefined && modeAllows(mode, tool.effect);
   });
   const specs = offered.map((name) =>
     toolSpec(tools.get(name) as NonNullable<ReturnType<ToolRegistry['get']>>),
@@ -132,7 +137,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   const onAbort = () => run.abort(new Stop('CANCELLED', 'interrupted by the user'));
   if (opts.signal.aborted) onAbort();
   opts.signal.addEventListener('abort', onAbort, { once: true });
-  const wall = config.budgets.max_wall_s;
+  const wall = budgets.max_wall_s;
   const wallTimer =
     wall === undefined
       ? undefined
@@ -146,7 +151,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     const instructions = loadInstructions(scope.root);
     record({
       type: 'session_start',
-      mode: opts.mode,
+      mode: mode,
       provider: opts.model.provider,
       model: opts.model.currentModel(),
       cwd: scope.root,
@@ -154,7 +159,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       instructions: instructions.files,
       ...(instructions.skipped.length ? { instructions_skipped: instructions.skipped } : {}),
       tools: offered,
-      system_prompt: systemPrompt({ mode: opts.mode, root: scope.root, instructions: instructions.text }),
+      system_prompt: systemPrompt({ mode: mode, root: scope.root, instructions: instructions.text }),
       pid: process.pid,
       // null cost, not 0, when the user gave no price for this model: keel never invents a cost
       priced:
@@ -165,12 +170,12 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         ) !== null,
     });
   }
-  const hookBase = { session_id: opts.sessionId, cwd: scope.root, mode: opts.mode };
+  const hookBase = { session_id: opts.sessionId, cwd: scope.root, mode: mode };
   /** Run the hooks for a tool-less event; every verdict is recorded. */
   const hook = async (event: HookEvent, extra: { prompt?: string; result?: unknown } = {}) => {
-    if (!opts.hooks.some((h) => h.event === event)) return { decision: 'allow' as const };
+    if (!hooks.some((h) => h.event === event)) return { decision: 'allow' as const };
     const verdict = await runHooks(
-      opts.hooks,
+      hooks,
       { ...hookBase, event, ...extra },
       { cwd: scope.root, signal: run.signal },
     );
@@ -192,7 +197,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     diffLines: state.run.diffLines,
   });
   const checkBudgets = () => {
-    const breach = exceeded(config.budgets, usage());
+    const breach = exceeded(budgets, usage());
     if (breach) throw new Stop('BUDGET_EXCEEDED', breach.reason, breach.budget);
   };
   const throwIfAborted = () => {
@@ -201,6 +206,57 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
 
   let result: { code: TerminalCode; reason: string; budget?: BudgetName };
   let stopHookRetries = 0;
+  // the window: configured or reported by the server; a "context length exceeded" answer can teach it
+  let window = opts.contextWindow;
+  /** Fold older turns into a summary (recorded as one event); a failed summary leaves the history as it was. */
+  const compactHistory = async (trigger: 'threshold' | 'overflow' | 'manual', size: number) => {
+    let event: Awaited<ReturnType<typeof compact>>;
+    try {
+      event = await compact({
+        state,
+        model: opts.model,
+        trigger,
+        window: size,
+        settings: config.compaction,
+        tools: specs,
+        pricing: config.pricing,
+        signal: run.signal,
+      });
+    } catch (err) {
+      throwIfAborted();
+      record({ type: 'compaction_failed', trigger, error: (err as Error).message });
+      return false;
+    }
+    if (!event) return false;
+    record(event);
+    return true;
+  };
+  /** One model request from the state; a request too big for the server compacts once and is sent once more. */
+  const request = async (round: number) => {
+    for (let attempt = 0; ; attempt++) {
+      const { messages } = state;
+      const body = { messages, tools: specs, contextWindow: opts.contextWindow };
+      const estimate = estimateRequestTokens(messages, specs);
+      record({
+        type: 'model_request',
+        round,
+        model: opts.model.currentModel(),
+        messages: messages.length,
+        est_tokens: estimate,
+        bytes: Buffer.byteLength(JSON.stringify(body)),
+      });
+      try {
+        return await streamAnswer({ ...opts, record }, body, run.signal, round);
+      } catch (err) {
+        if (attempt > 0 || !isContextOverflow(err)) throw err;
+        // the server's own number is the truth; else assume the request was a little too big
+        window =
+          windowFromError(err) ??
+          (window !== undefined ? Math.min(window, estimate) : Math.floor(estimate * 0.9));
+        if (!(await compactHistory('overflow', window))) throw err;
+      }
+    }
+  };
   let cutOffRetries = 0;
   try {
     // a resumed run without a new message goes on from where the last one stopped
@@ -218,19 +274,15 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     for (;;) {
       throwIfAborted();
       checkBudgets();
+      // steering that arrived while the last step ran: every call has its answer by now, so it fits here
+      for (const text of opts.inbox?.() ?? []) record({ type: 'user_message', text });
       const round = state.rounds + 1;
-      const model = opts.model.currentModel();
-      const { messages } = state;
-      const request = { messages, tools: specs, contextWindow: opts.contextWindow };
-      record({
-        type: 'model_request',
-        round,
-        model,
-        messages: messages.length,
-        est_tokens: estimateRequestTokens(messages, specs),
-        bytes: Buffer.byteLength(JSON.stringify(request)),
-      });
-      const answer = await streamAnswer({ ...opts, record }, request, run.signal, round);
+      if (
+        window !== undefined &&
+        estimateRequestTokens(state.messages, specs) > config.compaction.threshold * window
+      )
+        await compactHistory('threshold', window);
+      const answer = await request(round);
       const known = new Set(offered);
       let calls = answer.calls;
       let text = answer.text;
@@ -334,14 +386,14 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   return { ...result, summary, rounds, tokens, costUsd: state.cost, filesChanged: files };
 
   function matchingPostHooks(name: string): HookSpec[] {
-    return matchingHooks(opts.hooks, 'PostToolUse', name);
+    return matchingHooks(hooks, 'PostToolUse', name);
   }
 
   async function runCall(call: ToolCall, round: number, cutOff: boolean): Promise<string> {
     const tool = tools.get(call.name);
     if (!tool || !offered.includes(call.name)) {
       const error = tool
-        ? `${call.name} is not available in ${opts.mode} mode`
+        ? `${call.name} is not available in ${mode} mode`
         : `unknown tool "${call.name}"; available: ${offered.join(', ')}`;
       record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error });
       if (tool)
@@ -374,15 +426,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         `the same ${call.name} call was made ${seen} times with no change to the files in between`,
       );
     }
-    let decision = await decide(tool, parsed.args, {
-      mode: opts.mode,
-      scope,
-      allowShell: config.allow_shell,
-      sandbox: opts.sandboxExec !== undefined,
-      hooks: opts.hooks,
-      hookBase,
-      signal: run.signal,
-    });
+    let decision = await decide(tool, parsed.args, { policy, hookBase, signal: run.signal });
     if (decision.kind === 'ask') {
       record({
         type: 'gate_decision',
@@ -440,6 +484,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       cwd: scope.root,
       signal: run.signal,
       resolve: (path, access) => scope.resolve(path, access),
+      ...(decision.child ? { granted: decision.child } : {}),
     };
     const exec = sandboxed ? opts.sandboxExec : opts.plainExec;
     if (exec) ctx.exec = exec;
@@ -450,6 +495,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     let changed: string[] = [];
     let lines = 0;
     let violations: string[] = [];
+    let childUsage: ToolResult['childUsage'];
     try {
       const res = await tool.execute(parsed.args, ctx);
       output = res.output;
@@ -457,6 +503,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       changed = res.filesChanged ?? [];
       lines = res.diffLines ?? 0;
       violations = res.violations ?? [];
+      childUsage = res.childUsage;
     } catch (err) {
       if (run.signal.aborted) throw run.signal.reason;
       if (!(err instanceof ToolError || err instanceof ScopeError || isFsError(err))) throw err;
@@ -507,6 +554,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       files_changed: changed,
       diff_lines: lines,
       duration_ms: Date.now() - t0,
+      ...(childUsage ? { child_usage: childUsage } : {}),
     });
     if (violations.length) {
       record({ type: 'violation', call_id: call.id, tool: call.name, removed: violations });
@@ -553,7 +601,7 @@ function resumeRun(opts: SessionOptions, record: (event: SessionEvent) => number
   record({
     type: 'session_resume',
     run: state.run.number + 1,
-    mode: opts.mode,
+    mode: opts.policy.mode,
     provider: opts.model.provider,
     model: opts.model.currentModel(),
     pid: process.pid,

@@ -13,6 +13,7 @@ import type { Mode } from '../config/schema.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
 import { pinWorkspace } from '../policy/git-runner.js';
+import { type Policy, policyFor } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
@@ -20,7 +21,7 @@ import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';
 import { ToolRegistry } from '../tools/registry.js';
-import type { ToolContext } from '../tools/types.js';
+import type { ToolContext, ToolDeps, ToolFactory } from '../tools/types.js';
 import type { TestSuite } from '../verify/suite.js';
 import { parseEvents } from './event-schema.js';
 import type { SessionEvent } from './events.js';
@@ -39,6 +40,14 @@ export interface StartOptions {
   onReasoning?(text: string): void;
   /** Each event once it is stored, with its seq in the session's log. */
   onEvent?(event: SessionEvent, seq: number): void;
+  /** A subagent's policy, narrowed from its parent's by the gate; a person's session builds its own from config. */
+  policy?: Policy;
+  /** More tools, made for this session from its dependencies (subagents, MCP, memory). */
+  tools?: ToolFactory[];
+  /** The id for a new session (a subagent's is known before it starts); default: a fresh one. */
+  id?: string;
+  /** Messages for the session while it runs (from its parent), read before each model request. */
+  inbox?(): string[];
   /** Reopen this session (its id) for another run instead of starting one; `prompt` may be empty. */
   resume?: string;
   /** With `resume`: run in the session's own mode rather than `mode`. */
@@ -135,11 +144,15 @@ async function runIn(
   reopened: { row: SessionRow; state: SessionState } | undefined,
 ): Promise<SessionOutcome> {
   const { config } = opts.loaded;
-  const scope = new Scope({
-    root: opts.cwd,
-    writable: config.scope,
-    protectedDirs: protectedStatePaths(paths),
-  });
+  // a subagent comes with its policy already narrowed from its parent's; a session a person starts builds one
+  const granted = opts.policy;
+  const scope =
+    granted?.scope ??
+    new Scope({
+      root: opts.cwd,
+      writable: config.scope,
+      protectedDirs: protectedStatePaths(paths),
+    });
   // the session's repository is found now, once: a .git the model makes later is never used by keel
   pinWorkspace(scope.root);
   const model = opts.model ?? createModelClient(config, env, { cwd: opts.cwd });
@@ -149,7 +162,7 @@ async function runIn(
     (config.provider === 'ollama'
       ? await model.contextWindow(opts.signal).catch(() => undefined)
       : undefined);
-  const sessionId = reopened?.row.id ?? newSessionId();
+  const sessionId = reopened?.row.id ?? opts.id ?? newSessionId();
   const audit = new AuditLog(paths.auditDir);
   // the row exists before anything can fail: a session that cannot start still has its log and audit line
   if (reopened) log.reopenSession(sessionId);
@@ -180,7 +193,7 @@ async function runIn(
     if (reportsDir)
       setup = await sessionSandboxes(
         scope,
-        config,
+        { ...config, sandbox_network: granted?.network ?? config.sandbox_network },
         env,
         [...protectedStatePaths(paths), ...(opts.readOnlyDirs ?? [])],
         reportsDir,
@@ -212,17 +225,29 @@ async function runIn(
       beforeWrite = (written) => net.beforeWrite(written);
     }
   }
+  const sandboxed = sandboxExec !== undefined;
+  const policy: Policy = granted
+    ? Object.freeze({ ...granted, sandbox: sandboxed })
+    : policyFor({ mode: opts.mode, scope, config, sandbox: sandboxed });
+  const closers: Array<() => Promise<void>> = [];
+  const deps: ToolDeps = {
+    policy,
+    sessionId,
+    model,
+    signal: opts.signal,
+    env,
+    loaded: opts.loaded,
+    onClose: (fn) => closers.push(fn),
+  };
   try {
     const result = await runSession({
-      mode: opts.mode,
+      policy,
       prompt: opts.prompt,
       config,
-      scope,
       model,
-      tools: new ToolRegistry(builtinTools()),
+      tools: new ToolRegistry([...builtinTools(), ...(opts.tools ?? []).flatMap((factory) => factory(deps))]),
       signal: opts.signal,
       sessionId,
-      hooks: config.hooks,
       ...(sandboxExec ? { sandboxExec } : {}),
       ...(plainExec ? { plainExec } : {}),
       ...(beforeWrite ? { beforeWrite } : {}),
@@ -232,6 +257,7 @@ async function runIn(
       ...(opts.onText ? { onText: opts.onText } : {}),
       ...(opts.onReasoning ? { onReasoning: opts.onReasoning } : {}),
       ...(reopened ? { resume: reopened.state } : {}),
+      ...(opts.inbox ? { inbox: opts.inbox } : {}),
       record,
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);
@@ -243,6 +269,7 @@ async function runIn(
     }
     return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {
+    await Promise.all(closers.map((close) => close()));
     await Promise.all(sandboxes.map((s) => s.close()));
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
     audit.close();
@@ -343,4 +370,52 @@ function testRunner(
     const run = await suite.run({ signal, ...(filter ? { filter } : {}), ...(exec ? { exec } : {}) });
     return { output: describe(run), failed: run.exitCode !== 0 || run.results.length === 0 };
   };
+}
+
+/** `keel sessions compact ID`: fold a stored session's older turns into a summary now. */
+export async function compactStoredSession(opts: {
+  id: string;
+  loaded: LoadedConfig;
+  env?: NodeJS.ProcessEnv;
+  signal: AbortSignal;
+}): Promise<{ sessionId: string; event?: Extract<SessionEvent, { type: 'compaction' }> }> {
+  const env = opts.env ?? process.env;
+  const { config } = opts.loaded;
+  const paths = keelPaths(env);
+  const db = openDb(paths.db);
+  const audit = new AuditLog(paths.auditDir);
+  try {
+    const log = new EventLog(db);
+    const { row, state } = reopen(log, opts.id);
+    const model = createModelClient(config, env, { cwd: row.cwd });
+    const { compact } = await import('./compaction.js');
+    const { estimateRequestTokens } = await import('../model/tokens.js');
+    // with no known window, "the window" is the history itself: the newest share of it stays verbatim
+    const window =
+      config.context_window ??
+      (config.provider === 'ollama'
+        ? await model.contextWindow(opts.signal).catch(() => undefined)
+        : undefined) ??
+      estimateRequestTokens(state.messages, []);
+    const event = await compact({
+      state,
+      model,
+      trigger: 'manual',
+      window,
+      settings: config.compaction,
+      tools: [],
+      pricing: config.pricing,
+      signal: opts.signal,
+    });
+    if (event) {
+      const { type, ...data } = event;
+      log.append(row.id, type, data);
+      const entry = auditEntryFor(event, row.id);
+      if (entry) audit.append(entry);
+    }
+    return { sessionId: row.id, ...(event ? { event } : {}) };
+  } finally {
+    audit.close();
+    db.close();
+  }
 }

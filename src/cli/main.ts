@@ -239,6 +239,18 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     const { runVerb } = await import('./session-command.js');
     setExit(await runVerb(undefined, words, { ...opts, resume: id }));
   });
+  addModelOptions(
+    sessions
+      .command('compact')
+      .description("fold a session's older turns into a summary now (the task and newest turns stay)")
+      .argument('<id>', 'session id or a unique prefix of it')
+      .option('-C, --cwd <dir>', "workspace folder for the config (default: the session's own)")
+      .option('--profile <name>', 'use [profiles.NAME] from the config')
+      .option('--json', 'print one JSON document'),
+  ).action(async (id: string, opts) => {
+    const { compactCommand } = await import('./sessions-command.js');
+    setExit(await compactCommand(id, opts));
+  });
   addSessionOptions(
     sessions
       .command('fork')

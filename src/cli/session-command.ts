@@ -92,9 +92,11 @@ export async function runVerb(
   const { startSession } = await import('../agent/session.js');
   let outcome: SessionOutcome;
   try {
+    const { agentTools } = await import('../agent/subagents.js');
     outcome = await startSession({
       mode,
       prompt,
+      tools: [agentTools],
       // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
       ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
       loaded: setup.loaded,

@@ -7,6 +7,7 @@ import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
+import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red } from './render.js';
 import type { VerbFlags } from './session-command.js';
@@ -232,5 +233,47 @@ function showTree(id: string, flags: { json?: boolean }): number {
     for (const [i, c] of node.children.entries()) print(c, next, i === node.children.length - 1, false);
   };
   print(tree.tree, '', true, true);
+  return EXIT.ok;
+}
+
+/** `keel sessions compact ID`: summarize the older turns now and say how much smaller the history is. */
+export async function compactCommand(id: string, flags: CommonFlags & { json?: boolean }): Promise<number> {
+  const fail = (message: string, exit: number = EXIT.usage) => {
+    if (flags.json)
+      process.stdout.write(`${JSON.stringify({ session_id: null, compacted: false, error: message })}\n`);
+    else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
+    return exit;
+  };
+  const row = withLog((log) => log.findSession(id));
+  if (!row) return fail(`no session matches "${id}" (see keel sessions list)`);
+  const { compactStoredSession } = await import('../agent/session.js');
+  let result: Awaited<ReturnType<typeof compactStoredSession>>;
+  try {
+    const { loaded } = load({ ...flags, cwd: flags.cwd ?? row.cwd });
+    result = await compactStoredSession({ id: row.id, loaded, signal: new AbortController().signal });
+  } catch (err) {
+    if (err instanceof ConfigError || (err instanceof Error && /ResumeError|EventLogError/.test(err.name)))
+      return fail(err.message);
+    if (err instanceof Error && err.name === 'ModelError') return fail(err.message, EXIT.model);
+    throw err;
+  }
+  const e = result.event;
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({
+        session_id: result.sessionId,
+        compacted: e !== undefined,
+        ...(e
+          ? { tokens_before: e.tokens_before, tokens_after: e.tokens_after, keep_from_seq: e.keep_from_seq }
+          : {}),
+      })}\n`,
+    );
+    return EXIT.ok;
+  }
+  process.stdout.write(
+    e
+      ? `compacted ${result.sessionId}: ${e.tokens_before} -> ${e.tokens_after} tokens (events from ${e.keep_from_seq} kept verbatim)\n`
+      : `nothing to compact in ${result.sessionId}: its newest turns are all there is\n`,
+  );
   return EXIT.ok;
 }

@@ -123,7 +123,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     }
     const ollama = path === '/api/chat';
     const model = typeof body.model === 'string' ? body.model : '';
-    const turn = ctx.cursor.next(model);
+    const list = Array.isArray(body.messages) ? body.messages.filter(isObject) : [];
+    const first = list.find((m) => m.role === 'user');
+    const turn = ctx.cursor.next(model, first ? contentOf(first) : '');
     if (!turn) return sendError(res, ollama, 500, `script exhausted: no turn left for model "${model}"`);
     if (turn.delay_ms && (turn.error || body.stream === false)) await sleep(turn.delay_ms);
     if (turn.error) {

@@ -11,6 +11,7 @@
  * - `chunk_size`: stream text, reasoning and arguments in pieces of this many characters (default: three pieces)
  * - `error` (`{"status", "retry_after"?, "body"?}`), `usage`, `delay_ms`, `chunk_delay_ms`, `hang`
  * - `model`: the turn answers only that model; `expect`: checks on the request, a 400 when they fail
+ * - `task`: the turn answers only requests whose first user message contains this text (concurrent sessions)
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -62,6 +63,11 @@ export const turnSchema = z.strictObject({
     .optional(),
   /** The turn only answers requests for this model (scripts fallback between models). */
   model: z.string().optional(),
+  /**
+   * The turn only answers requests whose first user message (the task) contains this text:
+   * sessions that run at once (subagents) each get their own turns, whatever order they ask in.
+   */
+  task: z.string().min(1).optional(),
   expect: expectSchema.optional(),
 });
 
@@ -116,19 +122,24 @@ export function scriptArguments(call: ScriptToolCall): string {
 export class ScriptCursor {
   private readonly positions = new Map<string, number>();
   private readonly perModel: boolean;
+  private readonly tasks: string[];
 
   constructor(readonly script: Script) {
     this.perModel = script.turns.some((t) => t.model !== undefined);
+    this.tasks = [...new Set(script.turns.flatMap((t) => (t.task === undefined ? [] : [t.task])))];
   }
 
-  /** The next turn for a request to `model`, or undefined when the script is exhausted. */
-  next(model: string): ScriptTurn | undefined {
-    const key = this.perModel ? model : '';
+  /** The next turn for a request to `model` (whose task is `task`), or undefined when the script is exhausted. */
+  next(model: string, task = ''): ScriptTurn | undefined {
+    // the longest task text the request's task contains picks its own run of turns
+    const route = this.tasks.filter((t) => task.includes(t)).sort((a, b) => b.length - a.length)[0];
+    const key = `${this.perModel ? model : ''}\u0000${route ?? ''}`;
     let i = this.positions.get(key) ?? 0;
     for (; i < this.script.turns.length; i++) {
       const turn = this.script.turns[i];
       if (!turn) break;
       if (this.perModel && turn.model !== undefined && turn.model !== model) continue;
+      if (turn.task !== route) continue;
       this.positions.set(key, i + 1);
       return turn;
     }

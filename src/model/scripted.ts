@@ -38,7 +38,8 @@ export function createScriptedProvider(script: Script, opts: ScriptedProviderOpt
   const baseUrl = `script:${opts.source ?? 'inline'}`;
 
   async function* stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<Delta> {
-    const turn = cursor.next(request.model);
+    const task = request.messages.find((m) => m.role === 'user');
+    const turn = cursor.next(request.model, task?.content ?? '');
     if (!turn) {
       throw new ModelError(
         'server',

@@ -1,13 +1,17 @@
-/** The gate: every tool call is decided here, in order: mode, scope, hooks, sandbox. */
-import type { Mode } from '../config/schema.js';
+/**
+ * The gate: every tool call is decided here against the session's policy, in order: mode, scope,
+ * a child's policy (spawn_agent), hooks, sandbox. It returns the decision together with how the
+ * call runs (sandboxed or not), so the loop only records and executes.
+ */
 import type { Tool } from '../tools/types.js';
 import { approversOf } from './approvers.js';
-import { type HookPayload, type HookSpec, matchingHooks, runHook } from './hooks.js';
+import { type HookPayload, matchingHooks, runHook } from './hooks.js';
 import { modeAllows } from './modes.js';
-import { type Scope, ScopeError } from './scope.js';
+import { narrow, type Policy } from './policy.js';
+import { ScopeError } from './scope.js';
 
 /** Which check denied a call. */
-export type DenyKind = 'mode' | 'scope' | 'hook' | 'shell';
+export type DenyKind = 'mode' | 'scope' | 'hook' | 'shell' | 'policy';
 
 export interface Allow {
   kind: 'allow';
@@ -15,6 +19,8 @@ export interface Allow {
   paths: string[];
   /** For exec: run inside the sandbox (false only when allow_shell or an approver hook permits running without one). */
   sandboxed: boolean;
+  /** For spawn_agent: the child's policy, narrowed from the session's. */
+  child?: Policy;
 }
 
 export interface Deny {
@@ -34,12 +40,7 @@ export interface Ask {
 export type Decision = Allow | Deny | Ask;
 
 export interface GateContext {
-  mode: Mode;
-  scope: Scope;
-  allowShell: boolean;
-  /** Whether a working sandbox is set up for this session. */
-  sandbox: boolean;
-  hooks: HookSpec[];
+  policy: Policy;
   /** What every hook payload carries besides the tool and its arguments. */
   hookBase: Omit<HookPayload, 'event' | 'tool' | 'args'>;
   signal?: AbortSignal;
@@ -51,33 +52,41 @@ export interface GateContext {
  * that would otherwise be allowed, and a yes allows exactly that.
  */
 export async function decide(tool: Tool, args: unknown, ctx: GateContext): Promise<Decision> {
-  if (!modeAllows(ctx.mode, tool.effect)) {
+  const { policy } = ctx;
+  if (!modeAllows(policy.mode, tool.effect)) {
     const does =
       tool.effect === 'write' ? 'writes files' : tool.effect === 'exec' ? 'runs commands' : tool.effect;
     return {
       kind: 'deny',
       deny: 'mode',
-      reason: `${tool.name} is not allowed in ${ctx.mode} mode (it ${does}); this session is read-only`,
+      reason: `${tool.name} is not allowed in ${policy.mode} mode (it ${does}); this session is read-only`,
     };
   }
   const paths: string[] = [];
   for (const access of tool.paths?.(args) ?? []) {
     try {
-      paths.push(ctx.scope.resolve(access.path, access.access));
+      paths.push(policy.scope.resolve(access.path, access.access));
     } catch (err) {
       if (err instanceof ScopeError) return { kind: 'deny', deny: 'scope', reason: err.message };
       throw err;
     }
   }
+  let child: Policy | undefined;
+  if (tool.child) {
+    const narrowed = narrow(policy, tool.child(args));
+    if (!narrowed.ok) return { kind: 'deny', deny: 'policy', reason: narrowed.reason };
+    child = narrowed.policy;
+  }
   const asks: Array<{ question: string; hook: string }> = [];
   const payload: HookPayload = { ...ctx.hookBase, event: 'PreToolUse', tool: tool.name, args };
-  const hookOpts = { cwd: ctx.scope.root, ...(ctx.signal ? { signal: ctx.signal } : {}) };
-  for (const hook of matchingHooks(ctx.hooks, 'PreToolUse', tool.name)) {
+  const hookOpts = { cwd: policy.scope.root, ...(ctx.signal ? { signal: ctx.signal } : {}) };
+  for (const hook of matchingHooks([...policy.hooks], 'PreToolUse', tool.name)) {
     const verdict = await runHook(hook, payload, hookOpts);
     if (verdict.decision === 'deny') return { kind: 'deny', deny: 'hook', reason: verdict.reason };
     if (verdict.decision === 'ask') asks.push({ question: verdict.reason, hook: verdict.hook });
   }
-  const run = execution(tool, paths, ctx);
+  const executed = execution(tool, paths, policy);
+  const run = child && executed.kind === 'allow' ? { ...executed, child } : executed;
   if (run.kind === 'deny' || !asks.length) return run;
   return {
     kind: 'ask',
@@ -88,11 +97,11 @@ export async function decide(tool: Tool, args: unknown, ctx: GateContext): Promi
 }
 
 /** The last check: how the call runs. Exec needs the sandbox, or the user's explicit word to run without one. */
-function execution(tool: Tool, paths: string[], ctx: GateContext): Allow | Deny {
+function execution(tool: Tool, paths: string[], policy: Policy): Allow | Deny {
   if (tool.effect !== 'exec') return { kind: 'allow', paths, sandboxed: false };
-  if (ctx.sandbox) return { kind: 'allow', paths, sandboxed: true };
+  if (policy.sandbox) return { kind: 'allow', paths, sandboxed: true };
   // a hook that merely matches (a logger, `.*`) is no decision about commands; every approver has allowed by now
-  if (ctx.allowShell || approversOf(ctx.hooks, tool.name).length)
+  if (policy.allowShell || approversOf([...policy.hooks], tool.name).length)
     return { kind: 'allow', paths, sandboxed: false };
   return {
     kind: 'deny',

@@ -79,6 +79,11 @@ export class Scope {
     this.protectedDirs = (opts.protectedDirs ?? []).map((p) => canonicalize(p, this.root));
   }
 
+  /** The same workspace and protected folders with other writable paths (a subagent's scope; the caller checks it is narrower). */
+  withWritable(writable: string[]): Scope {
+    return new Scope({ root: this.root, writable, protectedDirs: this.protectedDirs });
+  }
+
   /** Canonicalize and check a path; throws ScopeError when the access is not allowed. */
   resolve(path: string, access: Access): string {
     const canonical = canonicalize(path, this.root);

@@ -314,6 +314,14 @@ export function auditEntryFor(
     case 'model_fallback':
       // The error text is left out: a provider's message can echo a URL or a key.
       return { ...base, ...pick(event, ['round', 'from', 'to']) };
+    case 'session_resume':
+      return { ...base, ...pick(event, ['run', 'mode', 'provider', 'model']) };
+    case 'compaction':
+      // which part of the history the model now sees as a summary; the summary's text stays in the log
+      return {
+        ...base,
+        ...pick(event, ['trigger', 'keep_from_seq', 'tokens_before', 'tokens_after', 'model']),
+      };
     case 'session_end':
       return {
         ...base,

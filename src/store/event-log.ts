@@ -161,13 +161,13 @@ export class EventLog {
       .all(limit) as SessionRow[];
   }
 
-  /** The newest interactive session (not a fix or loop run, nor one of their attempts) started in `cwd`. */
+  /** The newest conversation started in `cwd`: a person's session or a fork of one (no run, attempt or subagent). */
   newestSession(cwd: string): SessionRow | undefined {
     return this.db
       .prepare(
         `SELECT s.* FROM sessions s
          WHERE s.cwd = ? AND s.mode IN ('ask', 'plan', 'edit', 'auto')
-           AND (s.parent_id IS NULL OR s.parent_id IN (SELECT id FROM sessions WHERE mode IN ('ask', 'plan', 'edit', 'auto')))
+           AND (s.parent_id IS NULL OR s.forked_seq IS NOT NULL)
          ORDER BY s.updated_at DESC, s.id DESC LIMIT 1`,
       )
       .get(cwd) as SessionRow | undefined;

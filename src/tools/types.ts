@@ -1,5 +1,6 @@
 /** What a tool is: a name, a zod schema, an effect class, and an execute function. */
 import type { z } from 'zod';
+import type { ChildRequest, Policy } from '../policy/policy.js';
 
 /** Effect classes the gate decides on. Modes allow a set of these. */
 export type Effect = 'read' | 'write' | 'exec' | 'memory';
@@ -24,6 +25,8 @@ export interface ToolContext {
   resolve(path: string, access: Access): string;
   /** Run a shell command under the session's policy (sandbox, limits). Only `shell` uses it. */
   exec?(command: string, opts: { timeoutS: number; signal: AbortSignal }): Promise<ExecResult>;
+  /** For spawn_agent: the child's policy as the gate granted it. */
+  granted?: Policy;
   /** Run the project's test command (optionally filtered) and describe the result. Only `run_tests` uses it. */
   runTests?(filter: string | undefined, signal: AbortSignal): Promise<{ output: string; failed: boolean }>;
 }
@@ -48,6 +51,8 @@ export interface ToolResult {
   diffLines?: number;
   /** Protected names the call created and keel removed again; the loop records them as a violation. */
   violations?: string[];
+  /** What child sessions this call reports on spent (wait_agent): it counts for this session's budgets. */
+  childUsage?: { input: number; output: number; cost_usd: number | null };
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {
@@ -55,6 +60,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   description: string;
   effect: Effect;
   schema: S;
+  /** For a tool that starts a child session (spawn_agent): what the child asks for, narrowed by the gate. */
+  child?(args: z.infer<S>): ChildRequest;
   /** Paths the call touches, so the gate can check scope before it runs. */
   paths?(args: z.infer<S>): PathAccess[];
   execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
@@ -64,3 +71,19 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
 export class ToolError extends Error {
   override name = 'ToolError';
 }
+
+/** What a tool factory gets: the session it makes tools for, and what that session runs with. */
+export interface ToolDeps {
+  policy: Policy;
+  sessionId: string;
+  /** The session's model client (a subagent shares its parent's). */
+  model: import('../model/chain.js').ModelClient;
+  signal: AbortSignal;
+  env: NodeJS.ProcessEnv;
+  loaded: import('../config/load.js').LoadedConfig;
+  /** Run this when the session ends, before its sandbox closes (a subagent tool cancels its children). */
+  onClose?(fn: () => Promise<void>): void;
+}
+
+/** Makes a session's tools from its dependencies: MCP, memory and subagent tools need no field of their own on the context. */
+export type ToolFactory = (deps: ToolDeps) => Tool[];

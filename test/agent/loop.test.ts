@@ -10,11 +10,16 @@ import { configSchema } from '../../src/config/schema.js';
 import { ModelClient } from '../../src/model/chain.js';
 import type { ScriptTurn } from '../../src/model/script.js';
 import { createScriptedProvider } from '../../src/model/scripted.js';
+import { policyFor } from '../../src/policy/policy.js';
 import { Scope } from '../../src/policy/scope.js';
 import { builtinTools } from '../../src/tools/builtin.js';
 import { ToolRegistry } from '../../src/tools/registry.js';
 import type { Tool } from '../../src/tools/types.js';
 import { tempDir, writeFiles } from '../helpers/tmp.js';
+
+function testPolicy(mode: 'ask' | 'edit', root: string, config: ReturnType<typeof configSchema.parse>) {
+  return policyFor({ mode, scope: new Scope({ root, writable: ['.'] }), config, sandbox: false });
+}
 
 function client(turns: ScriptTurn[]): ModelClient {
   const provider = createScriptedProvider({ turns });
@@ -34,16 +39,14 @@ async function session(
   writeFiles(root, { 'a.txt': 'one\ntwo\nthree\n' });
   const events: SessionEvent[] = [];
   const result = await runSession({
-    mode,
+    policy: testPolicy(mode, root, configSchema.parse(config)),
     prompt: 'do it',
     config: configSchema.parse(config),
-    scope: new Scope({ root, writable: ['.'] }),
     model: client(turns),
     tools: new ToolRegistry(builtinTools()),
     record: (e) => events.push(e),
     signal: new AbortController().signal,
     sessionId: 'test',
-    hooks: [],
   });
   return { root, result, events };
 }
@@ -130,16 +133,14 @@ describe('whatever throws', () => {
       },
     };
     const result = await runSession({
-      mode: 'ask',
+      policy: testPolicy('ask', root, configSchema.parse({})),
       prompt: 'do it',
       config: configSchema.parse({}),
-      scope: new Scope({ root, writable: ['.'] }),
       model: client([{ tool_calls: [{ name: 'broken', arguments: {} }] }, { text: 'never' }]),
       tools: new ToolRegistry([...builtinTools(), broken]),
       record: (e) => events.push(e),
       signal: new AbortController().signal,
       sessionId: 'test',
-      hooks: [],
     });
     expect(result.code).toBe('ENVIRONMENT_ERROR');
     expect(result.reason).toContain('unexpected error: TypeError: cannot read properties of undefined');
@@ -173,16 +174,14 @@ describe('history is a projection of the log', () => {
     };
     const events: SessionEvent[] = [];
     const result = await runSession({
-      mode: 'edit',
+      policy: testPolicy('edit', root, configSchema.parse({})),
       prompt: 'do it',
       config: configSchema.parse({}),
-      scope: new Scope({ root, writable: ['.'] }),
       model: recording,
       tools: new ToolRegistry(builtinTools()),
       record: (e) => events.push(structuredClone(e)),
       signal: new AbortController().signal,
       sessionId: 'test',
-      hooks: [],
     });
     expect(result.code).toBe('COMPLETED');
     expect(sent).toHaveLength(6);

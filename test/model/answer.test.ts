@@ -8,6 +8,7 @@ import { createOllamaProvider } from '../../src/model/ollama.js';
 import { createOpenAiProvider } from '../../src/model/openai.js';
 import type { ScriptTurn } from '../../src/model/script.js';
 import { type ScriptServer, startScriptServer } from '../../src/model/script-server.js';
+import { policyFor } from '../../src/policy/policy.js';
 import { Scope } from '../../src/policy/scope.js';
 import { ToolRegistry } from '../../src/tools/registry.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -34,16 +35,19 @@ describe('streamAnswer', () => {
     const events: SessionEvent[] = [];
     const root = tempDir();
     const opts: SessionOptions = {
-      mode: 'ask',
+      policy: policyFor({
+        mode: 'ask',
+        scope: new Scope({ root, writable: ['.'] }),
+        config: configSchema.parse({}),
+        sandbox: false,
+      }),
       prompt: 'fix it',
       config: configSchema.parse({}),
-      scope: new Scope({ root, writable: ['.'] }),
       model: clientOf([{ provider, model: 'm' }]),
       tools: new ToolRegistry([]),
       record: (e) => events.push(e),
       signal: new AbortController().signal,
       sessionId: 'test',
-      hooks: [],
       onText: (t) => shown.push(t),
     };
     const result: Answer = await streamAnswer(opts, ask, opts.signal, 1);

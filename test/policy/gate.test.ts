@@ -2,9 +2,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/config/schema.js';
 import { namesTool } from '../../src/policy/approvers.js';
 import { decide, type GateContext } from '../../src/policy/gate.js';
 import type { HookSpec } from '../../src/policy/hooks.js';
+import { type Policy, policyFor } from '../../src/policy/policy.js';
 import { Scope } from '../../src/policy/scope.js';
 import { shellTool } from '../../src/tools/shell.js';
 import { writeFileTool } from '../../src/tools/write-file.js';
@@ -21,16 +23,14 @@ function hook(stdout: string, code: number, extra: Partial<HookSpec> = {}): Hook
 }
 const ask = (reason: string) => JSON.stringify({ decision: 'ask', reason });
 
-function ctx(hooks: HookSpec[], over: Partial<GateContext> = {}): GateContext {
-  return {
+function ctx(hooks: HookSpec[], over: Partial<Policy> = {}): GateContext {
+  const base = policyFor({
     mode: 'edit',
     scope: new Scope({ root, writable: ['.'] }),
-    allowShell: false,
+    config: configSchema.parse({}),
     sandbox: false,
-    hooks,
-    hookBase: { session_id: 't', cwd: root, mode: 'edit' },
-    ...over,
-  };
+  });
+  return { policy: { ...base, hooks, ...over }, hookBase: { session_id: 't', cwd: root, mode: 'edit' } };
 }
 
 describe('a hook that asks', () => {

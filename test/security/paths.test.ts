@@ -2,7 +2,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/config/schema.js';
 import { decide } from '../../src/policy/gate.js';
+import { policyFor } from '../../src/policy/policy.js';
 import { Scope } from '../../src/policy/scope.js';
 import { editFileTool } from '../../src/tools/edit-file.js';
 import { readFileTool } from '../../src/tools/read-file.js';
@@ -23,11 +25,7 @@ function setup() {
   };
   const gate = (tool: Tool, args: unknown) =>
     decide(tool, args, {
-      mode: 'edit',
-      scope,
-      allowShell: false,
-      sandbox: false,
-      hooks: [],
+      policy: policyFor({ mode: 'edit', scope, config: configSchema.parse({}), sandbox: false }),
       hookBase: { session_id: 't', cwd: root, mode: 'edit' },
     });
   return { root, outside, scope, ctx, gate };

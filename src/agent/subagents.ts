@@ -1,0 +1,264 @@
+/**
+ * Subagents: a session hands side tasks to children that run concurrently in the same process.
+ * A child is a session of its own (its own log, linked to its parent, in the audit chain) under a
+ * policy the gate narrowed from its parent's (never wider), with a share of the parent's budgets.
+ * Results come back as tool results; cancelling or ending the parent cancels its children.
+ */
+import { z } from 'zod';
+import { MODES } from '../config/schema.js';
+import type { Budgets, Policy } from '../policy/policy.js';
+import type { Tool, ToolDeps, ToolFactory, ToolResult } from '../tools/types.js';
+import { ToolError } from '../tools/types.js';
+import type { SessionOutcome } from './session.js';
+
+type AgentState = 'running' | 'completed' | 'failed' | 'cancelled';
+
+interface Agent {
+  name: string;
+  sessionId: string;
+  mode: string;
+  state: AgentState;
+  outcome?: SessionOutcome;
+  error?: string;
+  /** Its usage was handed to the parent (once, by wait_agent). */
+  reported: boolean;
+  controller: AbortController;
+  inbox: string[];
+  done: Promise<void>;
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
+const WAIT_DEFAULT_S = 120;
+const WAIT_MAX_S = 600;
+
+/** A child's share: the parent's token and cost budgets split between the children that may run at once. */
+function share(budgets: Budgets, parts: number): Budgets {
+  return {
+    ...budgets,
+    ...(budgets.max_tokens !== undefined
+      ? { max_tokens: Math.max(1, Math.floor(budgets.max_tokens / parts)) }
+      : {}),
+    ...(budgets.max_cost_usd !== undefined ? { max_cost_usd: budgets.max_cost_usd / parts } : {}),
+  };
+}
+
+function describe(agent: Agent): string {
+  if (agent.state === 'running') return `${agent.name}: running (session ${agent.sessionId})`;
+  const o = agent.outcome;
+  if (!o) return `${agent.name}: ${agent.state}: ${agent.error ?? 'no outcome'}`;
+  const files = o.filesChanged.length ? `; changed ${o.filesChanged.join(', ')}` : '';
+  return `${agent.name}: ${o.code} after ${o.rounds} rounds (session ${agent.sessionId}${files})\n${o.summary || o.reason}`;
+}
+
+/** The subagent tools of one session; every child it spawns gets the same tools (one level deeper). */
+export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
+  const { policy } = deps;
+  const agents = new Map<string, Agent>();
+  const running = () => [...agents.values()].filter((a) => a.state === 'running');
+  const find = (name: string): Agent => {
+    const agent = agents.get(name);
+    if (!agent)
+      throw new ToolError(`no agent named "${name}"; agents: ${[...agents.keys()].join(', ') || 'none yet'}`);
+    return agent;
+  };
+  deps.onClose?.(async () => {
+    // a parent that ends leaves no child behind: each is cancelled, and its log gets its end
+    for (const agent of running()) agent.controller.abort();
+    await Promise.all([...agents.values()].map((a) => a.done));
+  });
+
+  const spawnSchema = z.object({
+    task: z.string().min(1).describe('what the agent should do, with everything it needs to know'),
+    name: z.string().optional().describe('a short name to refer to it (default agent1, agent2, ...)'),
+    mode: z.enum(MODES).optional().describe("its mode; default this session's, never wider"),
+    scope: z
+      .array(z.string())
+      .optional()
+      .describe("writable paths for it; default this session's, never wider"),
+    network: z
+      .boolean()
+      .optional()
+      .describe("network for its sandboxed commands; never wider than this session's"),
+  });
+  const spawn: Tool<typeof spawnSchema> = {
+    name: 'spawn_agent',
+    description:
+      'Start a subagent on a side task; it runs at the same time as you, in its own session, with at most your permissions. Get its result with wait_agent.',
+    effect: 'read',
+    schema: spawnSchema,
+    child: (args) => ({
+      ...(args.mode ? { mode: args.mode } : {}),
+      ...(args.scope ? { scope: args.scope } : {}),
+      ...(args.network !== undefined ? { network: args.network } : {}),
+    }),
+    async execute(args, ctx): Promise<ToolResult> {
+      const granted = ctx.granted;
+      if (!granted) throw new ToolError('spawn_agent ran without a policy from the gate');
+      const { maxRunning } = policy.agents;
+      if (running().length >= maxRunning)
+        throw new ToolError(
+          `${maxRunning} agents are running already (agents.max_running = ${maxRunning}); wait for one (wait_agent) or close one (close_agent)`,
+        );
+      const name = args.name ?? `agent${agents.size + 1}`;
+      if (!NAME.test(name))
+        throw new ToolError(`agent name "${name}" must be letters, digits, _ or -, at most 32`);
+      if (agents.has(name)) throw new ToolError(`an agent named "${name}" exists already; pick another name`);
+      const childPolicy: Policy = Object.freeze({
+        ...granted,
+        budgets: Object.freeze(share(granted.budgets, maxRunning)),
+      });
+      const { newSessionId, startSession } = await import('./session.js');
+      const controller = new AbortController();
+      const onParentAbort = () => controller.abort();
+      if (deps.signal.aborted) controller.abort();
+      deps.signal.addEventListener('abort', onParentAbort, { once: true });
+      const agent: Agent = {
+        name,
+        sessionId: newSessionId(),
+        mode: childPolicy.mode,
+        state: 'running',
+        reported: false,
+        controller,
+        inbox: [],
+        done: Promise.resolve(),
+      };
+      agents.set(name, agent);
+      agent.done = startSession({
+        id: agent.sessionId,
+        mode: childPolicy.mode,
+        prompt: args.task,
+        loaded: deps.loaded,
+        cwd: childPolicy.scope.root,
+        env: deps.env,
+        signal: controller.signal,
+        model: deps.model,
+        parentId: deps.sessionId,
+        policy: childPolicy,
+        tools: [agentTools],
+        inbox: () => agent.inbox.splice(0),
+      }).then(
+        (outcome) => {
+          agent.outcome = outcome;
+          agent.state =
+            outcome.code === 'COMPLETED'
+              ? 'completed'
+              : outcome.code === 'CANCELLED'
+                ? 'cancelled'
+                : 'failed';
+        },
+        (err: unknown) => {
+          agent.state = 'failed';
+          agent.error = err instanceof Error ? err.message : String(err);
+        },
+      );
+      void agent.done.finally(() => deps.signal.removeEventListener('abort', onParentAbort));
+      const scope = childPolicy.scope.writable.map((p) => childPolicy.scope.display(p)).join(', ');
+      return {
+        output: `spawned agent "${name}" (session ${agent.sessionId}, mode ${childPolicy.mode}, writable ${scope}); it works on its own: call wait_agent to get its result`,
+      };
+    },
+  };
+
+  const waitSchema = z.object({
+    names: z
+      .array(z.string())
+      .optional()
+      .describe('agents to wait for (default: all whose result you have not had)'),
+    timeout_s: z.coerce
+      .number()
+      .positive()
+      .optional()
+      .describe(`default ${WAIT_DEFAULT_S}, max ${WAIT_MAX_S}`),
+  });
+  const wait: Tool<typeof waitSchema> = {
+    name: 'wait_agent',
+    description: 'Wait until agents finish (or the timeout passes) and get their results.',
+    effect: 'read',
+    schema: waitSchema,
+    async execute(args, ctx): Promise<ToolResult> {
+      const targets = args.names ? args.names.map(find) : [...agents.values()].filter((a) => !a.reported);
+      if (!targets.length) return { output: 'no agents to wait for' };
+      const timeoutS = Math.min(args.timeout_s ?? WAIT_DEFAULT_S, WAIT_MAX_S);
+      let timer: NodeJS.Timeout | undefined;
+      const aborted = new Promise<void>((resolve) =>
+        ctx.signal.addEventListener('abort', () => resolve(), { once: true }),
+      );
+      await Promise.race([
+        Promise.all(targets.map((a) => a.done)),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, timeoutS * 1000);
+        }),
+        aborted,
+      ]);
+      clearTimeout(timer);
+      // what a finished child spent counts for its parent's budgets, once
+      const usage = { input: 0, output: 0, cost_usd: 0 as number | null };
+      for (const a of targets) {
+        if (a.state === 'running' || a.reported || !a.outcome) continue;
+        a.reported = true;
+        usage.input += a.outcome.tokens.input;
+        usage.output += a.outcome.tokens.output;
+        usage.cost_usd =
+          usage.cost_usd === null || a.outcome.costUsd === null ? null : usage.cost_usd + a.outcome.costUsd;
+      }
+      const stillRunning = targets.filter((a) => a.state === 'running').length;
+      return {
+        output: `${targets.map(describe).join('\n\n')}${stillRunning ? `\n\n(${stillRunning} still running after ${timeoutS} s)` : ''}`,
+        ...(usage.input + usage.output > 0 || usage.cost_usd ? { childUsage: usage } : {}),
+      };
+    },
+  };
+
+  const sendSchema = z.object({ name: z.string(), text: z.string().min(1) });
+  const send: Tool<typeof sendSchema> = {
+    name: 'send_message',
+    description: 'Send a running agent a message; it reads it before its next step.',
+    effect: 'read',
+    schema: sendSchema,
+    async execute(args): Promise<ToolResult> {
+      const agent = find(args.name);
+      if (agent.state !== 'running')
+        throw new ToolError(`agent "${agent.name}" has finished (${agent.state}); spawn a new one to go on`);
+      agent.inbox.push(args.text);
+      return { output: `queued for ${agent.name}: it reads it before its next step` };
+    },
+  };
+
+  const list: Tool<z.ZodObject<Record<string, never>>> = {
+    name: 'list_agents',
+    description: 'The agents this session started, with their state.',
+    effect: 'read',
+    schema: z.object({}),
+    async execute(): Promise<ToolResult> {
+      if (!agents.size) return { output: 'no agents yet' };
+      return {
+        output: [...agents.values()]
+          .map(
+            (a) =>
+              `${a.name}  ${a.state}  ${a.mode}  session ${a.sessionId}${a.outcome ? `  ${a.outcome.code}` : ''}`,
+          )
+          .join('\n'),
+      };
+    },
+  };
+
+  const closeSchema = z.object({ name: z.string() });
+  const close: Tool<typeof closeSchema> = {
+    name: 'close_agent',
+    description: 'Stop a running agent (its log keeps what it did).',
+    effect: 'read',
+    schema: closeSchema,
+    async execute(args): Promise<ToolResult> {
+      const agent = find(args.name);
+      if (agent.state === 'running') {
+        agent.controller.abort();
+        await agent.done;
+      }
+      return { output: describe(agent) };
+    },
+  };
+
+  // an agent at the deepest level allowed gets no spawn_agent: it could only be denied
+  if (policy.depth >= policy.agents.maxDepth) return [];
+  return [spawn, wait, send, list, close] as Tool[];
+};
