@@ -9,7 +9,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { startScriptServer } from '../dist/model/script-server.js';
+import { serve as serveStamped } from './serve.mjs';
 import { assertOk, rssMethod, runKeel, runNode } from './spawn-timed.mjs';
 
 const RUNS = { ask: 15, edit: 10, warmup: 2, rss: 5, editRss: 3 };
@@ -53,18 +53,7 @@ const THREE_STEPS = {
 
 // ---- helpers
 
-/** A script server whose request log also stamps each arrival (body fully read) with process.hrtime. */
-async function serve(script) {
-  const server = await startScriptServer(script, { models: [MODEL] });
-  const arrivals = [];
-  const push = server.requests.push.bind(server.requests);
-  server.requests.push = (...items) => {
-    const at = process.hrtime.bigint();
-    for (const r of items) arrivals.push({ at, method: r.method, path: r.path });
-    return push(...items);
-  };
-  return { server, arrivals };
-}
+const serve = (script) => serveStamped(script, MODEL);
 
 const modelFlags = (url) => ['--provider', 'openai', '--base-url', url, '--model', MODEL];
 const isChat = (r) => r.method === 'POST' && r.path === '/v1/chat/completions';

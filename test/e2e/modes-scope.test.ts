@@ -25,8 +25,19 @@ describe('modes and scope, through the real binary', () => {
     expect(run.stderr).toContain('write_file denied');
     expect(run.code).toBe(0);
     expect(existsSync(join(repo, 'pwned.txt'))).toBe(false);
-    // ask offers only read tools, so a well-behaved model never even sees write_file
-    expect(offeredTools(chatBodies(server)[0])).toEqual(['read_file', 'list_dir', 'glob', 'grep']);
+    // ask offers only read tools (and subagents, which can only be read-only too), so a well-behaved
+    // model never even sees write_file
+    expect(offeredTools(chatBodies(server)[0])).toEqual([
+      'read_file',
+      'list_dir',
+      'glob',
+      'grep',
+      'spawn_agent',
+      'wait_agent',
+      'send_message',
+      'list_agents',
+      'close_agent',
+    ]);
     const denials = lastSessionEvents(home).filter(
       (e) => e.type === 'gate_decision' || e.type === 'tool_call_invalid',
     );
