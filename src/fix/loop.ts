@@ -84,7 +84,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
-  const { runId, paths, db, log, record } = openRunLog({
+  const { runId, paths, db, log, record, close } = openRunLog({
     env,
     mode: 'loop',
     cwd: opts.cwd,
@@ -292,7 +292,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   } finally {
     await sandbox?.close();
     rmSync(reportsDir, { recursive: true, force: true });
-    db.close();
+    close();
   }
 
   async function reviewRound(

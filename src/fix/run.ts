@@ -74,7 +74,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
-  const { runId, paths, db, log, record } = openRunLog({
+  const { runId, paths, db, log, record, close } = openRunLog({
     env,
     mode: 'fix',
     cwd: opts.repo,
@@ -328,7 +328,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
   } finally {
     await sandbox?.close();
     rmSync(reportsDir, { recursive: true, force: true });
-    db.close();
+    close();
   }
 
   function finish(

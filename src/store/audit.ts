@@ -314,6 +314,26 @@ export function auditEntryFor(
     case 'model_fallback':
       // The error text is left out: a provider's message can echo a URL or a key.
       return { ...base, ...pick(event, ['round', 'from', 'to']) };
+    case 'run_start':
+      return { ...base, ...pick(event, ['mode', 'cwd', 'provider', 'model']) };
+    case 'fix_snapshot':
+      return { ...base, ...pick(event, ['kind', 'branch', 'commit', 'base']) };
+    case 'fix_baseline':
+    case 'loop_baseline':
+      return { ...base, ...pick(event, ['command', 'exit_code', 'passed', 'failed', 'failing', 'targets']) };
+    case 'fix_attempt':
+    case 'loop_round':
+      return { ...base, ...pick(event, ['attempt', 'round', 'session_id']) };
+    case 'fix_verdict':
+    case 'loop_verdict':
+      // the verdict itself: what a reviewer checks first
+      return {
+        ...base,
+        ...pick(event, ['attempt', 'round', 'status', 'code', 'reason', 'files', 'regressions']),
+      };
+    case 'fix_end':
+    case 'loop_end':
+      return { ...base, ...pick(event, ['code', 'status', 'reason', 'attempts', 'iterations', 'files']) };
     case 'session_resume':
       return { ...base, ...pick(event, ['run', 'mode', 'provider', 'model']) };
     case 'compaction':

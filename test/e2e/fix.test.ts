@@ -11,7 +11,7 @@ import {
   planTurns,
   reportFilesExist,
 } from './fix-harness.js';
-import { chatBodies, model, requestMessages } from './harness.js';
+import { chatBodies, keel, model, requestMessages } from './harness.js';
 
 const TARGET = 'test/stats.test.js > mean of 2, 4, 6 is 4';
 const EMPTY_MEAN = 'test/stats.test.js > mean of an empty list is 0';
@@ -29,10 +29,23 @@ describe('keel fix: a verified fix', () => {
     const repo = fixtureRepo('stats');
     dirtyCheckout(repo, 'src/stats.js');
     const server = await model([...PLAN, ...RIGHT_FIX]);
-    const { run, doc } = await fix(repo, server, ['--issue', 'mean() of [2, 4, 6] returns 3, not 4']);
+    const { run, doc, home } = await fix(repo, server, ['--issue', 'mean() of [2, 4, 6] returns 3, not 4']);
 
     expect(run.code, run.stderr).toBe(0);
     expect(doc).toMatchObject({ mode: 'fix', code: 'COMPLETED', status: 'verified', attempts: 1 });
+    // the verdict is in the audit chain with the run's id, next to its sessions' lines
+    const audit = JSON.parse(
+      (await keel(['audit', 'tail', '-n', '500', '--json'], { cwd: repo, home })).stdout,
+    ).lines as Array<{ type: string; session_id: string; status?: string }>;
+    const runLines = audit.filter((l) => l.session_id === doc.session_id).map((l) => [l.type, l.status]);
+    expect(runLines).toEqual(
+      expect.arrayContaining([
+        ['run_start', undefined],
+        ['fix_verdict', 'verified'],
+        ['fix_end', 'verified'],
+      ]),
+    );
+    expect((await keel(['audit', 'verify'], { cwd: repo, home })).code).toBe(0);
     expect(doc.files_changed).toEqual(['src/stats.js']);
     expect(doc.verification).toMatchObject({
       status: 'verified',
