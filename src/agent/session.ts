@@ -85,7 +85,7 @@ export class ResumeError extends Error {
 }
 
 /** Whether a process is alive on this machine (signal 0 checks without sending anything). */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,7 +1,7 @@
 /** `keel sessions list|show|fork`: read sessions back from the event log, and branch them. */
 import { existsSync, realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { newSessionId } from '../agent/session.js';
+import { alive, newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
@@ -39,13 +39,7 @@ function listed(log: EventLog, row: SessionRow): Listed {
 function runningPid(log: EventLog, id: string): number | undefined {
   const starts = log.events(id).filter((e) => e.type === 'session_start' || e.type === 'session_resume');
   const pid = starts.at(-1)?.data.pid;
-  if (typeof pid !== 'number') return undefined;
-  try {
-    process.kill(pid, 0);
-    return pid;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
-  }
+  return typeof pid === 'number' && alive(pid) ? pid : undefined;
 }
 
 /** List recent sessions, newest first; `--project` keeps this workspace's. */

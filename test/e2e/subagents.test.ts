@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/store/db.js';
@@ -92,47 +92,6 @@ describe('subagents', () => {
     );
     const verify = await keel(['audit', 'verify'], { cwd: repo, home });
     expect(verify.code).toBe(0);
-  });
-
-  it('a child asking for a wider mode, scope or network than its parent is denied by the gate', async () => {
-    const repo = gitRepo({ 'src/a.txt': 'a\n' });
-    // a link inside the parent's scope that points out of it: compared canonical, it is outside
-    symlinkSync('..', join(repo, 'src', 'up'));
-    const home = keelHome('scope = ["src"]\n');
-    const server = await model([
-      {
-        task: 'PARENT',
-        tool_calls: [
-          call('spawn_agent', { task: 'CHILD auto', mode: 'auto' }, 'c_mode'),
-          call('spawn_agent', { task: 'CHILD root', scope: ['.'] }, 'c_scope'),
-          call('spawn_agent', { task: 'CHILD link', scope: ['src/up'] }, 'c_link'),
-          call('spawn_agent', { task: 'CHILD net', network: true }, 'c_net'),
-        ],
-      },
-      { task: 'PARENT', text: 'all refused' },
-    ]);
-    const run = await keel(['edit', ...modelFlags(server), '--json', 'PARENT: try to widen'], {
-      cwd: repo,
-      home,
-    });
-    expect(run.code).toBe(0);
-    const doc = JSON.parse(run.stdout);
-    const denies = eventsOf(home, doc.session_id).filter(
-      (e) => e.type === 'gate_decision' && e.data.decision === 'deny',
-    );
-    expect(denies.map((e) => [e.data.call_id, e.data.deny])).toEqual([
-      ['c_mode', 'policy'],
-      ['c_scope', 'policy'],
-      ['c_link', 'policy'],
-      ['c_net', 'policy'],
-    ]);
-    expect(String(denies[0]?.data.reason)).toContain('mode auto is wider');
-    expect(String(denies[1]?.data.reason)).toContain('outside this session');
-    expect(String(denies[2]?.data.reason)).toContain('outside this session');
-    expect(String(denies[3]?.data.reason)).toContain('network');
-    // nothing was started
-    expect(sessions(home).filter((s) => s.parent_id === doc.session_id)).toEqual([]);
-    expect(bodiesFor(server, 'CHILD')).toEqual([]);
   });
 
   it('limits hold: max_running refuses a second child, max_depth leaves the deepest without spawn_agent, and ending the parent cancels a running child', async () => {
