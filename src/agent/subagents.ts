@@ -84,7 +84,7 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
     name: 'spawn_agent',
     description:
       'Start a subagent on a side task; it runs at the same time as you, in its own session, with at most your permissions. Get its result with wait_agent.',
-    effect: 'read',
+    effect: 'agent',
     schema: spawnSchema,
     child: (args) => ({
       ...(args.mode ? { mode: args.mode } : {}),
@@ -173,7 +173,7 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
   const wait: Tool<typeof waitSchema> = {
     name: 'wait_agent',
     description: 'Wait until agents finish (or the timeout passes) and get their results.',
-    effect: 'read',
+    effect: 'agent',
     schema: waitSchema,
     async execute(args, ctx): Promise<ToolResult> {
       const targets = args.names ? args.names.map(find) : [...agents.values()].filter((a) => !a.reported);
@@ -213,7 +213,7 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
   const send: Tool<typeof sendSchema> = {
     name: 'send_message',
     description: 'Send a running agent a message; it reads it before its next step.',
-    effect: 'read',
+    effect: 'agent',
     schema: sendSchema,
     async execute(args): Promise<ToolResult> {
       const agent = find(args.name);
@@ -227,7 +227,7 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
   const list: Tool<z.ZodObject<Record<string, never>>> = {
     name: 'list_agents',
     description: 'The agents this session started, with their state.',
-    effect: 'read',
+    effect: 'agent',
     schema: z.object({}),
     async execute(): Promise<ToolResult> {
       if (!agents.size) return { output: 'no agents yet' };
@@ -246,7 +246,7 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
   const close: Tool<typeof closeSchema> = {
     name: 'close_agent',
     description: 'Stop a running agent (its log keeps what it did).',
-    effect: 'read',
+    effect: 'agent',
     schema: closeSchema,
     async execute(args): Promise<ToolResult> {
       const agent = find(args.name);

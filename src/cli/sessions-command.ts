@@ -91,7 +91,7 @@ export async function forkSession(
   const fail = (message: string) => {
     if (flags.json)
       process.stdout.write(
-        `${JSON.stringify({ session_id: null, code: 'CONFIG_ERROR', exit_code: EXIT.usage, summary: message })}\n`,
+        `${JSON.stringify({ session_id: null, code: 'CONFIG_ERROR', exit_code: EXIT.usage, error: message })}\n`,
       );
     else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
     return EXIT.usage;
@@ -234,7 +234,9 @@ function showTree(id: string, flags: { json?: boolean }): number {
 export async function compactCommand(id: string, flags: CommonFlags & { json?: boolean }): Promise<number> {
   const fail = (message: string, exit: number = EXIT.usage) => {
     if (flags.json)
-      process.stdout.write(`${JSON.stringify({ session_id: null, compacted: false, error: message })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ session_id: null, compacted: false, code: exit === EXIT.model ? 'MODEL_ERROR' : 'CONFIG_ERROR', exit_code: exit, error: message })}\n`,
+      );
     else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
     return exit;
   };

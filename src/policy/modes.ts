@@ -2,8 +2,9 @@
 import type { Mode } from '../config/schema.js';
 import type { Effect } from '../tools/types.js';
 
-const READ_ONLY: ReadonlySet<Effect> = new Set<Effect>(['read', 'memory']);
-const WRITING: ReadonlySet<Effect> = new Set<Effect>(['read', 'write', 'exec', 'memory']);
+// `agent` (subagents) is in every mode: a child's policy is narrowed from its parent's, never wider
+const READ_ONLY: ReadonlySet<Effect> = new Set<Effect>(['read', 'memory', 'agent']);
+const WRITING: ReadonlySet<Effect> = new Set<Effect>(['read', 'write', 'exec', 'memory', 'agent']);
 
 export const MODE_EFFECTS: Record<Mode, ReadonlySet<Effect>> = {
   ask: READ_ONLY,

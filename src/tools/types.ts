@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { ChildRequest, Policy } from '../policy/policy.js';
 
 /** Effect classes the gate decides on. Modes allow a set of these. */
-export type Effect = 'read' | 'write' | 'exec' | 'memory';
+export type Effect = 'read' | 'write' | 'exec' | 'memory' | 'agent';
 
 export type Access = 'read' | 'write';
 

@@ -157,5 +157,10 @@ describe('compaction', () => {
     const unknown = await keel(['sessions', 'compact', 'nope', ...modelFlags(server)], { cwd: repo, home });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('no session matches');
+    const asJson = await keel(['sessions', 'compact', 'nope', '--json', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+    });
+    expect(JSON.parse(asJson.stdout)).toMatchObject({ compacted: false, code: 'CONFIG_ERROR', exit_code: 2 });
   });
 });

@@ -271,6 +271,12 @@ describe('resume, continue and fork', () => {
     const past = await keel(['sessions', 'fork', a.session_id, '--at', '999'], { cwd: repo, home });
     expect(past.code).toBe(2);
     expect(past.stderr).toContain('past its end');
+    const asJson = await keel(['sessions', 'fork', 'nope', '--json'], { cwd: repo, home });
+    expect(JSON.parse(asJson.stdout)).toMatchObject({
+      code: 'CONFIG_ERROR',
+      exit_code: 2,
+      error: expect.stringContaining('nope'),
+    });
   });
 
   it('a sandbox that cannot start still leaves a session row, its log and an audit line', async () => {
