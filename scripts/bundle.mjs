@@ -32,7 +32,7 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  external: ['better-sqlite3'],
+  external: ['better-sqlite3', 'koffi'],
   chunkNames: 'chunks/[name]-[hash]',
   // some dependencies call require() for Node built-ins; give ESM chunks a real one
   banner: {
