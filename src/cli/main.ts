@@ -316,6 +316,26 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       });
   }
 
+  // `keel chat`: the interactive session (src/chat/)
+  addBudgetOptions(
+    addModelOptions(
+      program
+        .command('chat')
+        .description('an interactive session: streamed answers, tool calls with their outcomes, approvals')
+        .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+        .option('-c, --continue', "go on with this project's newest session")
+        .option('--resume <id>', 'go on with this session (id or unique prefix)')
+        .option('--profile <name>', 'use [profiles.NAME] from the config over the base settings')
+        .option('--mode <mode>', "ask | plan | edit | auto (default: the config's permission)"),
+    ),
+    'per turn',
+  )
+    .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
+    .action(async (opts) => {
+      const { runChat } = await import('../chat/chat-command.js');
+      setExit(await runChat(opts));
+    });
+
   const dev = program.command('dev').description('tools for developing against keel');
   dev
     .command('mock-server')

@@ -96,20 +96,7 @@ export async function forkSession(
     else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
     return EXIT.usage;
   };
-  const result =
-    withLog((log) => {
-      const source = log.findSession(id);
-      if (!source) return `no session matches "${id}" (see keel sessions list)`;
-      if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
-        return `session ${source.id} is a ${source.mode} run, not a conversation; it cannot be forked`;
-      const last = log.lastSeq(source.id);
-      if (flags.at !== undefined && flags.at > last)
-        return `session ${source.id} has ${last} events; --at ${flags.at} is past its end`;
-      const fork = log.forkSession(source.id, newSessionId(), flags.at);
-      // the copy ends here: nothing runs it until someone resumes it
-      log.append(fork.id, 'session_fork', { from: source.id, at: fork.forked_seq ?? last });
-      return fork;
-    }) ?? `no session matches "${id}" (no sessions yet)`;
+  const result = forkStored(id, flags.at);
   if (typeof result === 'string') return fail(result);
   const message = readPrompt(words, flags.message);
   if (message) {
@@ -125,6 +112,25 @@ export async function forkSession(
       `${result.id}\n${dim(`forked from ${result.parent_id} at event ${result.forked_seq}; go on with: keel sessions resume ${result.id} -m TEXT`)}\n`,
     );
   return EXIT.ok;
+}
+
+/** Branch a stored session after event `at` (default: all of it); the new row, or why not. */
+export function forkStored(id: string, at?: number): SessionRow | string {
+  return (
+    withLog((log) => {
+      const source = log.findSession(id);
+      if (!source) return `no session matches "${id}" (see keel sessions list)`;
+      if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
+        return `session ${source.id} is a ${source.mode} run, not a conversation; it cannot be forked`;
+      const last = log.lastSeq(source.id);
+      if (at !== undefined && at > last)
+        return `session ${source.id} has ${last} events; --at ${at} is past its end`;
+      const fork = log.forkSession(source.id, newSessionId(), at);
+      // the copy ends here: nothing runs it until someone resumes it
+      log.append(fork.id, 'session_fork', { from: source.id, at: fork.forked_seq ?? last });
+      return fork;
+    }) ?? `no session matches "${id}" (no sessions yet)`
+  );
 }
 
 /** Show one session and its events. A session with no end event was killed; its log is still complete to that point. */

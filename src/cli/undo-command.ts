@@ -45,31 +45,10 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
   const fail = (message: string, code: number, doc: object = {}) =>
     out({ ...doc, error: message }, `${red('keel:')} ${inertLine(message)}\n`, code);
 
-  const cwd = canonical(resolve(flags.cwd ?? process.cwd()));
-  const found = findTarget(sessionId, cwd);
-  if (typeof found === 'string') return fail(found, EXIT.usage);
-  const { session } = found;
+  const prepared = prepareUndo(sessionId, canonical(resolve(flags.cwd ?? process.cwd())));
+  if ('error' in prepared) return fail(prepared.error, prepared.exit, prepared.base ?? {});
+  const { session, plan, steps } = prepared;
   const base = { session_id: session.id, cwd: session.cwd };
-
-  // undo runs git only in the repositories the session recorded, each opened at its exact top
-  for (const record of found.records) {
-    if (record.kind === 'git' && existsSync(record.repo) && !openRepoAt(record.repo))
-      return fail(
-        `${record.repo} is no longer the top of a git repository; undo will not guess`,
-        EXIT.failed,
-        base,
-      );
-  }
-  let plan: UndoPlan;
-  try {
-    plan = planUndo(found.records, session.cwd);
-  } catch (err) {
-    return fail(messageOf(err), codeOf(err), base);
-  }
-  const steps = plan.steps.map((s) => describeStep(s, plan.root));
-  if (!steps.length) {
-    return fail(`session ${session.id} has nothing left to undo (already undone?)`, EXIT.usage, base);
-  }
   if (!flags.json) {
     process.stdout.write(
       `session ${session.id} ${dim(`(${session.mode}, ${inertLine(session.cwd)})`)}\nundo will:\n`,
@@ -100,6 +79,42 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
     `undone:\n${done.map((s) => `  ${inertLine(s)}\n`).join('')}${keptNote && dim(keptNote)}`,
     EXIT.ok,
   );
+}
+
+/** The undo plan for a session (default: the latest here that saved something), or why there is none. */
+export function prepareUndo(
+  sessionId: string | undefined,
+  cwd: string,
+):
+  | { session: SessionRow; plan: UndoPlan; steps: string[] }
+  | { error: string; exit: number; base?: { session_id: string; cwd: string } } {
+  const found = findTarget(sessionId, cwd);
+  if (typeof found === 'string') return { error: found, exit: EXIT.usage };
+  const { session } = found;
+  const base = { session_id: session.id, cwd: session.cwd };
+  // undo runs git only in the repositories the session recorded, each opened at its exact top
+  for (const record of found.records) {
+    if (record.kind === 'git' && existsSync(record.repo) && !openRepoAt(record.repo))
+      return {
+        error: `${record.repo} is no longer the top of a git repository; undo will not guess`,
+        exit: EXIT.failed,
+        base,
+      };
+  }
+  let plan: UndoPlan;
+  try {
+    plan = planUndo(found.records, session.cwd);
+  } catch (err) {
+    return { error: messageOf(err), exit: codeOf(err), base };
+  }
+  const steps = plan.steps.map((s) => describeStep(s, plan.root));
+  if (!steps.length)
+    return {
+      error: `session ${session.id} has nothing left to undo (already undone?)`,
+      exit: EXIT.usage,
+      base,
+    };
+  return { session, plan, steps };
 }
 
 /** The session to undo and its safety-net records, or why there is none. */

@@ -1,0 +1,53 @@
+/**
+ * Approvals for one chat: the core asks (a write, a shell command, a hook's question) and the person
+ * answers y / n / a (always for this tool, remembered for the rest of the chat) / an explanation
+ * that goes back to the model as the refusal's message.
+ */
+
+// The shape the core's StartOptions.approve uses (src/agent/approvals.ts once it lands on main).
+export interface ApprovalRequest {
+  callId: string;
+  tool: string;
+  kind: 'write' | 'shell' | 'hook';
+  reason: string;
+  path?: string;
+  diff?: string;
+  command?: string;
+  sandboxed?: boolean;
+}
+export type ApprovalAnswer = { allow: true } | { allow: false; message?: string };
+
+/** What the person chose at the prompt. */
+export type ApprovalChoice =
+  | { kind: 'yes' }
+  | { kind: 'no' }
+  | { kind: 'always' }
+  | { kind: 'explain'; message: string };
+
+export class Approver {
+  private readonly always = new Set<string>();
+
+  constructor(private readonly ask: (req: ApprovalRequest) => Promise<ApprovalChoice>) {}
+
+  /** Answer a request: at once for a tool the person said "always" to, else by asking. */
+  readonly approve = async (req: ApprovalRequest): Promise<ApprovalAnswer> => {
+    if (this.always.has(req.tool)) return { allow: true };
+    const choice = await this.ask(req);
+    switch (choice.kind) {
+      case 'yes':
+        return { allow: true };
+      case 'always':
+        this.always.add(req.tool);
+        return { allow: true };
+      case 'explain':
+        return { allow: false, message: choice.message };
+      default:
+        return { allow: false };
+    }
+  };
+
+  /** Tools answered "always" so far. */
+  remembered(): string[] {
+    return [...this.always];
+  }
+}

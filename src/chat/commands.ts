@@ -1,0 +1,224 @@
+/**
+ * The slash commands, for either face: each reads or changes the conversation and answers in lines
+ * of text (keel's own words, with anything from the log made inert here).
+ */
+import { inertLine } from '../cli/inert.js';
+import { MODES, type Mode } from '../config/schema.js';
+import { type Conversation, errorLine, withStore } from './conversation.js';
+import { clip, tokens } from './describe.js';
+import { colorDiff, workspaceDiff } from './diff.js';
+import { COMMANDS, type CommandName } from './slash.js';
+import type { Style } from './style.js';
+
+/** Where a command answers: lines of text, an error line, a yes/no question. */
+export interface Screen {
+  style: Style;
+  lines(lines: string[]): void;
+  error(text: string): void;
+  confirm(question: string): Promise<boolean>;
+  /** Show a stored session's transcript (after /resume or /fork). */
+  reopened(id: string): void;
+  exit(): void;
+}
+
+/** Run one slash command. */
+export async function runCommand(
+  name: CommandName,
+  arg: string,
+  conv: Conversation,
+  screen: Screen,
+): Promise<void> {
+  const { style } = screen;
+  const busy = () => {
+    if (!conv.running) return false;
+    screen.error(`/${name} waits until the turn ends (Ctrl+C stops it)`);
+    return true;
+  };
+  switch (name) {
+    case 'help':
+      screen.lines([
+        style.bold('commands'),
+        ...COMMANDS.map((c) => `  /${`${c.name} ${c.args}`.trim().padEnd(28)} ${style.dim(c.summary)}`),
+        style.bold('keys'),
+        `  ${'Enter'.padEnd(29)} ${style.dim('send (during a turn: steer it at the next step)')}`,
+        `  ${'Shift+Enter, or \\ then Enter'.padEnd(29)} ${style.dim('a new line')}`,
+        `  ${'Up / Down'.padEnd(29)} ${style.dim("this project's earlier prompts")}`,
+        `  ${'Tab'.padEnd(29)} ${style.dim('complete a command or a file path; @path attaches a file')}`,
+        `  ${'Ctrl+O'.padEnd(29)} ${style.dim('expand or fold reasoning and tool output')}`,
+        `  ${'Ctrl+C'.padEnd(29)} ${style.dim('stop the turn; twice: leave')}`,
+        style.dim('  a leading space sends slash text as a message; /src/app.ts is a message too'),
+      ]);
+      return;
+    case 'mode': {
+      if (!arg) {
+        screen.lines([`mode ${conv.mode} ${style.dim(`(one of ${MODES.join(', ')})`)}`]);
+        return;
+      }
+      if (!(MODES as readonly string[]).includes(arg)) {
+        screen.error(`unknown mode "${inertLine(arg)}"; use one of ${MODES.join(', ')}`);
+        return;
+      }
+      conv.setMode(arg as Mode);
+      screen.lines([`mode ${arg} from the next turn`]);
+      return;
+    }
+    case 'model':
+      if (!arg) {
+        screen.lines([`model ${inertLine(conv.model)} ${style.dim(`(provider ${conv.config.provider})`)}`]);
+        return;
+      }
+      conv.setModel(arg);
+      screen.lines([`model ${inertLine(arg)} from the next turn`]);
+      return;
+    case 'resume': {
+      if (busy()) return;
+      if (!arg) {
+        const rows = withStore((log) => log.listSessions(10)) ?? [];
+        if (!rows.length) {
+          screen.lines(['no sessions yet']);
+          return;
+        }
+        screen.lines([
+          style.bold('recent sessions (/resume ID)'),
+          ...rows.map(
+            (r) =>
+              `  ${r.id}  ${r.mode.padEnd(4)} ${(r.code ?? 'unfinished').padEnd(16)} ${inertLine(clip(r.prompt.split('\n')[0] ?? '', 60))}`,
+          ),
+        ]);
+        return;
+      }
+      const row = withStore((log) => log.findSession(arg));
+      if (!row) {
+        screen.error(`no session matches "${inertLine(arg)}" (see /resume)`);
+        return;
+      }
+      screen.reopened(row.id);
+      return;
+    }
+    case 'fork': {
+      if (busy()) return;
+      if (!conv.sessionId) {
+        screen.error('nothing to fork yet: send a message first');
+        return;
+      }
+      const at = arg ? Number(arg) : undefined;
+      if (at !== undefined && (!Number.isInteger(at) || at <= 0)) {
+        screen.error(`/fork takes an event number (see keel sessions show), got "${inertLine(arg)}"`);
+        return;
+      }
+      const { forkStored } = await import('../cli/sessions-command.js');
+      const fork = forkStored(conv.sessionId, at);
+      if (typeof fork === 'string') {
+        screen.error(fork);
+        return;
+      }
+      screen.lines([
+        `forked ${conv.sessionId} at event ${fork.forked_seq} into ${fork.id}; going on in the fork`,
+      ]);
+      screen.reopened(fork.id);
+      return;
+    }
+    case 'compact': {
+      if (busy()) return;
+      if (!conv.sessionId) {
+        screen.error('nothing to compact yet');
+        return;
+      }
+      const { compactStoredSession } = await import('../agent/session.js');
+      try {
+        const result = await compactStoredSession({
+          id: conv.sessionId,
+          loaded: conv.loadedConfig,
+          signal: new AbortController().signal,
+        });
+        const e = result.event;
+        screen.lines([
+          e
+            ? `compacted: ${tokens(e.tokens_before)} -> ${tokens(e.tokens_after)} tokens (events from ${e.keep_from_seq} kept verbatim)`
+            : 'nothing to compact: the newest turns are all there is',
+        ]);
+      } catch (err) {
+        screen.error(`compaction failed: ${inertLine(errorLine(err))}`);
+      }
+      return;
+    }
+    case 'undo': {
+      if (busy()) return;
+      if (!conv.sessionId) {
+        screen.error('this chat has changed nothing yet');
+        return;
+      }
+      const { prepareUndo } = await import('../cli/undo-command.js');
+      const prepared = prepareUndo(conv.sessionId, conv.cwd);
+      if ('error' in prepared) {
+        screen.error(prepared.error);
+        return;
+      }
+      screen.lines([style.bold('undo will:'), ...prepared.steps.map((s) => `  ${inertLine(s)}`)]);
+      if (!(await screen.confirm('undo these changes?'))) {
+        screen.lines(['not undone']);
+        return;
+      }
+      const { applyUndo } = await import('../policy/safety-net.js');
+      try {
+        const done = applyUndo(prepared.plan);
+        screen.lines([style.bold('undone:'), ...done.map((s) => `  ${inertLine(s)}`)]);
+      } catch (err) {
+        screen.error(`undo stopped: ${inertLine(errorLine(err))}`);
+      }
+      return;
+    }
+    case 'diff': {
+      const lines = workspaceDiff(conv.cwd);
+      if (lines === undefined) screen.error(`${conv.cwd} is not a git repository: no diff to show`);
+      else if (!lines.length) screen.lines(['no changes against HEAD']);
+      else screen.lines(colorDiff(lines, style));
+      return;
+    }
+    case 'cost': {
+      const s = conv.stats;
+      const window = s.contextWindow ? ` of ${tokens(s.contextWindow)}` : '';
+      screen.lines([
+        `session ${conv.sessionId ?? '(not started)'}`,
+        `  tokens ${tokens(s.tokens)} · context ${tokens(s.contextTokens)}${window} · cost ${s.cost === null ? 'unknown (no pricing for this model)' : `$${s.cost.toFixed(4)}`}`,
+      ]);
+      return;
+    }
+    case 'agents': {
+      if (!conv.sessionId) {
+        screen.lines(['no subagents: the session has not started']);
+        return;
+      }
+      const root = conv.sessionId;
+      const lines =
+        withStore((log) => {
+          const out: string[] = [];
+          const walk = (id: string, depth: number) => {
+            if (depth > 16) return;
+            for (const child of log.childSessions(id)) {
+              const state = child.code ?? (conv.running ? 'running' : 'unfinished');
+              const paint = child.code === 'COMPLETED' ? style.green : child.code ? style.red : style.yellow;
+              out.push(
+                `${'  '.repeat(depth + 1)}${child.id}  ${child.mode}  ${paint(state)}  ${inertLine(clip(child.prompt.split('\n')[0] ?? '', 60))}`,
+              );
+              walk(child.id, depth + 1);
+            }
+          };
+          walk(root, 0);
+          return out;
+        }) ?? [];
+      screen.lines(
+        lines.length ? [style.bold(`subagents of ${root}`), ...lines] : ['no subagents in this session'],
+      );
+      return;
+    }
+    case 'memory':
+      screen.lines([
+        'keel has no memory yet: nothing is remembered across sessions (the session log is kept; see /resume)',
+      ]);
+      return;
+    case 'exit':
+      screen.exit();
+      return;
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * One chat's session, turn after turn, for either face (full-screen or plain). Each turn is one run
+ * of the same session: the first starts it, the next reopen it from its log (the log is the truth).
+ * Typing during a turn queues steering that the loop reads before its next model request.
+ */
+import { existsSync } from 'node:fs';
+import type { SessionEvent } from '../agent/events.js';
+import type { SessionOutcome, StartOptions } from '../agent/session.js';
+import type { LoadedConfig } from '../config/load.js';
+import { keelPaths } from '../config/paths.js';
+import type { Mode } from '../config/schema.js';
+import { openDb } from '../store/db.js';
+import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import { type ApprovalChoice, type ApprovalRequest, Approver } from './approver.js';
+
+/** What a face shows; every text it gets from here is raw, and the face makes it inert. */
+export interface ChatView {
+  /** A turn starts with this message (already shown by the face when the person typed it). */
+  turnStart(prompt: string): void;
+  text(chunk: string): void;
+  reasoning(chunk: string): void;
+  /** An event of the log: live, or replayed from the log when a session is reopened. */
+  event(event: SessionEvent, live: boolean): void;
+  turnEnd(outcome: SessionOutcome | undefined): void;
+  notice(text: string, kind?: 'info' | 'error' | 'ok'): void;
+  ask(req: ApprovalRequest): Promise<ApprovalChoice>;
+  confirm(question: string): Promise<boolean>;
+  /** Something on the status line changed. */
+  status(): void;
+}
+
+export interface Stats {
+  /** The last request's estimated size, and the window it must fit. */
+  contextTokens: number;
+  contextWindow?: number;
+  /** The session's tokens and cost over all its runs (cost null: no price known). */
+  tokens: number;
+  cost: number | null;
+  /** Whether shell ran sandboxed, once a command ran. */
+  sandboxed?: boolean;
+}
+
+export interface ConversationOptions {
+  loaded: LoadedConfig;
+  /** The workspace, canonical. */
+  cwd: string;
+  mode: Mode;
+  view: ChatView;
+  env?: NodeJS.ProcessEnv;
+}
+
+export class Conversation {
+  sessionId: string | undefined;
+  mode: Mode;
+  model: string;
+  readonly stats: Stats;
+  private loaded: LoadedConfig;
+  /** Whether the session has a row in the log yet (the first run may fail before it starts). */
+  private stored = false;
+  private queue: string[] = [];
+  private controller: AbortController | undefined;
+  private current: Promise<void> | undefined;
+  readonly approver: Approver;
+
+  constructor(private readonly opts: ConversationOptions) {
+    this.loaded = opts.loaded;
+    this.mode = opts.mode;
+    this.model = opts.loaded.config.model ?? '(none)';
+    this.stats = {
+      contextTokens: 0,
+      ...(opts.loaded.config.context_window ? { contextWindow: opts.loaded.config.context_window } : {}),
+      tokens: 0,
+      cost: null,
+    };
+    this.approver = new Approver((req) => opts.view.ask(req));
+  }
+
+  get running(): boolean {
+    return this.current !== undefined;
+  }
+
+  get config(): LoadedConfig['config'] {
+    return this.loaded.config;
+  }
+
+  get loadedConfig(): LoadedConfig {
+    return this.loaded;
+  }
+
+  get cwd(): string {
+    return this.opts.cwd;
+  }
+
+  /** Use this model for the next turns (the config's provider and endpoint stay). */
+  setModel(name: string): void {
+    this.loaded = { ...this.loaded, config: { ...this.loaded.config, model: name } };
+    this.model = name;
+    this.opts.view.status();
+  }
+
+  setMode(mode: Mode): void {
+    this.mode = mode;
+    this.opts.view.status();
+  }
+
+  /** Go on with a stored session: its mode, and its transcript shown from the log. */
+  open(row: SessionRow, events: StoredEvent[], keepMode: boolean): void {
+    this.sessionId = row.id;
+    this.stored = true;
+    if (keepMode) this.mode = row.mode as Mode;
+    this.stats.contextTokens = 0;
+    this.stats.tokens = 0;
+    this.stats.cost = row.cost_usd;
+    for (const stored of events) {
+      const event = { type: stored.type, ...stored.data } as SessionEvent;
+      this.count(event);
+      this.opts.view.event(event, false);
+    }
+    this.opts.view.status();
+  }
+
+  /** Send a message: a new turn, or steering for the turn that runs. */
+  send(text: string): void {
+    if (this.current) {
+      this.queue.push(text);
+      this.opts.view.notice(`queued for the next step: ${firstLine(text)}`, 'info');
+      return;
+    }
+    this.current = this.turn(text).finally(() => {
+      this.current = undefined;
+      this.controller = undefined;
+      // steering the model never read (it answered first) becomes the next turn
+      const left = this.queue.splice(0);
+      if (left.length) this.send(left.join('\n\n'));
+      else this.opts.view.status();
+    });
+  }
+
+  /** Stop the turn that runs (its run ends CANCELLED in the log); false when none runs. */
+  stop(): boolean {
+    if (!this.controller || this.controller.signal.aborted) return false;
+    this.queue = [];
+    this.controller.abort();
+    return true;
+  }
+
+  /** Stop any turn and wait until its log is complete. */
+  async close(): Promise<void> {
+    this.stop();
+    await this.current;
+  }
+
+  /** Wait for the turn that runs, if any. */
+  async idle(): Promise<void> {
+    while (this.current) await this.current;
+  }
+
+  private async turn(prompt: string): Promise<void> {
+    const { view } = this.opts;
+    const controller = new AbortController();
+    this.controller = controller;
+    view.turnStart(prompt);
+    view.status();
+    const [{ startSession, newSessionId }, { agentTools }] = await Promise.all([
+      import('../agent/session.js'),
+      import('../agent/subagents.js'),
+    ]);
+    if (!this.sessionId) this.sessionId = newSessionId();
+    const options: StartOptions & { approve?: Approver['approve'] } = {
+      mode: this.mode,
+      prompt,
+      loaded: this.loaded,
+      cwd: this.opts.cwd,
+      signal: controller.signal,
+      tools: [agentTools],
+      ...(this.stored ? { resume: this.sessionId } : { id: this.sessionId }),
+      ...(this.opts.env ? { env: this.opts.env } : {}),
+      onText: (chunk) => view.text(chunk),
+      onReasoning: (chunk) => view.reasoning(chunk),
+      onEvent: (event) => {
+        if (event.type === 'session_start') this.stored = true;
+        this.count(event);
+        view.event(event, true);
+        view.status();
+      },
+      inbox: () => this.queue.splice(0),
+      confirm: (question) => view.confirm(question),
+      approve: this.approver.approve,
+    };
+    let outcome: SessionOutcome | undefined;
+    try {
+      outcome = await startSession(options);
+      this.stats.tokens = outcome.tokens.input + outcome.tokens.output;
+      this.stats.cost = outcome.costUsd;
+    } catch (err) {
+      view.notice(errorLine(err), 'error');
+    }
+    view.turnEnd(outcome);
+  }
+
+  /** Fold an event into the status line's numbers. */
+  private count(event: SessionEvent): void {
+    switch (event.type) {
+      case 'model_request':
+        this.stats.contextTokens = event.est_tokens;
+        if (event.model) this.model = event.model;
+        return;
+      case 'assistant_message':
+        this.stats.tokens += event.usage.input + event.usage.output;
+        if (event.cost_usd !== null) this.stats.cost = (this.stats.cost ?? 0) + event.cost_usd;
+        return;
+      case 'tool_start':
+        if (event.sandboxed !== undefined) this.stats.sandboxed = event.sandboxed;
+        return;
+      case 'session_end':
+        this.stats.tokens = event.tokens.input + event.tokens.output;
+        this.stats.cost = event.cost_usd;
+        return;
+      default:
+        return;
+    }
+  }
+}
+
+/** Read from the session store, or undefined when there is none yet. */
+export function withStore<T>(fn: (log: EventLog) => T, env: NodeJS.ProcessEnv = process.env): T | undefined {
+  const path = keelPaths(env).db;
+  if (!existsSync(path)) return undefined;
+  const db = openDb(path);
+  try {
+    return fn(new EventLog(db));
+  } finally {
+    db.close();
+  }
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n')[0] ?? '';
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+}
+
+/** One line for a failed turn: the error's own message, never a stack. */
+export function errorLine(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.split('\n')[0] ?? message;
+}

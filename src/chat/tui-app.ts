@@ -1,0 +1,342 @@
+/**
+ * The full-screen chat on pi-tui: the transcript above, a status line and the input below, an
+ * approval prompt in between when the session asks. Differential rendering keeps the screen still
+ * while answers stream.
+ */
+import {
+  CombinedAutocompleteProvider,
+  type Component,
+  Editor,
+  type Focusable,
+  Input,
+  Loader,
+  matchesKey,
+  ProcessTerminal,
+  Text,
+  TUI,
+  truncateToWidth,
+} from '@mariozechner/pi-tui';
+import type { SessionOutcome } from '../agent/session.js';
+import { inertLine } from '../cli/inert.js';
+import type { ApprovalChoice, ApprovalRequest } from './approver.js';
+import type { ChatSetup } from './chat-command.js';
+import { runCommand, type Screen } from './commands.js';
+import { type ChatView, Conversation } from './conversation.js';
+import { colorDiff } from './diff.js';
+import { InputHistory } from './input-history.js';
+import { attachMentions, MentionError } from './mentions.js';
+import { COMMANDS, parseInput } from './slash.js';
+import { statusLine } from './status-line.js';
+import { color as style } from './style.js';
+import { Transcript } from './transcript.js';
+
+/** A line of keel's own text that always fits. */
+class Line implements Component {
+  constructor(private text: () => string) {}
+  render(width: number): string[] {
+    return [truncateToWidth(this.text(), width)];
+  }
+  invalidate(): void {}
+}
+
+/** The question a session asks: the file and its diff, or the exact command; y / n / a / e. */
+class ApprovalPrompt implements Component, Focusable {
+  focused = false;
+  private explaining: Input | undefined;
+  constructor(
+    private readonly req: ApprovalRequest,
+    private readonly answer: (choice: ApprovalChoice) => void,
+    private readonly tui: TUI,
+  ) {}
+  handleInput(data: string): void {
+    if (this.explaining) {
+      if (matchesKey(data, 'escape')) {
+        this.explaining = undefined;
+      } else this.explaining.handleInput(data);
+      this.tui.requestRender();
+      return;
+    }
+    const key = data.toLowerCase();
+    if (key === 'y') this.answer({ kind: 'yes' });
+    else if (key === 'n') this.answer({ kind: 'no' });
+    else if (key === 'a') this.answer({ kind: 'always' });
+    else if (key === 'e') {
+      const input = new Input();
+      input.focused = true;
+      input.onSubmit = (text) => this.answer({ kind: 'explain', message: text.trim() || 'no' });
+      this.explaining = input;
+      this.tui.requestRender();
+    }
+  }
+  render(width: number): string[] {
+    const r = this.req;
+    const what =
+      r.kind === 'shell'
+        ? `run ${style.bold(inertLine(r.command ?? ''))}${r.sandboxed === false ? style.red(' (outside the sandbox)') : ''}`
+        : r.kind === 'write'
+          ? `change ${style.bold(inertLine(r.path ?? ''))}`
+          : inertLine(r.reason);
+    const lines = [
+      style.yellow(`╭─ keel asks: ${inertLine(r.tool)} wants to ${what}`),
+      ...(r.kind !== 'hook' && r.reason ? [style.yellow('│ ') + style.dim(inertLine(r.reason))] : []),
+    ];
+    const diff = r.diff ? colorDiff(r.diff.split('\n'), style) : [];
+    for (const d of diff.slice(0, 30)) lines.push(`${style.yellow('│ ')}${d}`);
+    if (diff.length > 30) lines.push(`${style.yellow('│ ')}${style.dim(`… ${diff.length - 30} more lines`)}`);
+    if (this.explaining) {
+      lines.push(style.yellow('╰─ tell the model why not (Enter sends, Esc goes back):'));
+      lines.push(...this.explaining.render(width));
+    } else
+      lines.push(
+        style.yellow('╰─ ') +
+          `${style.bold('y')} yes · ${style.bold('n')} no · ${style.bold('a')} always for ${inertLine(r.tool)} · ${style.bold('e')} no, and say why`,
+      );
+    return lines.map((l) => truncateToWidth(l, width));
+  }
+  invalidate(): void {}
+}
+
+/** A yes/no question of keel's own (or a hook's, made inert): y or n. */
+class YesNo implements Component, Focusable {
+  focused = false;
+  constructor(
+    private readonly question: string,
+    private readonly answer: (yes: boolean) => void,
+  ) {}
+  handleInput(data: string): void {
+    if (data.toLowerCase() === 'y') this.answer(true);
+    else if (data.toLowerCase() === 'n' || matchesKey(data, 'enter') || matchesKey(data, 'escape'))
+      this.answer(false);
+  }
+  render(width: number): string[] {
+    return [truncateToWidth(`${style.yellow('? ')}${this.question} ${style.dim('[y/N]')}`, width)];
+  }
+  invalidate(): void {}
+}
+
+/** Run the full-screen chat until the person leaves; returns the exit status. */
+export async function runTuiChat(setup: ChatSetup): Promise<number> {
+  const terminal = new ProcessTerminal();
+  const tui = new TUI(terminal);
+  const transcript = new Transcript(setup.cwd);
+  const history = new InputHistory(setup.cwd);
+  const editor = new Editor(tui, {
+    borderColor: (s) => style.dim(s),
+    selectList: {
+      selectedPrefix: (s) => style.cyan(s),
+      selectedText: (s) => style.cyan(s),
+      description: (s) => style.dim(s),
+      scrollInfo: (s) => style.dim(s),
+      noMatch: (s) => style.dim(s),
+    },
+  });
+  editor.setAutocompleteProvider(
+    new CombinedAutocompleteProvider(
+      COMMANDS.map((c) => ({ name: c.name, description: c.summary })),
+      setup.cwd,
+      null,
+    ),
+  );
+  for (const past of history.all()) editor.addToHistory(past);
+
+  let finish: (code: number) => void = () => {};
+  const done = new Promise<number>((resolve) => {
+    finish = resolve;
+  });
+  const loader = new Loader(
+    tui,
+    (s) => style.cyan(s),
+    (s) => style.dim(s),
+    'working',
+  );
+  const slot = new ContainerSlot();
+  let started = 0;
+  let interrupts = 0;
+
+  const ask = <T>(make: (answer: (value: T) => void) => Component): Promise<T> =>
+    new Promise<T>((resolve) => {
+      const prompt = make((value) => {
+        slot.set(undefined);
+        tui.setFocus(editor);
+        tui.requestRender();
+        resolve(value);
+      });
+      slot.set(prompt);
+      tui.setFocus(prompt);
+      tui.requestRender();
+    });
+
+  const view: ChatView = {
+    turnStart: () => {
+      started = Date.now();
+      loader.setMessage('working · Ctrl+C stops');
+      slot.loading(loader);
+      loader.start();
+    },
+    text: (chunk) => {
+      transcript.text(chunk);
+      tui.requestRender();
+    },
+    reasoning: (chunk) => {
+      transcript.reasoning(chunk);
+      tui.requestRender();
+    },
+    event: (event, live) => {
+      transcript.event(event, live);
+      tui.requestRender();
+    },
+    turnEnd: (_outcome: SessionOutcome | undefined) => {
+      loader.stop();
+      slot.loading(undefined);
+      tui.requestRender();
+    },
+    notice: (text, kind) => {
+      transcript.notice(text, kind);
+      tui.requestRender();
+    },
+    ask: (req) => ask<ApprovalChoice>((answer) => new ApprovalPrompt(req, answer, tui)),
+    confirm: (question) => ask<boolean>((answer) => new YesNo(inertLine(question), answer)),
+    status: () => tui.requestRender(),
+  };
+  const conv = new Conversation({ loaded: setup.loaded, cwd: setup.cwd, mode: setup.mode, view });
+
+  const screen: Screen = {
+    style,
+    lines: (lines) => {
+      transcript.lines(lines);
+      tui.requestRender();
+    },
+    error: (text) => view.notice(text, 'error'),
+    confirm: (question) => view.confirm(question),
+    reopened: (id) => {
+      const found = setup.read(id);
+      if (!found) return view.notice(`no session matches "${inertLine(id)}"`, 'error');
+      transcript.notice(`── session ${found.row.id} (${found.row.mode}) ──`);
+      conv.open(found.row, found.events, !setup.modeGiven);
+      tui.requestRender();
+    },
+    exit: () => void leave(),
+  };
+
+  const leave = async () => {
+    // the log is finished before the process goes: a running turn ends CANCELLED
+    await conv.close();
+    finish(0);
+  };
+
+  let previous = '';
+  let current = '';
+  editor.onChange = (text) => {
+    previous = current;
+    current = text;
+    interrupts = 0;
+  };
+  editor.onSubmit = (submitted) => {
+    // the editor trims; the text as typed (before its clear) says whether it began with a space
+    const typed = current === '' ? previous : current;
+    const parsed = parseInput(typed.startsWith(' ') ? ` ${submitted}` : submitted);
+    if (parsed.kind === 'empty') return;
+    history.add(submitted);
+    editor.addToHistory(submitted);
+    if (parsed.kind === 'unknown') {
+      view.notice(
+        `unknown command /${inertLine(parsed.word)}${parsed.suggestion ? `; did you mean /${parsed.suggestion}?` : ''} (see /help; start with a space to send it as text)`,
+        'error',
+      );
+      return;
+    }
+    if (parsed.kind === 'command') {
+      void runCommand(parsed.name, parsed.arg, conv, screen).catch((err) =>
+        view.notice(`/${parsed.name}: ${inertLine(String((err as Error).message ?? err))}`, 'error'),
+      );
+      return;
+    }
+    let message: string;
+    try {
+      const attached = attachMentions(parsed.text, setup.cwd);
+      message = attached.text;
+      if (!conv.running) transcript.user(parsed.text);
+      if (attached.files.length) view.notice(`attached ${attached.files.map(inertLine).join(', ')}`);
+    } catch (err) {
+      if (err instanceof MentionError) return view.notice(inertLine(err.message), 'error');
+      throw err;
+    }
+    conv.send(message);
+    tui.requestRender();
+  };
+
+  tui.addInputListener((data) => {
+    if (matchesKey(data, 'ctrl+c')) {
+      interrupts++;
+      if (conv.running) {
+        if (interrupts >= 2) void leave();
+        else if (conv.stop()) view.notice('stopping the turn (Ctrl+C again to leave)');
+        return { consume: true };
+      }
+      if (editor.getText() && interrupts === 1) {
+        editor.setText('');
+        return { consume: true };
+      }
+      if (interrupts >= 2) void leave();
+      else view.notice('Ctrl+C again to leave (or /exit)');
+      return { consume: true };
+    }
+    if (matchesKey(data, 'ctrl+d') && !editor.getText() && !slot.asking()) {
+      void leave();
+      return { consume: true };
+    }
+    if (matchesKey(data, 'ctrl+o')) {
+      transcript.toggle();
+      tui.requestRender();
+      return { consume: true };
+    }
+    return undefined;
+  });
+
+  const where = `${inertLine(setup.cwd)}`;
+  tui.addChild(new Text(style.dim(`keel chat · ${where} · /help for commands`), 0, 0));
+  tui.addChild(transcript);
+  tui.addChild(slot);
+  tui.addChild(editor);
+  tui.addChild(
+    new Line(() => {
+      const elapsed = conv.running && started ? ` · ${((Date.now() - started) / 1000).toFixed(0)}s` : '';
+      return statusLine(conv, style) + style.dim(elapsed);
+    }),
+  );
+  tui.setFocus(editor);
+
+  for (const warning of setup.loaded.warnings) transcript.notice(`warning: ${inertLine(warning)}`, 'error');
+  if (setup.resume) screen.reopened(setup.resume);
+  tui.start();
+  setup.ready();
+  try {
+    return await done;
+  } finally {
+    loader.stop();
+    tui.stop();
+    await terminal.drainInput(200, 20).catch(() => {});
+  }
+}
+
+/** The space between the transcript and the input: the spinner, or a question being asked. */
+class ContainerSlot implements Component {
+  private prompt: Component | undefined;
+  private spinner: Component | undefined;
+  set(prompt: Component | undefined): void {
+    this.prompt = prompt;
+  }
+  loading(spinner: Component | undefined): void {
+    this.spinner = spinner;
+  }
+  asking(): boolean {
+    return this.prompt !== undefined;
+  }
+  render(width: number): string[] {
+    return [...(this.spinner?.render(width) ?? []), ...(this.prompt?.render(width) ?? [])];
+  }
+  invalidate(): void {
+    this.prompt?.invalidate?.();
+    this.spinner?.invalidate?.();
+  }
+}

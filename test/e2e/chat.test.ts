@@ -1,0 +1,287 @@
+/** `keel chat` as a person uses it: the real binary in a tmux pane, a scripted model, the log read back. */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { StoredEvent } from '../../src/store/event-log.js';
+import { gitRepo, tempDir } from '../helpers/tmp.js';
+import { Pane } from './chat-pane.js';
+import {
+  chatBodies,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+  requestMessages,
+} from './harness.js';
+
+const READY = /ctx \d/;
+
+async function eventually<T>(fn: () => T | undefined, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      const value = fn();
+      if (value) return value;
+    } catch {
+      // the store may not exist yet
+    }
+    if (Date.now() > end) throw new Error('condition never held');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const ends = (events: StoredEvent[]) =>
+  events.filter((e) => e.type === 'session_end').map((e) => e.data.code);
+
+describe('keel chat in a terminal', () => {
+  it('streams an answer as markdown, and model escape sequences reach the screen only as visible text', async () => {
+    const server = await model([
+      {
+        text: 'Here is **bold** \x1b]52;c;SGVsbG8=\x07 then \x1b[2J and the end.',
+        reasoning: 'I should answer briefly.',
+        chunk_size: 4,
+        chunk_delay_ms: 5,
+      },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('say something', 'Enter');
+    const screen = await pane.waitFor('the end.');
+    // the raw sequences would have cleared the screen and set the clipboard; here they are text
+    expect(screen).toContain('\\x1b]52;c;SGVsbG8=\\x07 then \\x1b[2J and the end.');
+    expect(screen).toContain('› say something');
+    expect(screen).toContain('Here is bold');
+    expect(screen).toMatch(/thinking · 1 line/);
+    const raw = pane.screen(true);
+    expect(raw).not.toContain('\x1b]52');
+    expect(raw).not.toContain('\x1b[2J');
+    const events = await eventually(() => {
+      const all = lastSessionEvents(home);
+      return ends(all).length ? all : undefined;
+    });
+    expect(events.find((e) => e.type === 'user_message')?.data.text).toBe('say something');
+    expect(ends(events)).toEqual(['COMPLETED']);
+  });
+
+  it('shows a tool call with its decision and outcome, and a coloured diff for a write', async () => {
+    const server = await model([
+      { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'README.md' } }] },
+      {
+        tool_calls: [
+          {
+            id: 'c2',
+            name: 'write_file',
+            arguments: { path: 'notes.txt', content: 'first line\nsecond line\n' },
+          },
+        ],
+      },
+      { text: 'Wrote the notes.' },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('write notes', 'Enter');
+    const screen = await pane.waitFor('Wrote the notes.');
+    expect(screen).toMatch(/● read_file README\.md\s*\n\s*└ allowed · 1 line/);
+    expect(screen).toMatch(/● write_file notes\.txt\s*\n\s*└ allowed · 2 lines changed in notes\.txt/);
+    expect(screen).toContain('+first line');
+    expect(screen).toContain('+second line');
+    // green additions: the colour is keel's, around text already made inert
+    expect(pane.screen(true)).toContain('\x1b[32m+first line');
+    expect(readFileSync(join(repo, 'notes.txt'), 'utf8')).toBe('first line\nsecond line\n');
+    expect(pane.screen()).toMatch(/edit · ctx/);
+  });
+
+  it('answers slash commands, refuses unknown ones with a suggestion, and sends path-like and spaced slash text', async () => {
+    const server = await model([{ text: 'about the file' }, { text: 'about the literal' }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('/help', 'Enter');
+    await pane.waitFor('/compact');
+    pane.type('/mdoe', 'Enter');
+    await pane.waitFor('unknown command /mdoe; did you mean /mode?');
+    pane.type('/mode plan', 'Enter');
+    await pane.waitFor(/plan · ctx/);
+    pane.type('/src/app.ts is it there?', 'Enter');
+    await pane.waitFor('about the file');
+    pane.type(' /mdoe literally', 'Enter');
+    await pane.waitFor('about the literal');
+    const users = lastSessionEvents(home)
+      .filter((e) => e.type === 'user_message')
+      .map((e) => e.data.text);
+    expect(users).toEqual(['/src/app.ts is it there?', '/mdoe literally']);
+    // nothing but those two went to the model
+    expect(chatBodies(server)).toHaveLength(2);
+    const modes = lastSessionEvents(home).filter(
+      (e) => e.type === 'session_start' || e.type === 'session_resume',
+    );
+    expect(modes.map((e) => e.data.mode)).toEqual(['plan', 'plan']);
+  });
+
+  it('attaches an @file from the workspace and refuses a link that leads out of it', async () => {
+    const server = await model([{ text: 'read it', expect: { last_user_contains: 'TOP SECRET PLAN' } }]);
+    const outside = tempDir('keel-outside-');
+    writeFileSync(join(outside, 'secret.txt'), 'outside secret\n');
+    const repo = gitRepo({ 'plan.md': 'TOP SECRET PLAN\n' });
+    const { symlinkSync } = await import('node:fs');
+    symlinkSync(join(outside, 'secret.txt'), join(repo, 'leak.txt'));
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('look at @leak.txt', 'Enter');
+    await pane.waitFor('@leak.txt is a link that leads outside the workspace');
+    pane.type('look at @plan.md please', 'Enter');
+    await pane.waitFor('read it');
+    expect(chatBodies(server)).toHaveLength(1);
+    const sent = JSON.stringify(chatBodies(server));
+    expect(sent).not.toContain('outside secret');
+  });
+
+  it('delivers a message typed during a turn at the next step', async () => {
+    const server = await model([
+      { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'README.md' } }], delay_ms: 1500 },
+      { text: 'steered fine', expect: { last_user_contains: 'also look at the tests' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('look around', 'Enter');
+    await pane.waitFor('working');
+    pane.type('also look at the tests', 'Enter');
+    await pane.waitFor('queued for the next step');
+    await pane.waitFor('steered fine');
+    expect(pane.screen()).toContain('steering delivered: also look at the tests');
+    const events = lastSessionEvents(home);
+    const types = events.map((e) => (e.type === 'user_message' ? `user:${e.data.text}` : e.type));
+    const steer = types.indexOf('user:also look at the tests');
+    expect(steer).toBeGreaterThan(types.indexOf('tool_result'));
+    expect(types.lastIndexOf('model_request')).toBeGreaterThan(steer);
+    expect(ends(events)).toEqual(['COMPLETED']);
+  });
+
+  it('Ctrl+C stops the turn (its run ends CANCELLED) and a second Ctrl+C leaves', async () => {
+    const server = await model([{ hang: true }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('take forever', 'Enter');
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
+    pane.keys('C-c');
+    await pane.waitFor(/CANCELLED/);
+    expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
+    // still in the chat: the prompt takes input
+    expect(pane.screen()).not.toContain('[keel exited');
+    pane.keys('C-c');
+    await pane.waitFor('[keel exited 0]');
+  });
+
+  it('Ctrl+C twice during a turn leaves at once, with the log complete', async () => {
+    const server = await model([{ hang: true }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('take forever', 'Enter');
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
+    pane.keys('C-c', 'C-c');
+    await pane.waitFor('[keel exited 0]');
+    expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
+  });
+
+  it('--continue reopens the newest session with its transcript, and the next turn goes on in it', async () => {
+    const server = await model([
+      { text: 'first answer' },
+      { text: 'second answer', expect: { last_user_contains: 'and now' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const first = await keel(['ask', ...modelFlags(server), 'the first question'], { cwd: repo, home });
+    expect(first.code).toBe(0);
+    const pane = Pane.start(['chat', '--continue', ...modelFlags(server)], { cwd: repo, home });
+    const screen = await pane.waitFor(READY);
+    expect(screen).toContain('› the first question');
+    expect(screen).toContain('first answer');
+    pane.type('and now', 'Enter');
+    await pane.waitFor('second answer');
+    const events = await eventually(() => {
+      const all = lastSessionEvents(home);
+      return ends(all).length === 2 ? all : undefined;
+    });
+    expect(events.filter((e) => e.type === 'user_message').map((e) => e.data.text)).toEqual([
+      'the first question',
+      'and now',
+    ]);
+    expect(ends(events)).toEqual(['COMPLETED', 'COMPLETED']);
+    // the messages sent on the second turn carry the first one's history
+    const second = requestMessages(chatBodies(server)[1]);
+    expect(second.some((m) => m.content === 'first answer')).toBe(true);
+  });
+
+  it('with NO_COLOR, the plain chat writes no escape code at all', async () => {
+    const server = await model([{ text: 'plain \x1b[31mred\x1b[0m answer' }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home, env: { NO_COLOR: '1' } });
+    await pane.waitFor(/^>/m);
+    pane.type('hi', 'Enter');
+    await pane.waitFor('red');
+    expect(pane.screen()).toContain('plain \\x1b[31mred\\x1b[0m answer');
+    // tmux keeps the attributes of what was drawn: none were
+    expect(pane.screen(true)).not.toContain('\x1b');
+    expect(
+      await eventually(() => ends(lastSessionEvents(home)).length && ends(lastSessionEvents(home))),
+    ).toEqual(['COMPLETED']);
+  });
+
+  it('reads a piped stdin as turns in order, with tool lines and no escape codes', async () => {
+    const server = await model([
+      { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'README.md' } }] },
+      { text: 'one done' },
+      { text: 'two done', expect: { last_user_contains: 'second' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const run = await keel(['chat', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+      env: { NO_COLOR: undefined, TERM: 'xterm-256color' },
+      input: 'first\n/cost\nsecond\n',
+    });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('● read_file README.md · allowed · 1 line');
+    expect(run.stdout).toContain('one done');
+    expect(run.stdout).toMatch(/tokens \d+/);
+    expect(run.stdout).toContain('two done');
+    expect(run.stdout + run.stderr).not.toContain('\x1b');
+    const events = lastSessionEvents(home);
+    expect(events.filter((e) => e.type === 'user_message').map((e) => e.data.text)).toEqual([
+      'first',
+      'second',
+    ]);
+    expect(ends(events)).toEqual(['COMPLETED', 'COMPLETED']);
+  });
+
+  it('keeps the prompt history per project across chats', async () => {
+    const server = await model([{ text: 'noted' }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const first = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await first.waitFor(READY);
+    first.type('remember this prompt', 'Enter');
+    await first.waitFor('noted');
+    first.kill();
+    const second = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await second.waitFor(READY);
+    second.keys('Up');
+    await second.waitFor(/│?\s*remember this prompt/);
+    expect(existsSync(join(home, 'chat-history'))).toBe(true);
+  });
+});
