@@ -96,6 +96,81 @@ describe('keel chat in a terminal', () => {
     expect(pane.screen()).toMatch(/edit · ctx/);
   });
 
+  it('asks the person when a hook asks: y lets the write land, n denies it and the model hears why', async () => {
+    const server = await model([
+      {
+        tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'yes.txt', content: 'allowed\n' } }],
+      },
+      { tool_calls: [{ id: 'w2', name: 'write_file', arguments: { path: 'no.txt', content: 'refused\n' } }] },
+      { text: 'both asked', expect: { last_tool_result_contains: 'the user declined' } },
+    ]);
+    const repo = gitRepo();
+    const hook = join(tempDir('keel-hook-'), 'ask.sh');
+    writeFileSync(hook, '#!/bin/sh\necho \'{"decision": "ask", "reason": "may it write this file?"}\'\n', {
+      mode: 0o755,
+    });
+    const home = keelHome(`[[hooks]]\nevent = "PreToolUse"\nmatcher = "write_file"\ncommand = ["${hook}"]\n`);
+    const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('write two files', 'Enter');
+    await pane.waitFor('write_file: may it write this file? [y/N]');
+    pane.type('y');
+    await pane.waitFor(/write_file yes\.txt\s*\n\s*└ allowed · 1 line changed/);
+    await pane.waitFor('write_file: may it write this file? [y/N]');
+    pane.type('n');
+    await pane.waitFor('both asked');
+    expect(pane.screen()).toMatch(
+      /✗ write_file no\.txt\s*\n\s*└ denied: may it write this file\? \(the user declined\)/,
+    );
+    expect(existsSync(join(repo, 'yes.txt'))).toBe(true);
+    expect(existsSync(join(repo, 'no.txt'))).toBe(false);
+    const gates = lastSessionEvents(home)
+      .filter((e) => e.type === 'gate_decision')
+      .map((e) => e.data.decision);
+    expect(gates).toEqual(['ask', 'allow', 'ask', 'deny']);
+  });
+
+  it('/diff shows the change, /undo puts it back after a yes, /fork goes on in a branch, /agents and /memory answer', async () => {
+    const server = await model([
+      {
+        tool_calls: [
+          {
+            id: 'e1',
+            name: 'edit_file',
+            arguments: { path: 'README.md', old_string: '# demo', new_string: '# changed' },
+          },
+        ],
+      },
+      { text: 'edited' },
+      { text: 'in the fork', expect: { last_user_contains: 'after the fork' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('change the title', 'Enter');
+    await pane.waitFor('edited');
+    pane.type('/diff', 'Enter');
+    await pane.waitFor('+# changed');
+    pane.type('/agents', 'Enter');
+    await pane.waitFor('no subagents in this session');
+    pane.type('/memory', 'Enter');
+    await pane.waitFor('keel has no memory yet');
+    pane.type('/undo', 'Enter');
+    await pane.waitFor('undo these changes? [y/N]');
+    pane.type('y');
+    await pane.waitFor('undone:');
+    expect(readFileSync(join(repo, 'README.md'), 'utf8')).toBe('# demo\n');
+    const original = lastSessionEvents(home)[0]?.session_id;
+    pane.type('/fork', 'Enter');
+    await pane.waitFor(/forked \S+ at event \d+ into \S+; going on in the fork/);
+    pane.type('after the fork', 'Enter');
+    await pane.waitFor('in the fork');
+    const events = lastSessionEvents(home);
+    expect(events[0]?.session_id).not.toBe(original);
+    expect(events.some((e) => e.type === 'session_fork' && e.data.from === original)).toBe(true);
+  });
+
   it('answers slash commands, refuses unknown ones with a suggestion, and sends path-like and spaced slash text', async () => {
     const server = await model([{ text: 'about the file' }, { text: 'about the literal' }]);
     const repo = gitRepo();
