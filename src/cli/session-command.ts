@@ -6,11 +6,12 @@ import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
+import { terminalApprover } from './ask-person.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { inert, inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
-import { dim, red, renderEvent } from './render.js';
+import { createRenderer, dim, red } from './render.js';
 
 export interface VerbFlags extends CommonFlags {
   message?: string;
@@ -90,6 +91,7 @@ export async function runVerb(
   process.on('SIGTERM', onSigint);
 
   const { startSession } = await import('../agent/session.js');
+  const renderer = flags.json ? undefined : createRenderer();
   let outcome: SessionOutcome;
   try {
     const { agentTools } = await import('../agent/subagents.js');
@@ -103,14 +105,14 @@ export async function runVerb(
       cwd: setup.cwd,
       signal: controller.signal,
       ...(flags.commit ? { commit: true } : {}),
-      // a person at a terminal can answer a hook's question; unattended runs (auto, --json, pipes) deny
+      // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
       ...(mode !== 'auto' && !flags.json && process.stdin.isTTY && process.stderr.isTTY
-        ? { confirm: askPerson }
+        ? { approve: terminalApprover() }
         : {}),
-      // each streamed chunk is made inert on its own: escaping keeps no state, so a split sequence is still caught
-      ...(flags.json
-        ? {}
-        : { onText: (text: string) => process.stdout.write(inert(text)), onEvent: renderEvent }),
+      // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
+      ...(renderer
+        ? { onText: renderer.onText, onReasoning: renderer.onReasoning, onEvent: renderer.onEvent }
+        : {}),
     });
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
@@ -124,6 +126,7 @@ export async function runVerb(
     if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return fail('ENVIRONMENT_ERROR', e.message);
     throw err;
   } finally {
+    renderer?.stop();
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
   }
@@ -181,16 +184,4 @@ function newestSessionIn(cwd: string): string | undefined {
 
 function verbOf(mode: Mode): string {
   return mode === 'auto' ? 'run' : mode;
-}
-
-/** Ask the person at the terminal a yes/no question (default no); the question comes from a hook, so it is shown inert. */
-async function askPerson(question: string): Promise<boolean> {
-  const { createInterface } = await import('node:readline/promises');
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    const answer = await rl.question(`${red('keel asks:')} ${inertLine(question)} [y/N] `);
-    return /^y(es)?$/i.test(answer.trim());
-  } finally {
-    rl.close();
-  }
 }

@@ -3,6 +3,7 @@
  * `[profiles.NAME]` tables are read by the loader, not here: each holds keys of this schema.
  */
 import { z } from 'zod';
+import { APPROVALS } from '../policy/approvals.js';
 
 export const MODES = ['ask', 'plan', 'edit', 'auto'] as const;
 export type Mode = (typeof MODES)[number];
@@ -61,6 +62,8 @@ export const configSchema = z.strictObject({
   scope: z.array(z.string().min(1)).default(['.']),
   test_command: z.string().optional(),
   allow_shell: z.boolean().default(false),
+  /** When keel asks a person before a call (src/policy/approvals.ts); unset: shell outside the sandbox. */
+  approvals: z.enum(APPROVALS).optional(),
   hooks: z.array(hookSchema).default([]),
   /** Where shell commands run: a sandbox, or none (then shell needs allow_shell or an approver hook naming it). */
   sandbox: z.enum(SANDBOXES).default('auto'),

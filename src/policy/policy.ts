@@ -5,6 +5,7 @@
  * child's powers are decided, so a child can never be handed more than its parent has.
  */
 import type { Config, Mode } from '../config/schema.js';
+import { type Approvals, asksAtLeast } from './approvals.js';
 import type { HookSpec } from './hooks.js';
 import { MODE_EFFECTS } from './modes.js';
 import { isInside, type Scope, ScopeError } from './scope.js';
@@ -14,6 +15,8 @@ export type Budgets = Config['budgets'];
 export interface Policy {
   readonly mode: Mode;
   readonly scope: Scope;
+  /** When keel asks a person before a call it would allow (approvals.ts); a child keeps its parent's. */
+  readonly approvals: Approvals;
   /** Run commands without a sandbox when none can run (the user's explicit word). */
   readonly allowShell: boolean;
   /** Whether a working sandbox is set up: commands run inside it. */
@@ -41,6 +44,7 @@ export function policyFor(input: PolicyInput): Policy {
   return Object.freeze({
     mode: input.mode,
     scope: input.scope,
+    approvals: config.approvals,
     allowShell: config.allow_shell,
     sandbox: input.sandbox,
     network: config.sandbox_network,
@@ -131,6 +135,7 @@ export function isWithin(child: Policy, parent: Policy): boolean {
   if (!child.scope.writable.every((p) => parent.scope.writable.some((dir) => isInside(p, dir)))) return false;
   if (child.network && !parent.network) return false;
   if (child.allowShell && !parent.allowShell) return false;
+  if (!asksAtLeast(child.approvals, parent.approvals)) return false;
   if (child.sandbox !== parent.sandbox && !child.sandbox) return false;
   if (parent.hooks.some((h) => !child.hooks.includes(h))) return false;
   for (const key of Object.keys(parent.budgets) as Array<keyof Budgets>) {

@@ -29,6 +29,7 @@ export const shellTool: Tool<typeof schema> = {
     return {
       output: formatResult(result, timeoutS),
       isError: result.exitCode !== 0 || result.timedOut || undone,
+      outcome: { exit_code: result.exitCode, ...(result.timedOut ? { timed_out: true } : {}) },
       ...(undone ? { violations: result.violations } : {}),
     };
   },
