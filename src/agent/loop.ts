@@ -78,6 +78,8 @@ export interface SessionOptions {
   beforeWrite?(paths: string[]): Array<{ [key: string]: unknown }>;
   /** Live assistant text, for rendering. */
   onText?(text: string): void;
+  /** A running call's output as it is produced (not recorded: the call's result is), for live display. */
+  onToolOutput?(callId: string, text: string, stream: 'stdout' | 'stderr'): void;
   /** Live reasoning text, for rendering (dimmed); it never enters the history as answer text. */
   onReasoning?(text: string): void;
   contextWindow?: number;
@@ -533,6 +535,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     });
     const t0 = Date.now();
     const ctx: ToolContext = { ...baseContext(), ...(decision.child ? { granted: decision.child } : {}) };
+    const onToolOutput = opts.onToolOutput;
+    if (onToolOutput) ctx.onOutput = (text, stream) => onToolOutput(call.id, text, stream);
     const exec = sandboxed ? opts.sandboxExec : opts.plainExec;
     if (exec) ctx.exec = exec;
     const runTests = opts.runTests;

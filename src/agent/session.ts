@@ -39,6 +39,8 @@ export interface StartOptions {
   signal: AbortSignal;
   onText?(text: string): void;
   onReasoning?(text: string): void;
+  /** A running tool call's output as it is produced (a command's stdout and stderr); its result is logged. */
+  onToolOutput?(callId: string, text: string, stream: 'stdout' | 'stderr'): void;
   /** Each event once it is stored, with its seq in the session's log. */
   onEvent?(event: SessionEvent, seq: number): void;
   /** A subagent's policy, narrowed from its parent's by the gate; a person's session builds its own from config. */
@@ -257,6 +259,7 @@ async function runIn(
       ...(opts.approve ? { approve: opts.approve } : {}),
       ...(contextWindow ? { contextWindow } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
+      ...(opts.onToolOutput ? { onToolOutput: opts.onToolOutput } : {}),
       ...(opts.onReasoning ? { onReasoning: opts.onReasoning } : {}),
       ...(reopened ? { resume: reopened.state } : {}),
       ...(opts.inbox ? { inbox: opts.inbox } : {}),

@@ -23,7 +23,11 @@ export const shellTool: Tool<typeof schema> = {
     if (!ctx.exec) throw new ToolError('shell is not available in this session');
     if (args.command.trim() === '') throw new ToolError('command is empty');
     const timeoutS = Math.min(Math.max(args.timeout_s ?? DEFAULT_TIMEOUT_S, 1), MAX_TIMEOUT_S);
-    const result = await ctx.exec(args.command, { timeoutS, signal: ctx.signal });
+    const result = await ctx.exec(args.command, {
+      timeoutS,
+      signal: ctx.signal,
+      ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
+    });
     // part of the command's work was undone: the model must not take it for a success
     const undone = (result.violations?.length ?? 0) > 0;
     return {

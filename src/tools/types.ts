@@ -24,7 +24,16 @@ export interface ToolContext {
    */
   resolve(path: string, access: Access): string;
   /** Run a shell command under the session's policy (sandbox, limits). Only `shell` uses it. */
-  exec?(command: string, opts: { timeoutS: number; signal: AbortSignal }): Promise<ExecResult>;
+  exec?(
+    command: string,
+    opts: {
+      timeoutS: number;
+      signal: AbortSignal;
+      onOutput?: (text: string, stream: 'stdout' | 'stderr') => void;
+    },
+  ): Promise<ExecResult>;
+  /** The call's output as it is produced (a running command's), for faces to show live; the result has it all. */
+  onOutput?(text: string, stream: 'stdout' | 'stderr'): void;
   /** For spawn_agent: the child's policy as the gate granted it. */
   granted?: Policy;
   /** Run the project's test command (optionally filtered) and describe the result. Only `run_tests` uses it. */
