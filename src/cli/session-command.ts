@@ -37,7 +37,8 @@ export async function runVerb(
     const exit = exitCodeFor(code);
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ session_id: sessionId, mode, code, exit_code: exit, summary: message })}\n`,
+        // `error` is the shape every verb shares; `summary` stays for scripts written before it
+        `${JSON.stringify({ session_id: sessionId, mode, code, exit_code: exit, error: message, summary: message })}\n`,
       );
     } else {
       process.stderr.write(`${red('keel:')} ${inert(message)}\n`);
@@ -49,7 +50,7 @@ export async function runVerb(
   if (flags.continue && flags.resume !== undefined)
     return fail('CONFIG_ERROR', '--continue and --resume both name a session to go on with; give one');
   // going on with a killed session needs no new message; stdin is read only when it is piped
-  const prompt = readPrompt(words, flags.message) ?? (reopening ? '' : undefined);
+  const prompt = (await readPrompt(words, flags.message)) ?? (reopening ? '' : undefined);
   if (prompt === undefined)
     return fail(
       'CONFIG_ERROR',
@@ -114,7 +115,7 @@ export async function runVerb(
     });
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
-    if (err instanceof Error && (err.name === 'ResumeError' || err.name === 'EventLogError'))
+    if (err instanceof Error && /^(ResumeError|EventLogError|SessionLookupError)$/.test(err.name))
       return fail('CONFIG_ERROR', err.message);
     if (err instanceof RunError && (err.code === 'ENVIRONMENT_ERROR' || err.code === 'CONFIG_ERROR')) {
       const id = typeof err.detail?.session_id === 'string' ? err.detail.session_id : null;
