@@ -1,6 +1,7 @@
 /** The `keel` command line: verbs, flags and help. Each verb's module is loaded only when it runs. */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { closest } from '../config/closest.js';
+import { keelPaths } from '../config/paths.js';
 import { reportError, wantsJson } from './errors.js';
 import { EXIT } from './exit-codes.js';
 
@@ -418,10 +419,15 @@ function uncaught(err: unknown, json: boolean): number {
   if (/^(ConfigError|ScriptError|ResumeError|EventLogError|SessionLookupError)$/.test(e.name))
     return reportError(json, 'CONFIG_ERROR', e.message);
   // the machine said no: a folder that cannot be written, a disk that is full, a database that cannot open
-  if (
-    typeof e.code === 'string' &&
-    (/^E[A-Z]+$/.test(e.code) || /^SQLITE_(CANTOPEN|READONLY|FULL|IOERR)/.test(e.code))
-  )
+  if (typeof e.code === 'string' && /^SQLITE_(CANTOPEN|READONLY|FULL|IOERR)/.test(e.code)) {
+    const { db, stateDir } = keelPaths();
+    return reportError(
+      json,
+      'ENVIRONMENT_ERROR',
+      `keel's database ${db}: ${e.message} (can ${stateDir} be written?)`,
+    );
+  }
+  if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code))
     return reportError(json, 'ENVIRONMENT_ERROR', e.message);
   if (!json) process.stderr.write(`keel: internal error: ${e.message} (KEEL_DEBUG=1 shows where)\n`);
   else

@@ -30,7 +30,7 @@ export async function runVerb(
   // `keel -m TEXT` without a verb runs in the configured `permission` mode, known once the config loads
   let mode: Mode = requested ?? 'ask';
   const fail = (
-    code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR',
+    code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR' | 'CANCELLED',
     message: string,
     sessionId: string | null = null,
   ): number => {
@@ -89,6 +89,23 @@ export async function runVerb(
   };
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
+
+  // a prompt the model cannot take is refused with the numbers before any request, not sent and retried
+  let tooBig: string | undefined;
+  try {
+    tooBig = prompt ? await promptTooBig(prompt, setup.loaded, setup.cwd, controller.signal) : undefined;
+  } catch (err) {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+    if (controller.signal.aborted) return fail('CANCELLED', 'interrupted while counting the prompt');
+    if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
+    throw err;
+  }
+  if (tooBig) {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+    return fail('CONFIG_ERROR', tooBig);
+  }
 
   const { startSession } = await import('../agent/session.js');
   let outcome: SessionOutcome;
@@ -166,6 +183,38 @@ export function jsonDocument(outcome: SessionOutcome, exit: number): Record<stri
     files_changed: outcome.filesChanged,
     ...(outcome.commit ? { commit: outcome.commit } : {}),
   };
+}
+
+// below this many characters a prompt fits any window keel is used with, so nothing is counted or asked
+const SMALL_PROMPT_CHARS = 16 * 1024;
+
+/**
+ * Why the prompt cannot be sent (more tokens than the context window), or undefined when it fits or
+ * the window is unknown. The window is the configured one, else (for a large prompt) the server's.
+ */
+async function promptTooBig(
+  prompt: string,
+  loaded: ReturnType<typeof load>['loaded'],
+  cwd: string,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  if (prompt.length < SMALL_PROMPT_CHARS) return undefined;
+  const { config, sources } = loaded;
+  let window = config.context_window;
+  let from = `context_window from ${sources.context_window ?? 'config'}`;
+  if (window === undefined) {
+    const { createModelClient } = await import('../model/create.js');
+    const client = createModelClient(config, process.env, { cwd });
+    const asked = AbortSignal.any([signal, AbortSignal.timeout(config.timeouts.connect_s * 1000)]);
+    window = await client.contextWindow(asked);
+    from = `as ${config.base_url} reports it for ${config.model || 'the model'}`;
+  }
+  if (window === undefined) return undefined;
+  const { countTokensCancellable } = await import('../model/tokens.js');
+  const tokens = await countTokensCancellable(prompt, signal);
+  if (tokens <= window) return undefined;
+  const n = (x: number) => x.toLocaleString('en-US');
+  return `the prompt is about ${n(tokens)} tokens, more than the context window of ${n(window)} tokens (${from}); shorten it, or put the text in a file and ask about the file`;
 }
 
 /** The newest conversation started in this workspace (its canonical path, as sessions record it). */
