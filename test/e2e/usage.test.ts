@@ -53,6 +53,9 @@ describe('--json errors have one shape, usage errors too', () => {
       [['ask', '--max-rounds', '0', '--json', 'hi'], /--max-rounds.*expected a positive integer, got "0"/],
       [['sessions', 'show', 'nope', '--json'], /no session matches "nope"/],
       [['sessions', 'lst', '--json'], /unknown command 'lst'/],
+      [['check', '-C', '/nonexistent', '--json'], /no such folder: \/nonexistent/],
+      [['check', '-C', home, '--json'], /keel check scans the files git tracks/],
+      [['audit', 'verify', '/nonexistent', '--json'], /no audit log at \/nonexistent/],
     ];
     for (const [args, message] of cases) {
       const run = await keel(args, { cwd: repo, home });
