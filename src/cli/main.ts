@@ -85,7 +85,9 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
 
   // `keel TASK`, `keel -m TEXT` or a prompt on stdin (no verb): a session in the configured `permission` mode (default ask)
   addSessionOptions(program).action(async (words: string[], opts) => {
-    const { runVerb } = await import('./session-command.js');
+    // loaded only for a session: bare `keel` printing help stays cheap
+    const runVerb: typeof import('./session-command.js').runVerb = async (...args) =>
+      (await import('./session-command.js')).runVerb(...args);
     if (opts.continue || opts.resume) {
       setExit(await runVerb(undefined, words, opts));
       return;
@@ -374,12 +376,16 @@ function showHelp(program: Command, path: string[]): number {
   return EXIT.ok;
 }
 
-/** The verb a mistyped first word was meant to be, when it is one word close to a verb. */
+/**
+ * The verb a mistyped first word was meant to be: one word, one edit (or a swap) from a verb. A task
+ * may well start with a word two edits from one ("test the parser" is not "trust"), so no further.
+ */
 function verbTypo(program: Command, word: string | undefined): string | undefined {
   if (!word || /\s/.test(word)) return undefined;
   return closest(
     word,
     program.commands.map((c) => c.name()),
+    1,
   );
 }
 

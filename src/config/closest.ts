@@ -24,12 +24,12 @@ export function editDistance(a: string, b: string): number {
 }
 
 /**
- * The candidate closest to `word`: fewer than 3 edits and more than 40% of it unchanged (so "add"
- * is not taken for "ask"), or undefined when none is that close.
+ * The candidate closest to `word`: at most `maxDistance` edits (default 2) and more than 40% of it
+ * unchanged (so "add" is not taken for "ask"), or undefined when none is that close.
  */
-export function closest(word: string, candidates: Iterable<string>): string | undefined {
+export function closest(word: string, candidates: Iterable<string>, maxDistance = 2): string | undefined {
   let best: string | undefined;
-  let bestDistance = 3;
+  let bestDistance = maxDistance + 1;
   for (const candidate of candidates) {
     if (candidate.length <= 1 || candidate === word) continue;
     const distance = editDistance(word.toLowerCase(), candidate.toLowerCase());

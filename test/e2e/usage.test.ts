@@ -108,6 +108,16 @@ describe('the prompt without a verb', () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED', summary: 'slow ok' });
   });
 
+  it('a task whose first word is merely like a verb is a task', async () => {
+    const server = await model([{ text: 'tested', expect: { last_user_contains: 'test the parser' } }]);
+    const run = await keel(['test', 'the', 'parser', ...modelFlags(server), '--json'], {
+      cwd: gitRepo(),
+      home: keelHome(),
+    });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED', summary: 'tested' });
+  });
+
   it('bare keel with nothing on stdin prints help', async () => {
     const run = await keel([], { cwd: gitRepo(), home: keelHome() });
     expect(run.code).toBe(0);
