@@ -19,12 +19,12 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
     const exit = exitCodeFor(code);
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ session_id: null, mode: 'loop', code, exit_code: exit, summary: message })}\n`,
+        `${JSON.stringify({ session_id: null, mode: 'loop', code, exit_code: exit, error: message, summary: message })}\n`,
       );
     } else process.stderr.write(`${red('keel loop:')} ${inert(message)}\n`);
     return exit;
   };
-  const task = readPrompt(words, flags.message);
+  const task = await readPrompt(words, flags.message);
   if (!task) return fail('CONFIG_ERROR', 'no task given; pass it with -m TEXT, as arguments, or on stdin');
 
   let setup: ReturnType<typeof load>;

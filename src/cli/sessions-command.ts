@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import { alive, newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
-import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import { EventLog, SessionLookupError, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
@@ -20,6 +21,24 @@ function withLog<T>(fn: (log: EventLog) => T): T | undefined {
     return fn(new EventLog(db));
   } finally {
     db.close();
+  }
+}
+
+/**
+ * Run `fn` on the session an id or prefix names; a string says why there is none (no such session,
+ * an ambiguous prefix, no sessions yet).
+ */
+function withSession<T>(id: string, fn: (log: EventLog, row: SessionRow) => T | string): T | string {
+  try {
+    return (
+      withLog((log) => {
+        const row = log.findSession(id);
+        return row ? fn(log, row) : `no session matches "${id}" (see keel sessions list)`;
+      }) ?? `no session matches "${id}" (no sessions yet)`
+    );
+  } catch (err) {
+    if (err instanceof SessionLookupError) return err.message;
+    throw err;
   }
 }
 
@@ -88,30 +107,20 @@ export async function forkSession(
   words: string[],
   flags: VerbFlags & { at?: number },
 ): Promise<number> {
-  const fail = (message: string) => {
-    if (flags.json)
-      process.stdout.write(
-        `${JSON.stringify({ session_id: null, code: 'CONFIG_ERROR', exit_code: EXIT.usage, error: message })}\n`,
-      );
-    else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
-    return EXIT.usage;
-  };
-  const result =
-    withLog((log) => {
-      const source = log.findSession(id);
-      if (!source) return `no session matches "${id}" (see keel sessions list)`;
-      if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
-        return `session ${source.id} is a ${source.mode} run, not a conversation; it cannot be forked`;
-      const last = log.lastSeq(source.id);
-      if (flags.at !== undefined && flags.at > last)
-        return `session ${source.id} has ${last} events; --at ${flags.at} is past its end`;
-      const fork = log.forkSession(source.id, newSessionId(), flags.at);
-      // the copy ends here: nothing runs it until someone resumes it
-      log.append(fork.id, 'session_fork', { from: source.id, at: fork.forked_seq ?? last });
-      return fork;
-    }) ?? `no session matches "${id}" (no sessions yet)`;
+  const fail = (message: string) => reportError(flags.json, 'CONFIG_ERROR', message, { session_id: null });
+  const result = withSession(id, (log, source) => {
+    if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
+      return `session ${source.id} is a ${source.mode} run, not a conversation; it cannot be forked`;
+    const last = log.lastSeq(source.id);
+    if (flags.at !== undefined && flags.at > last)
+      return `session ${source.id} has ${last} events; --at ${flags.at} is past its end`;
+    const fork = log.forkSession(source.id, newSessionId(), flags.at);
+    // the copy ends here: nothing runs it until someone resumes it
+    log.append(fork.id, 'session_fork', { from: source.id, at: fork.forked_seq ?? last });
+    return fork;
+  });
   if (typeof result === 'string') return fail(result);
-  const message = readPrompt(words, flags.message);
+  const message = await readPrompt(words, flags.message);
   if (message) {
     const { runVerb } = await import('./session-command.js');
     return runVerb(undefined, [], { ...flags, message, resume: result.id });
@@ -130,14 +139,8 @@ export async function forkSession(
 /** Show one session and its events. A session with no end event was killed; its log is still complete to that point. */
 export async function showSession(id: string, flags: { json?: boolean; tree?: boolean }): Promise<number> {
   if (flags.tree) return showTree(id, flags);
-  const found = withLog((log) => {
-    const session = log.findSession(id);
-    return session ? { session, events: log.events(session.id) } : undefined;
-  });
-  if (!found) {
-    process.stderr.write(`${red('keel:')} no session matches "${inertLine(id)}" (see keel sessions list)\n`);
-    return EXIT.usage;
-  }
+  const found = withSession(id, (log, session) => ({ session, events: log.events(session.id) }));
+  if (typeof found === 'string') return reportError(flags.json, 'CONFIG_ERROR', found);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(found, null, 2)}\n`);
     return EXIT.ok;
@@ -189,9 +192,7 @@ interface TreeNode {
 
 /** The tree a session belongs to, from its root: forks, a run's attempts, subagents. */
 function showTree(id: string, flags: { json?: boolean }): number {
-  const tree = withLog((log) => {
-    const start = log.findSession(id);
-    if (!start) return undefined;
+  const tree = withSession(id, (log, start) => {
     let root = start;
     const seen = new Set([root.id]);
     for (let up = root.parent_id ? log.getSession(root.parent_id) : undefined; up && !seen.has(up.id); ) {
@@ -206,10 +207,7 @@ function showTree(id: string, flags: { json?: boolean }): number {
     });
     return { tree: build(root, 0), selected: start.id };
   });
-  if (!tree) {
-    process.stderr.write(`${red('keel:')} no session matches "${inertLine(id)}" (see keel sessions list)\n`);
-    return EXIT.usage;
-  }
+  if (typeof tree === 'string') return reportError(flags.json, 'CONFIG_ERROR', tree);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(tree, null, 2)}\n`);
     return EXIT.ok;
@@ -240,8 +238,8 @@ export async function compactCommand(id: string, flags: CommonFlags & { json?: b
     else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
     return exit;
   };
-  const row = withLog((log) => log.findSession(id));
-  if (!row) return fail(`no session matches "${id}" (see keel sessions list)`);
+  const row = withSession(id, (_log, found) => found);
+  if (typeof row === 'string') return fail(row);
   const { compactStoredSession } = await import('../agent/session.js');
   let result: Awaited<ReturnType<typeof compactStoredSession>>;
   try {

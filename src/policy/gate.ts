@@ -124,6 +124,10 @@ function execution(tool: Tool, paths: string[], policy: Policy): Allow | Deny {
   return {
     kind: 'deny',
     deny: 'shell',
-    reason: `${tool.name} is disabled: no sandbox is in use (sandbox = "none", or bubblewrap is not installed). To run it without one, set allow_shell = true (--allow-shell), or add a PreToolUse hook with approver = true whose matcher names ${tool.name}`,
+    // the user who chose sandbox = "none" needs to hear how to allow shell, not to install bubblewrap
+    reason:
+      policy.sandboxSetting === 'none'
+        ? `${tool.name} is disabled: the config says sandbox = "none", so it would run unsandboxed, and nothing allows that. To allow it, set allow_shell = true (--allow-shell), or add a PreToolUse hook with approver = true whose matcher names ${tool.name}`
+        : `${tool.name} is disabled: no sandbox could start here (install bubblewrap: apt install bubblewrap). To run it without one, set allow_shell = true (--allow-shell), or add a PreToolUse hook with approver = true whose matcher names ${tool.name}`,
   };
 }

@@ -21,6 +21,8 @@ export interface Policy {
   readonly allowShell: boolean;
   /** Whether a working sandbox is set up: commands run inside it. */
   readonly sandbox: boolean;
+  /** The `sandbox` setting asked for, so a denial can say why there is none (the user chose "none", or none could start). */
+  readonly sandboxSetting?: Config['sandbox'];
   /** Whether sandboxed commands may reach the network. */
   readonly network: boolean;
   readonly hooks: readonly HookSpec[];
@@ -47,6 +49,7 @@ export function policyFor(input: PolicyInput): Policy {
     approvals: config.approvals,
     allowShell: config.allow_shell,
     sandbox: input.sandbox,
+    sandboxSetting: config.sandbox,
     network: config.sandbox_network,
     hooks: Object.freeze([...config.hooks]),
     budgets: Object.freeze({ ...config.budgets }),
