@@ -216,6 +216,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .command('show')
     .description('print the effective config and where each value came from (secrets masked)')
     .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--profile <name>', 'show it with [profiles.NAME] applied')
     .option('--json', 'print one JSON document')
     .action(async (opts) => {
       const { showConfig } = await import('./config-command.js');
