@@ -22,7 +22,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     const exit = exitCodeFor(code);
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ session_id: null, mode: 'fix', code, exit_code: exit, status: 'failed', summary: message })}\n`,
+        `${JSON.stringify({ session_id: null, mode: 'fix', code, exit_code: exit, error: message, status: 'failed', summary: message })}\n`,
       );
     } else process.stderr.write(`${red('keel fix:')} ${inert(message)}\n`);
     return exit;
@@ -107,6 +107,7 @@ export function fixDocument(r: FixResult, exit: number): Record<string, unknown>
     verification: r.verification,
     test_command: r.testCommand,
     snapshot: r.snapshot,
+    worktree: r.worktree,
     run_dir: r.paths?.runDir ?? null,
     trace: r.paths?.trace ?? null,
     rationale: r.paths?.rationale ?? null,
@@ -137,8 +138,9 @@ function printVerdict(r: FixResult): void {
       `rationale: ${inertLine(rationale)}\npr:        ${inertLine(pr)}\ndiff:      ${inertLine(diff)}\n`,
     );
   }
-  if (r.status !== 'verified' && r.snapshot?.kind === 'worktree') {
-    process.stdout.write(dim(`the attempt is kept for inspection in ${inertLine(r.snapshot.dir)}\n`));
+  // only a kept attempt is named: an interrupted run or one that never attempted leaves nothing behind
+  if (r.status !== 'verified' && r.worktree) {
+    process.stdout.write(dim(`the attempt is kept for inspection in ${inertLine(r.worktree)}\n`));
   }
 }
 

@@ -19,7 +19,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
     const exit = exitCodeFor(code);
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ session_id: null, mode: 'loop', code, exit_code: exit, summary: message })}\n`,
+        `${JSON.stringify({ session_id: null, mode: 'loop', code, exit_code: exit, error: message, summary: message })}\n`,
       );
     } else process.stderr.write(`${red('keel loop:')} ${inert(message)}\n`);
     return exit;

@@ -115,6 +115,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
   program
     .command('demo')
     .description('run the real fix pipeline offline on a small buggy project, with a scripted model')
+    .option('--keep', 'keep the demo copy in the temporary folder (and print where it is)')
     .option('--json', 'print one JSON document on stdout and nothing else')
     .action(async (opts) => {
       const { runDemo } = await import('./demo-command.js');
