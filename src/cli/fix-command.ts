@@ -46,8 +46,10 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
 
   const controller = new AbortController();
+  // Ctrl+C or a kill ends the run CANCELLED, with its log ended and no branch or worktree left behind
   const onSigint = () => controller.abort();
   process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigint);
   // progress quotes test output, test ids and the model's reasons: one inert line each
   const progress = (message: string) => process.stderr.write(`${dim('keel fix:')} ${inertLine(message)}\n`);
   const { runFix } = await import('../fix/run.js');
@@ -67,6 +69,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     });
   } finally {
     process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
   }
   const exit = exitCodeFor(result.code);
   if (flags.json) {

@@ -73,35 +73,38 @@ describe('keel fix: nothing to fix, or no way to tell', () => {
 });
 
 describe('keel fix: what an interrupted or impossible run leaves', () => {
-  it('Ctrl+C during an attempt exits 130 and leaves no branch, no worktree, and no "attempt is kept"', async () => {
-    const repo = fixtureRepo('stats');
-    const home = keelHome();
-    // the plan, then an attempt whose model never answers
-    const server = await model([
-      ...planTurns('src/stats.js', '1. Divide by the length.'),
-      { hang: true, text: 'never sent' },
-    ]);
-    const run = await keel(['fix', '--repo', repo, ...modelFlags(server), '--issue', 'mean is wrong'], {
-      cwd: home,
-      home,
-      timeoutMs: 25_000,
-      onSpawn: (child) => {
-        const poll = setInterval(() => {
-          if (chatBodies(server).length < 3) return;
-          clearInterval(poll);
-          child.kill('SIGINT');
-        }, 50);
-        child.on('close', () => clearInterval(poll));
-      },
-    });
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    '%s during an attempt exits 130 and leaves no branch, no worktree, and no "attempt is kept"',
+    async (signal) => {
+      const repo = fixtureRepo('stats');
+      const home = keelHome();
+      // the plan, then an attempt whose model never answers
+      const server = await model([
+        ...planTurns('src/stats.js', '1. Divide by the length.'),
+        { hang: true, text: 'never sent' },
+      ]);
+      const run = await keel(['fix', '--repo', repo, ...modelFlags(server), '--issue', 'mean is wrong'], {
+        cwd: home,
+        home,
+        timeoutMs: 25_000,
+        onSpawn: (child) => {
+          const poll = setInterval(() => {
+            if (chatBodies(server).length < 3) return;
+            clearInterval(poll);
+            child.kill(signal);
+          }, 50);
+          child.on('close', () => clearInterval(poll));
+        },
+      });
 
-    expect(run.code, run.stderr).toBe(130);
-    expect(run.stdout).toContain('NOT VERIFIED (CANCELLED)');
-    expect(run.stdout).not.toContain('kept');
-    expect(run.stdout).not.toContain('branch:');
-    expect(leftovers(repo)).toEqual({ branches: [], worktrees: 0 });
-    expect(readdirSync(join(home, 'worktrees'))).toEqual([]);
-  });
+      expect(run.code, run.stderr).toBe(130);
+      expect(run.stdout).toContain('NOT VERIFIED (CANCELLED)');
+      expect(run.stdout).not.toContain('kept');
+      expect(run.stdout).not.toContain('branch:');
+      expect(leftovers(repo)).toEqual({ branches: [], worktrees: 0 });
+      expect(readdirSync(join(home, 'worktrees'))).toEqual([]);
+    },
+  );
 
   it('a repository with no commits is one line, exit 3, and the run ends with its code', async () => {
     const repo = tempDir('keel-empty-');
