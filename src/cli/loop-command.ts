@@ -78,7 +78,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
   process.stderr.write(
     dim(
       `loop ${result.runId} · ${result.iterations.length} round(s) · ${tokens} tokens${cost}${
-        result.snapshot ? ` · undo all rounds: keel undo ${result.runId}` : ''
+        result.snapshot && result.files.length ? ` · undo all rounds: keel undo ${result.runId}` : ''
       }\n`,
     ),
   );

@@ -83,7 +83,7 @@ export async function listRuns(flags: Json & { limit: number; all?: boolean }): 
   }
   for (const r of runs) {
     const cost = r.costUsd === null ? '-' : `$${r.costUsd.toFixed(4)}`;
-    const count = `${r.attempts} ${r.kind === 'fix' ? 'attempt' : 'round'}${r.attempts === 1 ? '' : 's'}`;
+    const count = countOf(r);
     const kept = [r.branch ? `branch ${r.branch}` : '', r.worktree ? `worktree ${r.worktree}` : '']
       .filter(Boolean)
       .join(', ');
@@ -125,7 +125,8 @@ export async function showRun(id: string, flags: Json): Promise<number> {
   }
   const cost = run.costUsd === null ? '-' : `$${run.costUsd.toFixed(4)}`;
   const out = (s: string) => process.stdout.write(s);
-  out(`run ${run.id} · ${run.kind} · ${run.verdict} (${run.code}) · ${run.attempts} · ${cost}\n`);
+  const verdict = run.verdict === run.code ? run.code : `${run.verdict} (${run.code})`;
+  out(`run ${run.id} · ${run.kind} · ${verdict} · ${countOf(run)} · ${cost}\n`);
   out(`${inertLine(run.title)}\n${dim(inertLine(`in ${run.cwd}, ${run.createdAt}`))}\n`);
   if (run.branch) out(`branch:   ${inertLine(run.branch)} (in ${inertLine(run.repo ?? '?')})\n`);
   if (run.worktree) out(`worktree: ${inertLine(run.worktree)}\n`);
@@ -237,6 +238,11 @@ async function prune(
   for (const s of skipped)
     process.stderr.write(`${red('kept:')} ${inertLine(`${describeItem(s)}: ${s.reason}`)}\n`);
   return EXIT.ok;
+}
+
+/** `1 attempt`, `3 rounds`. */
+function countOf(r: RunSummary): string {
+  return `${r.attempts} ${r.kind === 'fix' ? 'attempt' : 'round'}${r.attempts === 1 ? '' : 's'}`;
 }
 
 /** `3m`, `5h`, `2d`: how long ago. */
