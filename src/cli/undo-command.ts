@@ -159,21 +159,15 @@ function undoneAlready(log: EventLog, id: string): boolean {
 }
 
 /**
- * Whether a session changed files, by its own log: a write or a command (which may write anything), or a
- * loop whose rounds did. A session that only read is no change to undo, whatever its snapshot says now.
+ * Whether a session changed something. A session's safety net is taken just before a write or a command,
+ * so its records are the evidence. A loop snapshots before its first round whatever the rounds then do:
+ * its end says which files differ (a loop killed before its end: any round that snapshotted).
  */
-function changedSomething(log: EventLog, session: SessionRow, depth = 0): boolean {
-  const acted = log.events(session.id).some((e) => {
-    if (e.type === 'tool_start' && e.data.tool === 'shell') return true;
-    const files = e.type === 'loop_end' ? e.data.files : e.data.files_changed;
-    return (e.type === 'tool_result' || e.type === 'session_end' || e.type === 'loop_end') && nonEmpty(files);
-  });
-  if (acted || depth > 4) return acted;
-  return log.childSessions(session.id).some((child) => changedSomething(log, child, depth + 1));
-}
-
-function nonEmpty(value: unknown): boolean {
-  return Array.isArray(value) && value.length > 0;
+function changedSomething(log: EventLog, session: SessionRow): boolean {
+  if (session.mode !== 'loop') return true;
+  const end = log.events(session.id).findLast((e) => e.type === 'loop_end');
+  if (end) return Array.isArray(end.data.files) && end.data.files.length > 0;
+  return log.childSessions(session.id).some((c) => log.events(c.id).some((e) => e.type === 'safety_net'));
 }
 
 /** Undo runs git only in the repositories the session recorded, each opened at its exact top; else why not. */
