@@ -183,4 +183,16 @@ describe('keel review', () => {
     expect(chatBodies(primary)).toHaveLength(0);
     expect((chatBodies(reviewer)[0] as { model: string }).model).toBe('reviewer');
   });
+
+  it('a model that fails is no verdict: exit 4 and the one error shape', async () => {
+    const repo = project();
+    writeFileSync(join(repo, 'math.js'), 'export function add(a, b) {\n  return a + b;\n}\n');
+    const server = await model([{ error: { status: 401, body: 'bad key' } }]);
+    const run = await keel(['review', '--json', ...modelFlags(server)], { cwd: repo, home: keelHome() });
+    expect(run.code).toBe(4);
+    const doc = JSON.parse(run.stdout);
+    expect(doc).toMatchObject({ code: 'MODEL_ERROR', exit_code: 4, verdict: null });
+    expect(doc.error).toContain('the review did not finish');
+    expect(doc.session_id).toBeTruthy();
+  });
 });
