@@ -99,6 +99,8 @@ export function fixDocument(r: FixResult, exit: number): Record<string, unknown>
     exit_code: exit,
     reason: r.reason,
     summary: r.summary,
+    // a run that ended on a usage, environment or model error is also the one error shape
+    ...(isError(exit) ? { error: r.reason } : {}),
     rounds: r.rounds,
     tokens: { ...r.tokens, total: r.tokens.input + r.tokens.output },
     cost_usd: r.costUsd,
@@ -148,3 +150,7 @@ function printVerdict(r: FixResult): void {
 }
 
 export { EXIT };
+
+function isError(exit: number): boolean {
+  return exit === EXIT.usage || exit === EXIT.environment || exit === EXIT.model;
+}

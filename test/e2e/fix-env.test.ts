@@ -126,11 +126,9 @@ describe('keel fix: what an interrupted or impossible run leaves', () => {
       home,
     });
     expect(json.code).toBe(3);
-    expect(JSON.parse(json.stdout)).toMatchObject({
-      code: 'ENVIRONMENT_ERROR',
-      exit_code: 3,
-      status: 'failed',
-    });
+    const doc = JSON.parse(json.stdout);
+    expect(doc).toMatchObject({ code: 'ENVIRONMENT_ERROR', exit_code: 3, status: 'failed' });
+    expect(doc.error).toContain('has no commits yet');
     const listed = JSON.parse((await keel(['sessions', 'list', '--json'], { cwd: home, home })).stdout)
       .sessions as Array<{ mode: string; state: string }>;
     expect(listed.filter((s) => s.mode === 'fix').map((s) => s.state)).toEqual([
