@@ -5,9 +5,13 @@
 import { statSync } from 'node:fs';
 import type { SessionOutcome } from '../agent/session.js';
 import { RunError } from '../agent/terminal.js';
+import { keelPaths } from '../config/paths.js';
 import { parseReview, type Review, reviewPrompt, VERDICT_FORMAT } from '../fix/review.js';
 import { createModelClient, createRoleModelClient } from '../model/create.js';
 import { emptyTree, findRepo, GitError, git, gitTry, worktreeTree } from '../policy/git.js';
+import { AuditLog, auditEntryFor } from '../store/audit.js';
+import { openDb } from '../store/db.js';
+import { EventLog } from '../store/event-log.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
@@ -139,6 +143,14 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
     return exit;
   }
   const review: Omit<Review, 'model'> = parseReview(outcome.summary);
+  recordVerdict(outcome.sessionId, {
+    verdict: review.verdict,
+    readable: review.readable,
+    reasons: review.findings,
+    kind: change.kind,
+    base: change.base,
+    files: change.files,
+  });
   // REVISE exits 2 by contract (like a usage error, a gate that stays shut); an unreadable answer is REVISE
   const exit = review.verdict === 'APPROVE' ? EXIT.ok : EXIT.usage;
   if (flags.json) {
@@ -205,6 +217,21 @@ function currentChange(repo: string, flags: ReviewFlags): Change | string {
     kind: flags.since === undefined ? 'working-tree' : 'since',
     base,
   };
+}
+
+/** The verdict keel read from the answer, in the session's log and the audit chain: what decided the exit. */
+function recordVerdict(sessionId: string, data: Record<string, unknown>): void {
+  const paths = keelPaths();
+  const db = openDb(paths.db);
+  const audit = new AuditLog(paths.auditDir);
+  try {
+    new EventLog(db).append(sessionId, 'review_verdict', data);
+    const entry = auditEntryFor({ type: 'review_verdict', ...data }, sessionId);
+    if (entry) audit.append(entry);
+  } finally {
+    audit.close();
+    db.close();
+  }
 }
 
 function names(out: string): string[] {

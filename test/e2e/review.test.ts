@@ -3,7 +3,16 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { git, gitRepo } from '../helpers/tmp.js';
-import { chatBodies, keel, keelHome, model, modelFlags, offeredTools, requestMessages } from './harness.js';
+import {
+  chatBodies,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+  offeredTools,
+  requestMessages,
+} from './harness.js';
 
 /** A repository with one committed file, `add` subtracting. */
 function project(): string {
@@ -60,10 +69,19 @@ describe('keel review', () => {
     const server = await model([
       { text: '{"verdict": "REVISE", "findings": ["math.js: add multiplies; it must add"]}' },
     ]);
-    const run = await keel(['review', ...modelFlags(server)], { cwd: repo, home: keelHome() });
+    const home = keelHome();
+    const run = await keel(['review', ...modelFlags(server)], { cwd: repo, home });
 
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('REVISE\n- math.js: add multiplies; it must add\n');
+    // the verdict is in the session's log and the audit chain
+    const events = lastSessionEvents(home);
+    expect(events.at(-1)).toMatchObject({
+      type: 'review_verdict',
+      data: { verdict: 'REVISE', files: ['math.js'] },
+    });
+    const tail = JSON.parse((await keel(['audit', 'tail', '--json'], { cwd: repo, home })).stdout).lines;
+    expect(tail.at(-1)).toMatchObject({ type: 'review_verdict', verdict: 'REVISE', kind: 'working-tree' });
   });
 
   it('a verdict in words counts; an answer with no verdict is REVISE, never APPROVE', async () => {
