@@ -106,6 +106,26 @@ describe('keel fix: what an interrupted or impossible run leaves', () => {
     },
   );
 
+  it('Ctrl+C during the baseline exits 130 without calling the model, and leaves nothing', async () => {
+    const repo = fixtureRepo('stats');
+    const home = keelHome();
+    const server = await model([{ text: 'never asked' }]);
+    const args = ['fix', '--repo', repo, ...modelFlags(server), '--issue', 'x', '--test-command', 'sleep 30'];
+    const run = await keel(args, {
+      cwd: home,
+      home,
+      onSpawn: (child) => {
+        child.stderr?.on('data', (d: Buffer) => {
+          if (d.toString().includes('baseline: running')) setTimeout(() => child.kill('SIGINT'), 300);
+        });
+      },
+    });
+    expect(run.code, run.stderr).toBe(130);
+    expect(run.stdout).toContain('NOT VERIFIED (CANCELLED): interrupted while running the baseline');
+    expect(modelPosts(server)).toBe(0);
+    expect(leftovers(repo)).toEqual({ branches: [], worktrees: 0 });
+  });
+
   it('a repository with no commits is one line, exit 3, and the run ends with its code', async () => {
     const repo = tempDir('keel-empty-');
     git(repo, 'init', '-q', '-b', 'main');
