@@ -6,7 +6,14 @@ import { keel, keelHome } from './harness.js';
 describe('keel demo', () => {
   it('fixes the bundled project offline and proves it with its own tests', async () => {
     const home = keelHome();
-    const run = await keel(['demo', '--json', '--keep'], { cwd: home, home, timeoutMs: 60_000 });
+    // the kept copy goes to a temporary folder of the test's own, removed after it
+    const tmp = tempDir('keel-demo-tmp-');
+    const run = await keel(['demo', '--json', '--keep'], {
+      cwd: home,
+      home,
+      timeoutMs: 60_000,
+      env: { TMPDIR: tmp },
+    });
     expect(run.code).toBe(0);
     const doc = JSON.parse(run.stdout);
     expect(doc.kept).toBe(true);
