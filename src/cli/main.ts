@@ -129,6 +129,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
   program
     .command('demo')
     .description('run the real fix pipeline offline on a small buggy project, with a scripted model')
+    .option('--keep', 'keep the demo copy in the temporary folder (and print where it is)')
     .option('--json', 'print one JSON document on stdout and nothing else')
     .action(async (opts) => {
       const { runDemo } = await import('./demo-command.js');
@@ -152,8 +153,18 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       '--allow-test-edits',
       "let the model's edits to existing tests count toward the verdict (for an issue about a wrong test)",
     )
+    .option(
+      '--clean',
+      "remove this repository's kept fix branches, worktrees and run folders (as keel runs prune)",
+    )
+    .option('-y, --yes', 'with --clean: remove without asking')
     .option('--json', 'print one JSON document on stdout and nothing else');
   addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (opts) => {
+    if (opts.clean) {
+      const { cleanRepo } = await import('./runs-command.js');
+      setExit(await cleanRepo(opts));
+      return;
+    }
     const { runFixCommand } = await import('./fix-command.js');
     setExit(await runFixCommand(opts));
   });
@@ -229,6 +240,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .description('recent sessions, newest first')
     .option('-n, --limit <n>', 'how many', parseIntArg, 20)
     .option('--project <dir>', "only this workspace's sessions")
+    .option('--all', "every session, a run's plan and attempts and a loop's rounds too (default: top level)")
     .option('--json', 'print one JSON document')
     .action(async (opts) => {
       const { listSessions } = await import('./sessions-command.js');
@@ -330,6 +342,53 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
         setExit(await runTrustDiff(opts, check));
       });
   }
+
+  // keel review, keel runs (issue 10: runs and review)
+  const review = program
+    .command('review')
+    .description('a read-only review of the current diff by the model (APPROVE exits 0, REVISE exits 2)')
+    .option('--staged', 'review the staged changes (the index against HEAD)')
+    .option('--since <rev>', 'review everything since REV (REV against the working tree)')
+    .option('-C, --cwd <dir>', 'repository folder (default: the current folder)')
+    .option('--profile <name>', 'use [profiles.NAME] from the config')
+    .option('--json', 'print one JSON document on stdout and nothing else');
+  addBudgetOptions(addModelOptions(review), 'for the review').action(async (opts) => {
+    const { runReview } = await import('./review-command.js');
+    setExit(await runReview(opts));
+  });
+  const runs = program
+    .command('runs')
+    .description('fix and loop runs: their verdicts, reports, branches and worktrees');
+  runs
+    .command('list')
+    .description('fix and loop runs, newest first')
+    .option('-n, --limit <n>', 'how many', parseIntArg, 20)
+    .option('--all', 'pruned runs too')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { listRuns } = await import('./runs-command.js');
+      setExit(await listRuns(opts));
+    });
+  runs
+    .command('show')
+    .description("a run's verdict, rationale, PR text, diff and trace (id or unique prefix)")
+    .argument('<id>', 'run id or a unique prefix of it')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { showRun } = await import('./runs-command.js');
+      setExit(await showRun(id, opts));
+    });
+  runs
+    .command('prune')
+    .description("remove runs' kept keel/fix-* branches, worktrees and run folders")
+    .option('--older-than <days>', 'only runs older than DAYS days', parseFloatArg)
+    .option('--all', 'every run')
+    .option('-y, --yes', 'remove without asking')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { pruneRuns } = await import('./runs-command.js');
+      setExit(await pruneRuns(opts));
+    });
 
   const dev = program.command('dev').description('tools for developing against keel');
   dev
