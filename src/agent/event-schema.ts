@@ -53,6 +53,8 @@ const schemas: Record<string, z.ZodType> = {
     is_error: z.boolean(),
     files_changed: z.array(z.string()),
     diff_lines: z.number(),
+    diff: z.string().optional(),
+    outcome: z.looseObject({}).optional(),
     child_usage: z
       .object({ input: z.number(), output: z.number(), cost_usd: z.number().nullable() })
       .optional(),

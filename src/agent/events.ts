@@ -104,6 +104,10 @@ export type SessionEvent =
       files_changed: string[];
       diff_lines: number;
       duration_ms: number;
+      /** What the call came to: exit code, test counts, lines added and removed. */
+      outcome?: import('../tools/types.js').ToolOutcome;
+      /** A write's change as a unified diff (cut at 400 lines), for faces to show. */
+      diff?: string;
       /** The call never finished: the process running it was killed; keel did not run it again. */
       interrupted?: boolean;
       /** Tokens and cost of the subagents whose results this call reported (they count for this session). */

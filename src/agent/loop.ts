@@ -9,14 +9,15 @@ import { costUsd } from '../model/cost.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
 import { estimateRequestTokens } from '../model/tokens.js';
 import type { ChatMessage, Delta, ModelError, ToolCall, ToolSpec } from '../model/types.js';
-import { decide } from '../policy/gate.js';
+import { type Ask, type Decision, decide } from '../policy/gate.js';
 import { type HookEvent, type HookSpec, matchingHooks, runHooks } from '../policy/hooks.js';
 import { modeAllows } from '../policy/modes.js';
 import type { Policy } from '../policy/policy.js';
 import { ScopeError } from '../policy/scope.js';
 import { parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
-import { type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
+import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
 import { streamAnswer } from './answer.js';
+import type { ApprovalRequest, Approver } from './approvals.js';
 import { exceeded } from './budgets.js';
 import { compact, isContextOverflow, windowFromError } from './compaction.js';
 import type { SessionEvent, TokenCount } from './events.js';
@@ -68,12 +69,17 @@ export interface SessionOptions {
     signal: AbortSignal,
     sandboxed: boolean,
   ): Promise<{ output: string; failed: boolean }>;
-  /** Ask the person to confirm (interactive sessions only); absent means deny. */
-  confirm?(question: string): Promise<boolean>;
+  /**
+   * Ask the person (interactive sessions only). Absent: a hook's question is answered no, and a
+   * question only keel's `approvals` setting asks is not asked (the policy alone decides).
+   */
+  approve?: Approver;
   /** Called before every write or exec call with its canonical paths; returns what it saved, to record. */
   beforeWrite?(paths: string[]): Array<{ [key: string]: unknown }>;
   /** Live assistant text, for rendering. */
   onText?(text: string): void;
+  /** A running call's output as it is produced (not recorded: the call's result is), for live display. */
+  onToolOutput?(callId: string, text: string, stream: 'stdout' | 'stderr'): void;
   /** Live reasoning text, for rendering (dimmed); it never enters the history as answer text. */
   onReasoning?(text: string): void;
   contextWindow?: number;
@@ -389,6 +395,59 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     return matchingHooks(hooks, 'PostToolUse', name);
   }
 
+  /**
+   * Answer an ask: the person sees the file and its diff, or the exact command, and a yes resumes the
+   * chain where it stopped (the same paths and sandbox). With no one to ask, a hook's question is a no,
+   * and keel's own `approvals` question is not asked: the policy already allows the call.
+   */
+  async function settle(ask: Ask, tool: Tool, args: unknown, call: ToolCall): Promise<Decision> {
+    const approve = opts.approve;
+    if (!approve) {
+      if (!ask.hook) return ask.ifConfirmed;
+      return {
+        kind: 'deny',
+        deny: 'hook',
+        reason: `${ask.question} (no one to ask in an unattended session)`,
+      };
+    }
+    const request: ApprovalRequest = {
+      callId: call.id,
+      tool: call.name,
+      kind: ask.hook ? 'hook' : (ask.approval ?? 'hook'),
+      reason: ask.question,
+      args,
+    };
+    if (tool.preview) {
+      try {
+        Object.assign(request, await tool.preview(args, baseContext()));
+      } catch (err) {
+        // the call would fail the same way when it runs: no question about a change that cannot happen
+        if (err instanceof ToolError || err instanceof ScopeError || isFsError(err)) return ask.ifConfirmed;
+        throw err;
+      }
+    }
+    if (tool.effect === 'exec') {
+      const a = (args ?? {}) as { command?: unknown; filter?: unknown };
+      request.command =
+        typeof a.command === 'string'
+          ? a.command
+          : `${call.name}${typeof a.filter === 'string' ? ` ${a.filter}` : ''}`;
+      request.sandboxed = ask.ifConfirmed.sandboxed;
+    }
+    const answer = await approve(request);
+    if (answer.allow) return ask.ifConfirmed;
+    const said = answer.message?.trim();
+    return {
+      kind: 'deny',
+      deny: 'user',
+      reason: said ? `the user declined: ${said}` : 'the user declined',
+    };
+  }
+
+  function baseContext(): ToolContext {
+    return { cwd: scope.root, signal: run.signal, resolve: (path, access) => scope.resolve(path, access) };
+  }
+
   async function runCall(call: ToolCall, round: number, cutOff: boolean): Promise<string> {
     const tool = tools.get(call.name);
     if (!tool || !offered.includes(call.name)) {
@@ -435,12 +494,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         decision: 'ask',
         reason: decision.question,
       });
-      const yes = opts.confirm ? await opts.confirm(`${call.name}: ${decision.question}`) : false;
-      const who = opts.confirm ? 'the user declined' : 'no one to ask in an unattended session';
-      // a yes resumes the chain where the hook stopped it: the same paths (safety net) and sandbox
-      decision = yes
-        ? decision.ifConfirmed
-        : { kind: 'deny', deny: 'hook', reason: `${decision.question} (${who})` };
+      decision = await settle(decision, tool, parsed.args, call);
     }
     if (decision.kind === 'deny') {
       record({
@@ -480,12 +534,9 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       ...(sandboxed === undefined ? {} : { sandboxed }),
     });
     const t0 = Date.now();
-    const ctx: ToolContext = {
-      cwd: scope.root,
-      signal: run.signal,
-      resolve: (path, access) => scope.resolve(path, access),
-      ...(decision.child ? { granted: decision.child } : {}),
-    };
+    const ctx: ToolContext = { ...baseContext(), ...(decision.child ? { granted: decision.child } : {}) };
+    const onToolOutput = opts.onToolOutput;
+    if (onToolOutput) ctx.onOutput = (text, stream) => onToolOutput(call.id, text, stream);
     const exec = sandboxed ? opts.sandboxExec : opts.plainExec;
     if (exec) ctx.exec = exec;
     const runTests = opts.runTests;
@@ -496,6 +547,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     let lines = 0;
     let violations: string[] = [];
     let childUsage: ToolResult['childUsage'];
+    let diff: string | undefined;
+    let outcome: ToolResult['outcome'];
     try {
       const res = await tool.execute(parsed.args, ctx);
       output = res.output;
@@ -504,6 +557,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       lines = res.diffLines ?? 0;
       violations = res.violations ?? [];
       childUsage = res.childUsage;
+      diff = res.diff;
+      outcome = res.outcome;
     } catch (err) {
       if (run.signal.aborted) throw run.signal.reason;
       if (!(err instanceof ToolError || err instanceof ScopeError || isFsError(err))) throw err;
@@ -554,6 +609,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       files_changed: changed,
       diff_lines: lines,
       duration_ms: Date.now() - t0,
+      ...(outcome ? { outcome } : {}),
+      ...(diff ? { diff } : {}),
       ...(childUsage ? { child_usage: childUsage } : {}),
     });
     if (violations.length) {

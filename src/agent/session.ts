@@ -23,6 +23,7 @@ import { builtinTools } from '../tools/builtin.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { ToolContext, ToolDeps, ToolFactory } from '../tools/types.js';
 import type { TestSuite } from '../verify/suite.js';
+import type { Approver } from './approvals.js';
 import { parseEvents } from './event-schema.js';
 import type { SessionEvent } from './events.js';
 import { replay, type SessionState } from './history.js';
@@ -38,6 +39,8 @@ export interface StartOptions {
   signal: AbortSignal;
   onText?(text: string): void;
   onReasoning?(text: string): void;
+  /** A running tool call's output as it is produced (a command's stdout and stderr); its result is logged. */
+  onToolOutput?(callId: string, text: string, stream: 'stdout' | 'stderr'): void;
   /** Each event once it is stored, with its seq in the session's log. */
   onEvent?(event: SessionEvent, seq: number): void;
   /** A subagent's policy, narrowed from its parent's by the gate; a person's session builds its own from config. */
@@ -62,8 +65,8 @@ export interface StartOptions {
   safetyNet?: boolean;
   /** Commit the session's own files when it ends COMPLETED (also `auto_commit` in config). */
   commit?: boolean;
-  /** Ask the person (interactive sessions); without it, `ask` decisions deny. */
-  confirm?(question: string): Promise<boolean>;
+  /** Ask the person (interactive sessions); without it, a hook's question is a no (see runLoop). */
+  approve?: Approver;
 }
 
 export interface SessionOutcome extends SessionResult {
@@ -237,6 +240,7 @@ async function runIn(
     signal: opts.signal,
     env,
     loaded: opts.loaded,
+    ...(opts.approve ? { approve: opts.approve } : {}),
     onClose: (fn) => closers.push(fn),
   };
   try {
@@ -252,9 +256,10 @@ async function runIn(
       ...(plainExec ? { plainExec } : {}),
       ...(beforeWrite ? { beforeWrite } : {}),
       ...(suite && describeRun ? { runTests: testRunner(suite, describeRun, sandboxExec, plainExec) } : {}),
-      ...(opts.confirm ? { confirm: opts.confirm } : {}),
+      ...(opts.approve ? { approve: opts.approve } : {}),
       ...(contextWindow ? { contextWindow } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
+      ...(opts.onToolOutput ? { onToolOutput: opts.onToolOutput } : {}),
       ...(opts.onReasoning ? { onReasoning: opts.onReasoning } : {}),
       ...(reopened ? { resume: reopened.state } : {}),
       ...(opts.inbox ? { inbox: opts.inbox } : {}),
@@ -368,8 +373,17 @@ function testRunner(
   return async (filter: string | undefined, signal: AbortSignal, sandboxed: boolean) => {
     const exec = sandboxed ? sandboxExec : plainExec;
     const run = await suite.run({ signal, ...(filter ? { filter } : {}), ...(exec ? { exec } : {}) });
-    return { output: describe(run), failed: run.exitCode !== 0 || run.results.length === 0 };
+    return {
+      output: describe(run),
+      failed: run.exitCode !== 0 || run.results.length === 0,
+      ...(run.parsed ? { tests: tally(run.results) } : {}),
+    };
   };
+}
+
+function tally(results: Array<{ status: string }>) {
+  const n = (status: string) => results.filter((r) => r.status === status).length;
+  return { passed: n('passed'), failed: n('failed'), skipped: n('skipped') };
 }
 
 /** `keel sessions compact ID`: fold a stored session's older turns into a summary now. */

@@ -123,6 +123,7 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
         done: Promise.resolve(),
       };
       agents.set(name, agent);
+      const approve = deps.approve;
       agent.done = startSession({
         id: agent.sessionId,
         mode: childPolicy.mode,
@@ -136,6 +137,9 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
         policy: childPolicy,
         tools: [agentTools],
         inbox: () => agent.inbox.splice(0),
+        ...(approve
+          ? { approve: (req) => approve({ ...req, reason: `subagent ${name}: ${req.reason}` }) }
+          : {}),
       }).then(
         (outcome) => {
           agent.outcome = outcome;

@@ -4,18 +4,9 @@
  * that goes back to the model as the refusal's message.
  */
 
-// The shape the core's StartOptions.approve uses (src/agent/approvals.ts once it lands on main).
-export interface ApprovalRequest {
-  callId: string;
-  tool: string;
-  kind: 'write' | 'shell' | 'hook';
-  reason: string;
-  path?: string;
-  diff?: string;
-  command?: string;
-  sandboxed?: boolean;
-}
-export type ApprovalAnswer = { allow: true } | { allow: false; message?: string };
+import type { ApprovalAnswer, ApprovalRequest } from '../agent/approvals.js';
+
+export type { ApprovalAnswer, ApprovalRequest };
 
 /** What the person chose at the prompt. */
 export type ApprovalChoice =
@@ -24,7 +15,7 @@ export type ApprovalChoice =
   | { kind: 'always' }
   | { kind: 'explain'; message: string };
 
-export class Approver {
+export class ChatApprover {
   private readonly always = new Set<string>();
 
   constructor(private readonly ask: (req: ApprovalRequest) => Promise<ApprovalChoice>) {}

@@ -11,7 +11,7 @@ import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
-import { type ApprovalChoice, type ApprovalRequest, Approver } from './approver.js';
+import { type ApprovalChoice, type ApprovalRequest, ChatApprover } from './approver.js';
 
 /** What a face shows; every text it gets from here is raw, and the face makes it inert. */
 export interface ChatView {
@@ -24,6 +24,7 @@ export interface ChatView {
   turnEnd(outcome: SessionOutcome | undefined): void;
   notice(text: string, kind?: 'info' | 'error' | 'ok'): void;
   ask(req: ApprovalRequest): Promise<ApprovalChoice>;
+  /** A yes/no question of keel's own (/undo). */
   confirm(question: string): Promise<boolean>;
   /** Something on the status line changed. */
   status(): void;
@@ -60,7 +61,7 @@ export class Conversation {
   private queue: string[] = [];
   private controller: AbortController | undefined;
   private current: Promise<void> | undefined;
-  readonly approver: Approver;
+  readonly approver: ChatApprover;
 
   constructor(private readonly opts: ConversationOptions) {
     this.loaded = opts.loaded;
@@ -72,7 +73,7 @@ export class Conversation {
       tokens: 0,
       cost: null,
     };
-    this.approver = new Approver((req) => opts.view.ask(req));
+    this.approver = new ChatApprover((req) => opts.view.ask(req));
   }
 
   get running(): boolean {
@@ -166,7 +167,7 @@ export class Conversation {
       import('../agent/subagents.js'),
     ]);
     if (!this.sessionId) this.sessionId = newSessionId();
-    const options: StartOptions & { approve?: Approver['approve'] } = {
+    const options: StartOptions = {
       mode: this.mode,
       prompt,
       loaded: this.loaded,
@@ -184,7 +185,6 @@ export class Conversation {
         view.status();
       },
       inbox: () => this.queue.splice(0),
-      confirm: (question) => view.confirm(question),
       approve: this.approver.approve,
     };
     let outcome: SessionOutcome | undefined;

@@ -49,7 +49,20 @@ export function decisionWords(event: GateDecision): string {
 /** How a call came out: the exit code of a command, passed/failed for tests, lines changed for a write. */
 export function outcomeWords(event: ToolResult): string {
   const first = inertLine(event.output.split('\n')[0] ?? '');
+  const o = event.outcome;
   if (event.interrupted) return 'interrupted';
+  if (o?.timed_out) return 'timed out';
+  if (o?.tests) {
+    const t = o.tests;
+    const counts = `${t.passed} passed, ${t.failed} failed${t.skipped ? `, ${t.skipped} skipped` : ''}`;
+    return event.is_error ? `tests failed · ${counts}` : `tests passed · ${counts}`;
+  }
+  if (o && 'exit_code' in o)
+    return o.exit_code === null || o.exit_code === undefined ? 'killed' : `exit ${o.exit_code}`;
+  if (o && (o.added !== undefined || o.removed !== undefined)) {
+    const where = event.files_changed.length ? ` in ${event.files_changed.map(inertLine).join(', ')}` : '';
+    return `+${o.added ?? 0} -${o.removed ?? 0}${where}`;
+  }
   switch (event.tool) {
     case 'shell': {
       const exit = /^exit code (\d+)/.exec(first);
@@ -67,6 +80,18 @@ export function outcomeWords(event: ToolResult): string {
       return `${lines} line${lines === 1 ? '' : 's'}`;
     }
   }
+}
+
+/** The diff to show for a call: the one the core recorded, else (a write logged before it kept one) git's. */
+export function diffFor(
+  event: ToolResult,
+  live: boolean,
+  root: string,
+  fallback: (root: string, path: string) => string[],
+): string[] {
+  if (event.diff) return event.diff.split('\n').filter((l) => l !== '');
+  if (!live || !isWrite(event.tool) || event.is_error) return [];
+  return event.files_changed.flatMap((f) => fallback(root, f));
 }
 
 /** Whether a tool writes files, so its outcome comes with a diff. */

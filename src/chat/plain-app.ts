@@ -10,7 +10,7 @@ import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
 import { runCommand, type Screen } from './commands.js';
 import { type ChatView, Conversation } from './conversation.js';
-import { clip, decisionWords, isWrite, outcomeWords, tokens, toolHeadline } from './describe.js';
+import { clip, decisionWords, diffFor, outcomeWords, tokens, toolHeadline } from './describe.js';
 import { colorDiff, fileDiff } from './diff.js';
 import { InputHistory } from './input-history.js';
 import { attachMentions, MentionError } from './mentions.js';
@@ -123,10 +123,7 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
         return [];
       case 'tool_result': {
         const head = `● ${toolHeadline(event.tool, args.get(event.call_id))} · ${gates.get(event.call_id) ?? 'allowed'} · ${outcomeWords(event)}`;
-        const diff =
-          live && isWrite(event.tool) && !event.is_error
-            ? event.files_changed.flatMap((f) => fileDiff(setup.cwd, f))
-            : [];
+        const diff = diffFor(event, live, setup.cwd, fileDiff);
         return [event.is_error ? style.red(head) : head, ...colorDiff(diff, style).map((l) => `  ${l}`)];
       }
       case 'tool_call_invalid':

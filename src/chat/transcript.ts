@@ -14,7 +14,7 @@ import {
 } from '@mariozechner/pi-tui';
 import type { SessionEvent } from '../agent/events.js';
 import { inert, inertLine } from '../cli/inert.js';
-import { clip, decisionWords, isWrite, outcomeWords, tokens, toolHeadline } from './describe.js';
+import { clip, decisionWords, diffFor, outcomeWords, tokens, toolHeadline } from './describe.js';
 import { colorDiff, fileDiff } from './diff.js';
 import { color as style } from './style.js';
 
@@ -240,10 +240,7 @@ export class Transcript extends Container {
         return;
       case 'tool_result': {
         // a diff for every write that landed, taken now (when replaying, the files have moved on)
-        const diff =
-          live && isWrite(event.tool) && !event.is_error
-            ? event.files_changed.flatMap((f) => fileDiff(this.root, f))
-            : [];
+        const diff = diffFor(event, live, this.root, fileDiff);
         this.block(event.call_id, event.tool).result(event, diff);
         return;
       }

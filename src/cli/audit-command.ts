@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { keelPaths } from '../config/paths.js';
 import { type AuditLine, readAuditTail, verifyChain } from '../store/audit.js';
+import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
 import { dim, red } from './render.js';
@@ -18,9 +19,11 @@ export async function auditVerify(
   const paths = keelPaths();
   const target = path ?? paths.auditDir;
   if (!existsSync(target)) {
-    if (flags.json) writeJson({ ok: false, path: target, problem: 'no such file or folder' });
-    process.stderr.write(`${red('keel:')} no audit log at ${target}\n`);
-    return EXIT.usage;
+    return reportError(flags.json, 'CONFIG_ERROR', `no audit log at ${target}`, {
+      ok: false,
+      path: target,
+      problem: 'no such file or folder',
+    });
   }
   const result = verifyChain(target, {
     keyPath: flags.key ?? paths.auditKey,

@@ -2,6 +2,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Finding, ScanError, scanRepo } from '../policy/secret-scan.js';
+import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
 import { red } from './render.js';
@@ -9,6 +10,8 @@ import { red } from './render.js';
 /** Scan and report; exit 1 when anything is found, 0 when clean, 2 outside a repository. */
 export async function runCheck(flags: { allFiles?: boolean; json?: boolean; cwd?: string }): Promise<number> {
   const dir = resolve(flags.cwd ?? '.');
+  const fail = (message: string, code: number) =>
+    reportError(flags.json, code === EXIT.usage ? 'CONFIG_ERROR' : 'ENVIRONMENT_ERROR', message);
   if (!isDirectory(dir)) return fail(`no such folder: ${dir}`, EXIT.usage);
 
   let result: { filesScanned: number; findings: Finding[] };
@@ -18,11 +21,11 @@ export async function runCheck(flags: { allFiles?: boolean; json?: boolean; cwd?
     if (!(err instanceof ScanError)) throw err;
     if (err.code === 'NOT_A_REPO') {
       return fail(
-        `${inertLine(err.message)}\n  keel check scans the files git tracks; run it inside a repository or pass -C DIR`,
+        `${err.message}\n  keel check scans the files git tracks; run it inside a repository or pass -C DIR`,
         EXIT.usage,
       );
     }
-    return fail(inertLine(err.message), EXIT.environment);
+    return fail(err.message, EXIT.environment);
   }
 
   const { filesScanned, findings } = result;
@@ -52,9 +55,4 @@ function isDirectory(dir: string): boolean {
   } catch {
     return false;
   }
-}
-
-function fail(message: string, code: number): number {
-  process.stderr.write(`${red('keel:')} ${message}\n`);
-  return code;
 }

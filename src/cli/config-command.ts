@@ -1,10 +1,11 @@
 /** `keel config show`: the effective config, where each value came from, secrets masked. */
 import { keelPaths } from '../config/paths.js';
 import { configSchema } from '../config/schema.js';
+import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
-import { inert, inertLine } from './inert.js';
+import { inertLine } from './inert.js';
 import { ConfigError, load } from './options.js';
-import { dim, red } from './render.js';
+import { dim } from './render.js';
 
 type Flat = Array<{ key: string; value: unknown; source: string }>;
 
@@ -26,16 +27,13 @@ function flatten(value: unknown, sources: Record<string, string>, prefix = '', o
 }
 
 /** Print the effective config; exit 2 with the problem when it does not load. */
-export async function showConfig(flags: { cwd?: string; json?: boolean }): Promise<number> {
+export async function showConfig(flags: { cwd?: string; json?: boolean; profile?: string }): Promise<number> {
   let setup: ReturnType<typeof load>;
   try {
     setup = load(flags);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    if (flags.json)
-      process.stdout.write(`${JSON.stringify({ error: err.message, code: 'CONFIG_ERROR', exit_code: 2 })}\n`);
-    else process.stderr.write(`${red('keel:')} ${inert(err.message)}\n`);
-    return EXIT.usage;
+    return reportError(flags.json, 'CONFIG_ERROR', err.message);
   }
   const { config, sources, projectFile } = setup.loaded;
   const keyVar = process.env.KEEL_API_KEY ? 'KEEL_API_KEY' : config.api_key_env;

@@ -15,6 +15,8 @@ interface Check {
   name: string;
   status: 'ok' | 'warn' | 'fail' | 'skip';
   detail: string;
+  /** For `limits`: how each limit is enforced (`cgroup v2`, `rlimit`, `docker`, `none`...). */
+  mechanisms?: Record<string, string>;
 }
 
 const MARK: Record<Check['status'], string> = { ok: '✓', warn: '!', fail: '✗', skip: '-' };
@@ -25,7 +27,12 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
   let exit: number = EXIT.ok;
   const print = () => {
     if (flags.json) {
-      process.stdout.write(`${JSON.stringify({ ok: exit === EXIT.ok, exit_code: exit, checks }, null, 2)}\n`);
+      // a failing doctor carries the shared error fields too: the first failed check is the error
+      const failed = checks.find((c) => c.status === 'fail');
+      const error = failed ? { code: codeOf(exit), error: `${failed.name}: ${failed.detail}` } : {};
+      process.stdout.write(
+        `${JSON.stringify({ ok: exit === EXIT.ok, exit_code: exit, ...error, checks }, null, 2)}\n`,
+      );
       return;
     }
     for (const c of checks) {
@@ -36,10 +43,8 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
   };
 
   let setup: ReturnType<typeof load>;
-  let client: ReturnType<typeof createModelClient>;
   try {
     setup = load(flags);
-    client = createModelClient(setup.loaded.config, process.env, { cwd: setup.cwd });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     checks.push({ name: 'config', status: 'fail', detail: err.message });
@@ -48,16 +53,30 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
     return exit;
   }
   const { config } = setup.loaded;
-  checks.push({
-    name: 'config',
-    status: 'ok',
-    detail: `${config.provider} ${config.model || '(scripted)'} at ${config.base_url}`,
-  });
+  let client: ReturnType<typeof createModelClient> | undefined;
+  try {
+    client = createModelClient(config, process.env, { cwd: setup.cwd });
+    checks.push({
+      name: 'config',
+      status: 'ok',
+      detail: `${config.provider} ${config.model || '(scripted)'} at ${config.base_url}`,
+    });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    checks.push({ name: 'config', status: 'fail', detail: err.message });
+    exit = EXIT.usage;
+  }
   for (const warning of setup.loaded.warnings)
     checks.push({ name: 'trust', status: 'warn', detail: warning });
-  const sandboxCheck = await checkSandbox(setup.cwd, config);
-  checks.push(sandboxCheck);
-  if (sandboxCheck.status === 'fail') exit = EXIT.environment;
+  // the sandbox needs no model: a first-time user learns what shell commands would get before configuring one
+  for (const check of await checkSandbox(setup.cwd, config)) {
+    checks.push(check);
+    if (check.status === 'fail' && exit === EXIT.ok) exit = EXIT.environment;
+  }
+  if (!client) {
+    print();
+    return exit;
+  }
 
   const { provider, model } = client.primary;
   const signal = AbortSignal.timeout(config.timeouts.connect_s * 1000);
@@ -84,8 +103,10 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
       if (!present) {
         // asking an absent model to call a tool only repeats the failure
         checks.push({ name: 'tool calling', status: 'skip', detail: 'needs the model' });
+        // the server is up but has no such model: a model error, as a request to it would end (DESIGN's exit 4)
+        exit = EXIT.model;
         print();
-        return EXIT.failed;
+        return exit;
       }
     } catch (err) {
       const message = err instanceof ModelError ? err.message : (err as Error).message;
@@ -120,12 +141,16 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
   return exit;
 }
 
-/** Which sandbox shell commands get here, proven: a write outside the scope and a network call must both fail. */
+/**
+ * Which sandbox shell commands get here, proven (a write outside the scope and a network call must both
+ * fail), and how its resource limits are enforced (cgroup, rlimit via prlimit, docker, or not at all).
+ */
 async function checkSandbox(
   cwd: string,
   config: ReturnType<typeof load>['loaded']['config'],
-): Promise<Check> {
+): Promise<Check[]> {
   const { createSandbox, proveSandbox } = await import('../policy/sandbox.js');
+  const { formatLimits } = await import('../policy/sandbox-limits.js');
   const { Scope } = await import('../policy/scope.js');
   const scope = new Scope({ root: cwd, writable: config.scope });
   let sandbox: Awaited<ReturnType<typeof createSandbox>>;
@@ -139,26 +164,45 @@ async function checkSandbox(
       limits: config.sandbox_limits,
     });
   } catch (err) {
-    return { name: 'sandbox', status: 'fail', detail: (err as Error).message };
+    return [{ name: 'sandbox', status: 'fail', detail: (err as Error).message }];
   }
   try {
+    const report = sandbox.limits();
+    const unenforced = Object.values(report).some((l) => l.mechanism === 'none');
+    const limits: Check = {
+      name: 'limits',
+      status: unenforced ? 'warn' : 'ok',
+      detail: formatLimits(report),
+      mechanisms: Object.fromEntries(Object.entries(report).map(([k, l]) => [k, l.mechanism])),
+    };
     if (sandbox.kind === 'none') {
       const how = config.allow_shell
         ? 'shell runs unsandboxed (allow_shell = true)'
         : 'shell is denied unless allow_shell = true or a PreToolUse hook with approver = true names shell';
-      return { name: 'sandbox', status: 'warn', detail: `none: ${sandbox.describe()}; ${how}` };
+      return [{ name: 'sandbox', status: 'warn', detail: `none: ${sandbox.describe()}; ${how}` }, limits];
     }
     const proof = await proveSandbox(sandbox);
     const proven = proof.writeOutsideBlocked && (proof.networkBlocked || config.sandbox_network);
-    return {
-      name: 'sandbox',
-      status: proven ? 'ok' : 'fail',
-      // the proof, then what the sandbox hides and shows, so a user can see what a command reaches
-      detail: `${proof.detail}; ${sandbox.describe()}`,
-    };
+    return [
+      {
+        name: 'sandbox',
+        status: proven ? 'ok' : 'fail',
+        // the proof, then what the sandbox hides and shows, so a user can see what a command reaches
+        detail: `${proof.detail}; ${sandbox.describe()}`,
+      },
+      limits,
+    ];
   } finally {
     await sandbox.close();
   }
+}
+
+/** The terminal code an exit status of the doctor stands for. */
+function codeOf(exit: number): string {
+  if (exit === EXIT.usage) return 'CONFIG_ERROR';
+  if (exit === EXIT.environment) return 'ENVIRONMENT_ERROR';
+  if (exit === EXIT.model) return 'MODEL_ERROR';
+  return 'FAILED';
 }
 
 /** Ask the model to read a file, with keel's real prompt and tools, and see whether it calls the tool. */

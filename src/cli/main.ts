@@ -1,5 +1,8 @@
 /** The `keel` command line: verbs, flags and help. Each verb's module is loaded only when it runs. */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { closest } from '../config/closest.js';
+import { keelPaths } from '../config/paths.js';
+import { reportError, wantsJson } from './errors.js';
 import { EXIT } from './exit-codes.js';
 
 const SESSION_VERBS = [
@@ -80,26 +83,37 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
 
-  // `keel -m TEXT` (no verb): a session in the configured `permission` mode (default ask)
+  // `keel TASK`, `keel -m TEXT` or a prompt on stdin (no verb): a session in the configured `permission` mode (default ask)
   addSessionOptions(program).action(async (words: string[], opts) => {
+    // loaded only for a session: bare `keel` printing help stays cheap
+    const runVerb: typeof import('./session-command.js').runVerb = async (...args) =>
+      (await import('./session-command.js')).runVerb(...args);
     if (opts.continue || opts.resume) {
-      const { runVerb } = await import('./session-command.js');
       setExit(await runVerb(undefined, words, opts));
       return;
     }
     if (!opts.message && words.length === 0) {
-      program.help({ error: false });
+      // CHAT: bare `keel` on a TTY becomes `keel chat` here once it exists; until then it prints help
+      if (process.stdin.isTTY) {
+        program.help({ error: false });
+        return;
+      }
+      const { readStdin } = await import('./prompt-input.js');
+      const piped = await readStdin();
+      // a non-TTY stdin with nothing on it (cron, `< /dev/null`) is no task: show what keel can do
+      if (!piped) {
+        program.help({ error: false });
+        return;
+      }
+      setExit(await runVerb(undefined, [], { ...opts, message: piped }));
       return;
     }
-    // a first word that is no verb is far more likely a typo than a prompt: without a verb, the task needs -m
-    if (!opts.message) {
-      process.stderr.write(
-        `keel: unknown command "${words[0]}" (see keel --help; a task without a verb needs -m)\n`,
-      );
-      setExit(EXIT.usage);
+    // `keel edt`, `keel sesions list`: a first word that is nearly a verb is a typo, not a task
+    const typo = verbTypo(program, words[0]);
+    if (!opts.message && typo) {
+      setExit(usageError(opts.json, `unknown command "${words[0]}" (did you mean ${typo}?)`));
       return;
     }
-    const { runVerb } = await import('./session-command.js');
     setExit(await runVerb(undefined, words, opts));
   });
 
@@ -115,6 +129,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
   program
     .command('demo')
     .description('run the real fix pipeline offline on a small buggy project, with a scripted model')
+    .option('--keep', 'keep the demo copy in the temporary folder (and print where it is)')
     .option('--json', 'print one JSON document on stdout and nothing else')
     .action(async (opts) => {
       const { runDemo } = await import('./demo-command.js');
@@ -138,8 +153,18 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       '--allow-test-edits',
       "let the model's edits to existing tests count toward the verdict (for an issue about a wrong test)",
     )
+    .option(
+      '--clean',
+      "remove this repository's kept fix branches, worktrees and run folders (as keel runs prune)",
+    )
+    .option('-y, --yes', 'with --clean: remove without asking')
     .option('--json', 'print one JSON document on stdout and nothing else');
   addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (opts) => {
+    if (opts.clean) {
+      const { cleanRepo } = await import('./runs-command.js');
+      setExit(await cleanRepo(opts));
+      return;
+    }
     const { runFixCommand } = await import('./fix-command.js');
     setExit(await runFixCommand(opts));
   });
@@ -202,6 +227,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .command('show')
     .description('print the effective config and where each value came from (secrets masked)')
     .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--profile <name>', 'show it with [profiles.NAME] applied')
     .option('--json', 'print one JSON document')
     .action(async (opts) => {
       const { showConfig } = await import('./config-command.js');
@@ -214,6 +240,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .description('recent sessions, newest first')
     .option('-n, --limit <n>', 'how many', parseIntArg, 20)
     .option('--project <dir>', "only this workspace's sessions")
+    .option('--all', "every session, a run's plan and attempts and a loop's rounds too (default: top level)")
     .option('--json', 'print one JSON document')
     .action(async (opts) => {
       const { listSessions } = await import('./sessions-command.js');
@@ -316,6 +343,53 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       });
   }
 
+  // keel review, keel runs (issue 10: runs and review)
+  const review = program
+    .command('review')
+    .description('a read-only review of the current diff by the model (APPROVE exits 0, REVISE exits 2)')
+    .option('--staged', 'review the staged changes (the index against HEAD)')
+    .option('--since <rev>', 'review everything since REV (REV against the working tree)')
+    .option('-C, --cwd <dir>', 'repository folder (default: the current folder)')
+    .option('--profile <name>', 'use [profiles.NAME] from the config')
+    .option('--json', 'print one JSON document on stdout and nothing else');
+  addBudgetOptions(addModelOptions(review), 'for the review').action(async (opts) => {
+    const { runReview } = await import('./review-command.js');
+    setExit(await runReview(opts));
+  });
+  const runs = program
+    .command('runs')
+    .description('fix and loop runs: their verdicts, reports, branches and worktrees');
+  runs
+    .command('list')
+    .description('fix and loop runs, newest first')
+    .option('-n, --limit <n>', 'how many', parseIntArg, 20)
+    .option('--all', 'pruned runs too')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { listRuns } = await import('./runs-command.js');
+      setExit(await listRuns(opts));
+    });
+  runs
+    .command('show')
+    .description("a run's verdict, rationale, PR text, diff and trace (id or unique prefix)")
+    .argument('<id>', 'run id or a unique prefix of it')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { showRun } = await import('./runs-command.js');
+      setExit(await showRun(id, opts));
+    });
+  runs
+    .command('prune')
+    .description("remove runs' kept keel/fix-* branches, worktrees and run folders")
+    .option('--older-than <days>', 'only runs older than DAYS days', parseFloatArg)
+    .option('--all', 'every run')
+    .option('-y, --yes', 'remove without asking')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { pruneRuns } = await import('./runs-command.js');
+      setExit(await pruneRuns(opts));
+    });
+
   // `keel chat`: the interactive session (src/chat/)
   addBudgetOptions(
     addModelOptions(
@@ -349,7 +423,55 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       setExit(await runMockServer(opts));
     });
 
+  program
+    .command('help')
+    .description('show help for keel or for a verb (keel help sessions list)')
+    .argument('[verb...]', 'the verb, and its sub-verb')
+    .action((path: string[]) => {
+      setExit(showHelp(program, path));
+    });
+
   return program;
+}
+
+/** `keel help [VERB...]`: the help of the command the words name, or a usage error naming the word that matches none. */
+function showHelp(program: Command, path: string[]): number {
+  let cmd = program;
+  for (const word of path) {
+    const next = cmd.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (!next) {
+      const near = closest(
+        word,
+        cmd.commands.map((c) => c.name()),
+      );
+      const words = [...path.slice(0, path.indexOf(word)), word].join(' ');
+      return usageError(
+        false,
+        `unknown command "${words}"${near ? ` (did you mean ${near}?)` : ''}; see keel help`,
+      );
+    }
+    cmd = next;
+  }
+  cmd.outputHelp();
+  return EXIT.ok;
+}
+
+/**
+ * The verb a mistyped first word was meant to be: one word, one edit (or a swap) from a verb. A task
+ * may well start with a word two edits from one ("test the parser" is not "trust"), so no further.
+ */
+function verbTypo(program: Command, word: string | undefined): string | undefined {
+  if (!word || /\s/.test(word)) return undefined;
+  return closest(
+    word,
+    program.commands.map((c) => c.name()),
+    1,
+  );
+}
+
+/** A usage error: exit 2, as one --json document or a line on stderr. */
+function usageError(json: boolean | undefined, message: string): number {
+  return reportError(json, 'CONFIG_ERROR', message);
 }
 
 /** Run the CLI with `argv` (as process.argv) and return the exit status. */
@@ -360,14 +482,43 @@ export async function main(argv: string[]): Promise<number> {
   const program = buildProgram(pkg.version, (code) => {
     exitCode = code;
   });
+  const json = wantsJson(argv.slice(2));
   try {
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
-      // help and version exit 0; every other parse problem is a usage error
-      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      // help and version exit 0; every other parse problem is a usage error, already said on stderr
+      if (err.exitCode === 0) return EXIT.ok;
+      if (json) reportError(true, 'CONFIG_ERROR', err.message.replace(/^error: /, ''));
+      return EXIT.usage;
     }
-    throw err;
+    return uncaught(err, json);
   }
   return exitCode;
+}
+
+/** An error no verb handled: one line (or document) with the exit status its kind implies; the stack only with KEEL_DEBUG. */
+function uncaught(err: unknown, json: boolean): number {
+  const e: NodeJS.ErrnoException = err instanceof Error ? err : new Error(String(err));
+  if (process.env.KEEL_DEBUG) process.stderr.write(`${e.stack ?? e.message}\n`);
+  // errors a user can fix by changing what they typed or wrote: a config, a script, a session id
+  if (/^(ConfigError|ScriptError|ResumeError|EventLogError|SessionLookupError)$/.test(e.name))
+    return reportError(json, 'CONFIG_ERROR', e.message);
+  // the machine said no: a folder that cannot be written, a disk that is full, a database that cannot open
+  if (typeof e.code === 'string' && /^SQLITE_(CANTOPEN|READONLY|FULL|IOERR)/.test(e.code)) {
+    const { db, stateDir } = keelPaths();
+    return reportError(
+      json,
+      'ENVIRONMENT_ERROR',
+      `keel's database ${db}: ${e.message} (can ${stateDir} be written?)`,
+    );
+  }
+  if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code))
+    return reportError(json, 'ENVIRONMENT_ERROR', e.message);
+  if (!json) process.stderr.write(`keel: internal error: ${e.message} (KEEL_DEBUG=1 shows where)\n`);
+  else
+    process.stdout.write(
+      `${JSON.stringify({ code: 'INTERNAL_ERROR', exit_code: EXIT.failed, error: e.message })}\n`,
+    );
+  return EXIT.failed;
 }

@@ -1,4 +1,5 @@
 /** Turning command-line flags into a config layer, and loading the config the same way for every verb. */
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, type LoadedConfig, loadConfig, type Raw } from '../config/load.js';
 
@@ -45,8 +46,17 @@ export function workspace(flags: { cwd?: string }): string {
   return resolve(flags.cwd ?? process.cwd());
 }
 
-export function load(flags: CommonFlags): { cwd: string; loaded: LoadedConfig } {
+/** The workspace folder, or a ConfigError when it is not one (a typo in -C must not read as "no config here"). */
+export function existingWorkspace(flags: { cwd?: string }): string {
   const cwd = workspace(flags);
+  if (!statSync(cwd, { throwIfNoEntry: false })?.isDirectory())
+    throw new ConfigError(`workspace ${cwd} is not a folder`);
+  return cwd;
+}
+
+/** The workspace and its effective config; throws ConfigError when either is wrong. */
+export function load(flags: CommonFlags): { cwd: string; loaded: LoadedConfig } {
+  const cwd = existingWorkspace(flags);
   return { cwd, loaded: loadConfig({ cwd, flags: flagLayer(flags) }) };
 }
 

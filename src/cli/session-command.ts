@@ -6,11 +6,12 @@ import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
+import { terminalApprover } from './ask-person.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { inert, inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
-import { dim, red, renderEvent } from './render.js';
+import { createRenderer, dim, red } from './render.js';
 
 export interface VerbFlags extends CommonFlags {
   message?: string;
@@ -30,14 +31,15 @@ export async function runVerb(
   // `keel -m TEXT` without a verb runs in the configured `permission` mode, known once the config loads
   let mode: Mode = requested ?? 'ask';
   const fail = (
-    code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR',
+    code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR' | 'CANCELLED',
     message: string,
     sessionId: string | null = null,
   ): number => {
     const exit = exitCodeFor(code);
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ session_id: sessionId, mode, code, exit_code: exit, summary: message })}\n`,
+        // `error` is the shape every verb shares; `summary` stays for scripts written before it
+        `${JSON.stringify({ session_id: sessionId, mode, code, exit_code: exit, error: message, summary: message })}\n`,
       );
     } else {
       process.stderr.write(`${red('keel:')} ${inert(message)}\n`);
@@ -49,7 +51,7 @@ export async function runVerb(
   if (flags.continue && flags.resume !== undefined)
     return fail('CONFIG_ERROR', '--continue and --resume both name a session to go on with; give one');
   // going on with a killed session needs no new message; stdin is read only when it is piped
-  const prompt = readPrompt(words, flags.message) ?? (reopening ? '' : undefined);
+  const prompt = (await readPrompt(words, flags.message)) ?? (reopening ? '' : undefined);
   if (prompt === undefined)
     return fail(
       'CONFIG_ERROR',
@@ -89,7 +91,25 @@ export async function runVerb(
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
 
+  // a prompt the model cannot take is refused with the numbers before any request, not sent and retried
+  let tooBig: string | undefined;
+  try {
+    tooBig = prompt ? await promptTooBig(prompt, setup.loaded, setup.cwd, controller.signal) : undefined;
+  } catch (err) {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+    if (controller.signal.aborted) return fail('CANCELLED', 'interrupted while counting the prompt');
+    if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
+    throw err;
+  }
+  if (tooBig) {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+    return fail('CONFIG_ERROR', tooBig);
+  }
+
   const { startSession } = await import('../agent/session.js');
+  const renderer = flags.json ? undefined : createRenderer();
   let outcome: SessionOutcome;
   try {
     const { agentTools } = await import('../agent/subagents.js');
@@ -103,18 +123,18 @@ export async function runVerb(
       cwd: setup.cwd,
       signal: controller.signal,
       ...(flags.commit ? { commit: true } : {}),
-      // a person at a terminal can answer a hook's question; unattended runs (auto, --json, pipes) deny
+      // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
       ...(mode !== 'auto' && !flags.json && process.stdin.isTTY && process.stderr.isTTY
-        ? { confirm: askPerson }
+        ? { approve: terminalApprover() }
         : {}),
-      // each streamed chunk is made inert on its own: escaping keeps no state, so a split sequence is still caught
-      ...(flags.json
-        ? {}
-        : { onText: (text: string) => process.stdout.write(inert(text)), onEvent: renderEvent }),
+      // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
+      ...(renderer
+        ? { onText: renderer.onText, onReasoning: renderer.onReasoning, onEvent: renderer.onEvent }
+        : {}),
     });
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
-    if (err instanceof Error && (err.name === 'ResumeError' || err.name === 'EventLogError'))
+    if (err instanceof Error && /^(ResumeError|EventLogError|SessionLookupError)$/.test(err.name))
       return fail('CONFIG_ERROR', err.message);
     if (err instanceof RunError && (err.code === 'ENVIRONMENT_ERROR' || err.code === 'CONFIG_ERROR')) {
       const id = typeof err.detail?.session_id === 'string' ? err.detail.session_id : null;
@@ -124,6 +144,7 @@ export async function runVerb(
     if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return fail('ENVIRONMENT_ERROR', e.message);
     throw err;
   } finally {
+    renderer?.stop();
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
   }
@@ -167,6 +188,38 @@ export function jsonDocument(outcome: SessionOutcome, exit: number): Record<stri
   };
 }
 
+// below this many characters a prompt fits any window keel is used with, so nothing is counted or asked
+const SMALL_PROMPT_CHARS = 16 * 1024;
+
+/**
+ * Why the prompt cannot be sent (more tokens than the context window), or undefined when it fits or
+ * the window is unknown. The window is the configured one, else (for a large prompt) the server's.
+ */
+async function promptTooBig(
+  prompt: string,
+  loaded: ReturnType<typeof load>['loaded'],
+  cwd: string,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  if (prompt.length < SMALL_PROMPT_CHARS) return undefined;
+  const { config, sources } = loaded;
+  let window = config.context_window;
+  let from = `context_window from ${sources.context_window ?? 'config'}`;
+  if (window === undefined) {
+    const { createModelClient } = await import('../model/create.js');
+    const client = createModelClient(config, process.env, { cwd });
+    const asked = AbortSignal.any([signal, AbortSignal.timeout(config.timeouts.connect_s * 1000)]);
+    window = await client.contextWindow(asked);
+    from = `as ${config.base_url} reports it for ${config.model || 'the model'}`;
+  }
+  if (window === undefined) return undefined;
+  const { countTokensCancellable } = await import('../model/tokens.js');
+  const tokens = await countTokensCancellable(prompt, signal);
+  if (tokens <= window) return undefined;
+  const n = (x: number) => x.toLocaleString('en-US');
+  return `the prompt is about ${n(tokens)} tokens, more than the context window of ${n(window)} tokens (${from}); shorten it, or put the text in a file and ask about the file`;
+}
+
 /** The newest conversation started in this workspace (its canonical path, as sessions record it). */
 function newestSessionIn(cwd: string): string | undefined {
   const path = keelPaths().db;
@@ -181,16 +234,4 @@ function newestSessionIn(cwd: string): string | undefined {
 
 function verbOf(mode: Mode): string {
   return mode === 'auto' ? 'run' : mode;
-}
-
-/** Ask the person at the terminal a yes/no question (default no); the question comes from a hook, so it is shown inert. */
-async function askPerson(question: string): Promise<boolean> {
-  const { createInterface } = await import('node:readline/promises');
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    const answer = await rl.question(`${red('keel asks:')} ${inertLine(question)} [y/N] `);
-    return /^y(es)?$/i.test(answer.trim());
-  } finally {
-    rl.close();
-  }
 }

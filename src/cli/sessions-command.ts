@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import { alive, newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
-import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import { EventLog, SessionLookupError, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
@@ -20,6 +21,24 @@ function withLog<T>(fn: (log: EventLog) => T): T | undefined {
     return fn(new EventLog(db));
   } finally {
     db.close();
+  }
+}
+
+/**
+ * Run `fn` on the session an id or prefix names; a string says why there is none (no such session,
+ * an ambiguous prefix, no sessions yet).
+ */
+function withSession<T>(id: string, fn: (log: EventLog, row: SessionRow) => T | string): T | string {
+  try {
+    return (
+      withLog((log) => {
+        const row = log.findSession(id);
+        return row ? fn(log, row) : `no session matches "${id}" (see keel sessions list)`;
+      }) ?? `no session matches "${id}" (no sessions yet)`
+    );
+  } catch (err) {
+    if (err instanceof SessionLookupError) return err.message;
+    throw err;
   }
 }
 
@@ -42,16 +61,26 @@ function runningPid(log: EventLog, id: string): number | undefined {
   return typeof pid === 'number' && alive(pid) ? pid : undefined;
 }
 
-/** List recent sessions, newest first; `--project` keeps this workspace's. */
+/**
+ * List recent sessions, newest first; `--project` keeps this workspace's. By default only the sessions a
+ * person started (and forks): a run's plan and attempts, a loop's rounds and subagents are counted on their
+ * parent's line, not listed; `--all` lists every session.
+ */
 export async function listSessions(flags: {
   limit: number;
   json?: boolean;
   project?: string;
+  all?: boolean;
 }): Promise<number> {
   const cwd = flags.project === undefined ? undefined : realpathOr(flags.project);
-  const rows =
+  const filter = cwd === undefined ? {} : { cwd };
+  const rows: Array<Listed & { children?: number }> =
     withLog((log) =>
-      log.listSessions(flags.limit, cwd === undefined ? {} : { cwd }).map((row) => listed(log, row)),
+      flags.all
+        ? log.listSessions(flags.limit, filter).map((row) => listed(log, row))
+        : log
+            .listTopLevel(flags.limit, filter)
+            .map((row) => ({ ...listed(log, row), children: row.children })),
     ) ?? [];
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ sessions: rows }, null, 2)}\n`);
@@ -67,8 +96,9 @@ export async function listSessions(flags: {
     const parent = s.parent_id
       ? `  ${dim(`<- ${s.parent_id}${s.forked_seq ? `@${s.forked_seq}` : ''}`)}`
       : '';
+    const children = s.children ? `  ${dim(`(+${s.children} session${s.children === 1 ? '' : 's'})`)}` : '';
     process.stdout.write(
-      `${s.id}  ${s.mode.padEnd(4)}  ${s.state.padEnd(19)}  ${cost.padStart(9)}  ${title.length > 50 ? `${title.slice(0, 47)}...` : title}${parent}\n`,
+      `${s.id}  ${s.mode.padEnd(4)}  ${s.state.padEnd(19)}  ${cost.padStart(9)}  ${title.length > 50 ? `${title.slice(0, 47)}...` : title}${parent}${children}\n`,
     );
   }
   return EXIT.ok;
@@ -88,17 +118,10 @@ export async function forkSession(
   words: string[],
   flags: VerbFlags & { at?: number },
 ): Promise<number> {
-  const fail = (message: string) => {
-    if (flags.json)
-      process.stdout.write(
-        `${JSON.stringify({ session_id: null, code: 'CONFIG_ERROR', exit_code: EXIT.usage, error: message })}\n`,
-      );
-    else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
-    return EXIT.usage;
-  };
+  const fail = (message: string) => reportError(flags.json, 'CONFIG_ERROR', message, { session_id: null });
   const result = forkStored(id, flags.at);
   if (typeof result === 'string') return fail(result);
-  const message = readPrompt(words, flags.message);
+  const message = await readPrompt(words, flags.message);
   if (message) {
     const { runVerb } = await import('./session-command.js');
     return runVerb(undefined, [], { ...flags, message, resume: result.id });
@@ -116,34 +139,24 @@ export async function forkSession(
 
 /** Branch a stored session after event `at` (default: all of it); the new row, or why not. */
 export function forkStored(id: string, at?: number): SessionRow | string {
-  return (
-    withLog((log) => {
-      const source = log.findSession(id);
-      if (!source) return `no session matches "${id}" (see keel sessions list)`;
-      if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
-        return `session ${source.id} is a ${source.mode} run, not a conversation; it cannot be forked`;
-      const last = log.lastSeq(source.id);
-      if (at !== undefined && at > last)
-        return `session ${source.id} has ${last} events; --at ${at} is past its end`;
-      const fork = log.forkSession(source.id, newSessionId(), at);
-      // the copy ends here: nothing runs it until someone resumes it
-      log.append(fork.id, 'session_fork', { from: source.id, at: fork.forked_seq ?? last });
-      return fork;
-    }) ?? `no session matches "${id}" (no sessions yet)`
-  );
+  return withSession(id, (log, source) => {
+    if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
+      return `session ${source.id} is a ${source.mode} run, not a conversation; it cannot be forked`;
+    const last = log.lastSeq(source.id);
+    if (at !== undefined && at > last)
+      return `session ${source.id} has ${last} events; --at ${at} is past its end`;
+    const fork = log.forkSession(source.id, newSessionId(), at);
+    // the copy ends here: nothing runs it until someone resumes it
+    log.append(fork.id, 'session_fork', { from: source.id, at: fork.forked_seq ?? last });
+    return fork;
+  });
 }
 
 /** Show one session and its events. A session with no end event was killed; its log is still complete to that point. */
 export async function showSession(id: string, flags: { json?: boolean; tree?: boolean }): Promise<number> {
   if (flags.tree) return showTree(id, flags);
-  const found = withLog((log) => {
-    const session = log.findSession(id);
-    return session ? { session, events: log.events(session.id) } : undefined;
-  });
-  if (!found) {
-    process.stderr.write(`${red('keel:')} no session matches "${inertLine(id)}" (see keel sessions list)\n`);
-    return EXIT.usage;
-  }
+  const found = withSession(id, (log, session) => ({ session, events: log.events(session.id) }));
+  if (typeof found === 'string') return reportError(flags.json, 'CONFIG_ERROR', found);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(found, null, 2)}\n`);
     return EXIT.ok;
@@ -195,9 +208,7 @@ interface TreeNode {
 
 /** The tree a session belongs to, from its root: forks, a run's attempts, subagents. */
 function showTree(id: string, flags: { json?: boolean }): number {
-  const tree = withLog((log) => {
-    const start = log.findSession(id);
-    if (!start) return undefined;
+  const tree = withSession(id, (log, start) => {
     let root = start;
     const seen = new Set([root.id]);
     for (let up = root.parent_id ? log.getSession(root.parent_id) : undefined; up && !seen.has(up.id); ) {
@@ -212,10 +223,7 @@ function showTree(id: string, flags: { json?: boolean }): number {
     });
     return { tree: build(root, 0), selected: start.id };
   });
-  if (!tree) {
-    process.stderr.write(`${red('keel:')} no session matches "${inertLine(id)}" (see keel sessions list)\n`);
-    return EXIT.usage;
-  }
+  if (typeof tree === 'string') return reportError(flags.json, 'CONFIG_ERROR', tree);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(tree, null, 2)}\n`);
     return EXIT.ok;
@@ -246,8 +254,8 @@ export async function compactCommand(id: string, flags: CommonFlags & { json?: b
     else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
     return exit;
   };
-  const row = withLog((log) => log.findSession(id));
-  if (!row) return fail(`no session matches "${id}" (see keel sessions list)`);
+  const row = withSession(id, (_log, found) => found);
+  if (typeof row === 'string') return fail(row);
   const { compactStoredSession } = await import('../agent/session.js');
   let result: Awaited<ReturnType<typeof compactStoredSession>>;
   try {

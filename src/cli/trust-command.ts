@@ -5,38 +5,36 @@ import { ConfigError, projectConfigPath, type Raw, readTomlFile } from '../confi
 import { keelPaths } from '../config/paths.js';
 import { gatedKeys, permissionChanges, trustFile, trustState } from '../config/trust.js';
 import { findRepo, gitTry } from '../policy/git.js';
+import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
-import { workspace } from './options.js';
+import { existingWorkspace, workspace } from './options.js';
 import { dim, red } from './render.js';
 
 function noProjectConfig(cwd: string, json?: boolean): number {
-  const message = `no project config in ${cwd} (looked for keel.toml and .keel/config.toml)`;
-  if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
-  else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
-  return EXIT.usage;
+  return reportError(
+    json,
+    'CONFIG_ERROR',
+    `no project config in ${cwd} (looked for keel.toml and .keel/config.toml)`,
+  );
 }
 
-/** The project config file, or the exit code after saying why there is none (or two). */
-function findProjectConfig(cwd: string, json?: boolean): string | number {
+/** The project config file, or the exit code after saying why there is none (or two, or no such folder). */
+function findProjectConfig(cwd: string | undefined, json?: boolean): string | number {
   try {
-    return projectConfigPath(cwd) ?? noProjectConfig(cwd, json);
+    const folder = existingWorkspace({ cwd });
+    return projectConfigPath(folder) ?? noProjectConfig(folder, json);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    if (json)
-      process.stdout.write(
-        `${JSON.stringify({ code: 'CONFIG_ERROR', exit_code: EXIT.usage, error: err.message })}\n`,
-      );
-    else process.stderr.write(`${red('keel:')} ${inertLine(err.message)}\n`);
-    return EXIT.usage;
+    return reportError(json, 'CONFIG_ERROR', err.message);
   }
 }
 
 /** Trust the workspace's project config as it is now. */
 export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise<number> {
-  const cwd = workspace(flags);
-  const file = findProjectConfig(cwd, flags.json);
+  const file = findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
+  const cwd = workspace(flags);
   const values = readTomlFile(file);
   const grants = gatedKeys(values, cwd);
   const hash = trustFile(file, keelPaths().trustFile);
@@ -65,20 +63,18 @@ export async function runTrustDiff(
   flags: { cwd?: string; json?: boolean; base?: string },
   check: boolean,
 ): Promise<number> {
-  const cwd = workspace(flags);
   const base = flags.base ?? 'HEAD';
-  const file = findProjectConfig(cwd, flags.json);
+  const file = findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
+  const cwd = workspace(flags);
   const rel = relative(cwd, file);
   const before = gitShow(cwd, base, rel);
   let beforeValues: Raw;
   try {
     beforeValues = before === undefined ? {} : (parseToml(before) as Raw);
   } catch (err) {
-    process.stderr.write(
-      `${red('keel:')} ${inertLine(rel)} at ${inertLine(base)} is not valid TOML: ${inertLine((err as Error).message.split('\n')[0] ?? '')}\n`,
-    );
-    return EXIT.usage;
+    const why = (err as Error).message.split('\n')[0] ?? '';
+    return reportError(flags.json, 'CONFIG_ERROR', `${rel} at ${base} is not valid TOML: ${why}`);
   }
   const changes = permissionChanges(beforeValues, readTomlFile(file), cwd);
   const expansions = changes.filter((c) => c.kind === 'expansion');

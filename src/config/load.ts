@@ -15,8 +15,9 @@ import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { z } from 'zod';
+import { closest } from './closest.js';
 import { keelPaths } from './paths.js';
-import { type Config, configSchema, profileSchema } from './schema.js';
+import { allKeys, type Config, configSchema, keysAt, profileSchema } from './schema.js';
 import { gateUntrustedProject, trustState } from './trust.js';
 
 /** A config problem the user must fix; names the key, the file and what was expected. */
@@ -200,20 +201,42 @@ function issueLines(
       return issue.keys
         .map((k) => {
           const full = path ? `${path}.${k}` : k;
-          return `${where(full)}: unknown key "${full}"`;
+          const near = nearestKey(issue.path.map(String), k);
+          return `${where(full)}: unknown key "${full}"${near ? ` (did you mean "${[...prefix, near].join('.')}"?)` : ''}`;
         })
         .join('\n');
     }
-    return `${where(path)}: "${path}": ${describeIssue(issue)}`;
+    const by = where(path);
+    // a KEEL_* variable sets one key: its name says all, and is what the user typed
+    if (by.startsWith('KEEL_')) return `${by}: ${describeIssue(issue)}`;
+    return `${by}: "${path}": ${describeIssue(issue)}`;
   });
+}
+
+/** The known key an unknown one was probably meant to be: in the same table, else anywhere (`budgets.max_rounds`). */
+function nearestKey(table: string[], key: string): string | undefined {
+  const here = closest(key, keysAt(table));
+  if (here) return [...table, here].join('.');
+  const byLeaf = new Map(allKeys().map((full) => [full.split('.').at(-1) ?? full, full]));
+  const leaf = byLeaf.has(key) ? key : closest(key, byLeaf.keys());
+  return leaf === undefined ? undefined : byLeaf.get(leaf);
 }
 
 /** Validate merged values; on failure name the key, the layer that set it and what was expected. */
 export function validate(merged: Raw, sources: Record<string, string>): Config {
   const result = configSchema.safeParse(merged);
   if (result.success) return result.data;
-  const lines = issueLines(result.error.issues, (path) => sourceOf(path, sources));
+  const lines = issueLines(result.error.issues, (path) => {
+    const source = sourceOf(path, sources);
+    return source === 'env' ? (envVarFor(path) ?? source) : source;
+  });
   throw new ConfigError(`invalid config:\n  ${lines.join('\n  ')}`);
+}
+
+/** The KEEL_* variable that sets a key. */
+function envVarFor(path: string): string | undefined {
+  const top = path.split('.')[0];
+  return Object.entries(ENV_KEYS).find(([, key]) => key === top)?.[0];
 }
 
 /** How `config show` names a layer. */

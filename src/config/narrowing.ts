@@ -5,6 +5,7 @@
  */
 import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { APPROVALS, type Approvals, asksAtLeast } from '../policy/approvals.js';
 import type { Raw } from './load.js';
 import { type Config, configSchema } from './schema.js';
 
@@ -118,6 +119,16 @@ const sandbox: Rule = (before, after, push) => {
   if (a === b) return;
   const stricter = STRICTER_SANDBOX[a]?.includes(b) ?? false;
   push(['sandbox'], !stricter, `sandbox: ${show(before.sandbox)} -> ${show(after.sandbox)}`);
+};
+
+/** Asking a person less often widens: a setting that drops a question another asked. */
+const approvals: Rule = (before, after, push) => {
+  const valid = (v: unknown): v is Approvals =>
+    v === undefined || (APPROVALS as readonly unknown[]).includes(v);
+  const a = before.approvals;
+  const b = after.approvals;
+  if (a === b || !valid(a) || !valid(b)) return;
+  push(['approvals'], !asksAtLeast(b, a), `approvals: ${show(a)} -> ${show(b)}`);
 };
 
 /** Hooks run programs and removing one drops a check, so every change widens. */
@@ -268,6 +279,7 @@ const RULES: Record<keyof Config, Rule> = {
   scope,
   test_command: free, // the repository's tests are the repository's code anyway, and run gated
   allow_shell: flag('allow_shell', true),
+  approvals,
   hooks,
   sandbox,
   sandbox_network: flag('sandbox_network', true),

@@ -3,6 +3,7 @@
  * `[profiles.NAME]` tables are read by the loader, not here: each holds keys of this schema.
  */
 import { z } from 'zod';
+import { APPROVALS } from '../policy/approvals.js';
 
 export const MODES = ['ask', 'plan', 'edit', 'auto'] as const;
 export type Mode = (typeof MODES)[number];
@@ -13,10 +14,26 @@ export type ProviderName = (typeof PROVIDERS)[number];
 const positiveInt = z.number().int().positive();
 const positive = z.number().positive();
 
+/** A server URL with its scheme: "127.0.0.1:8000/v1" would otherwise fail late, as a model error after retries. */
+const serverUrl = z.string().superRefine((value, ctx) => {
+  let ok = false;
+  try {
+    const { protocol, hostname } = new URL(value);
+    ok = (protocol === 'http:' || protocol === 'https:') && hostname !== '';
+  } catch {
+    // not a URL at all
+  }
+  if (!ok)
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a URL with http:// or https:// (such as http://127.0.0.1:8000/v1), got ${JSON.stringify(value)}`,
+    });
+});
+
 export const modelRefSchema = z.strictObject({
   provider: z.enum(PROVIDERS).optional(),
   model: z.string().min(1),
-  base_url: z.string().optional(),
+  base_url: serverUrl.optional(),
   api_key_env: z.string().optional(),
   context_window: positiveInt.optional(),
 });
@@ -51,7 +68,7 @@ export const configSchema = z.strictObject({
   profile: z.string().min(1).optional(),
   provider: z.enum(PROVIDERS).default('openai'),
   model: z.string().default(''),
-  base_url: z.string().default('http://127.0.0.1:11434/v1'),
+  base_url: serverUrl.default('http://127.0.0.1:11434/v1'),
   /** Name of the environment variable holding the API key (never the key itself). */
   api_key_env: z.string().default('OPENAI_API_KEY'),
   context_window: positiveInt.optional(),
@@ -61,6 +78,8 @@ export const configSchema = z.strictObject({
   scope: z.array(z.string().min(1)).default(['.']),
   test_command: z.string().optional(),
   allow_shell: z.boolean().default(false),
+  /** When keel asks a person before a call (src/policy/approvals.ts); unset: shell outside the sandbox. */
+  approvals: z.enum(APPROVALS).optional(),
   hooks: z.array(hookSchema).default([]),
   /** Where shell commands run: a sandbox, or none (then shell needs allow_shell or an approver hook naming it). */
   sandbox: z.enum(SANDBOXES).default('auto'),
@@ -100,11 +119,11 @@ export const configSchema = z.strictObject({
       keep: z.number().gt(0).lt(1).default(0.3),
     })
     .prefault({}),
-  /** Subagents (spawn_agent): how many run at once, and how deep they nest. */
+  /** Subagents (spawn_agent): how many run at once, and how deep they nest (0: no subagent tools at all). */
   agents: z
     .strictObject({
       max_running: positiveInt.default(4),
-      max_depth: positiveInt.default(2),
+      max_depth: z.number().int().min(0).default(2),
     })
     .prefault({}),
   /** The same tool call (name and arguments) repeated this many times ends the run. */
@@ -137,3 +156,48 @@ export type Config = z.infer<typeof configSchema>;
 
 /** A `[profiles.NAME]` table: any config key but `profile`, since a profile cannot choose another. */
 export const profileSchema = configSchema.omit({ profile: true });
+
+/** The keys a config table accepts at a dotted path (`[]` the top level, `['budgets']`, `['hooks', '0']`). */
+export function keysAt(path: readonly string[]): string[] {
+  let node: unknown = configSchema;
+  for (const segment of ['', ...path]) {
+    node = unwrap(node);
+    if (segment === '') continue;
+    const def = defOf(node);
+    if (def?.type === 'object') node = (def.shape as Record<string, unknown>)[segment];
+    else if (def?.type === 'array') node = def.element;
+    else if (def?.type === 'record') node = def.valueType;
+    else return [];
+  }
+  const def = defOf(unwrap(node));
+  return def?.type === 'object' ? Object.keys(def.shape as object) : [];
+}
+
+/** Every dotted key of the schema, nested tables too (`budgets.max_rounds`), for did-you-mean across tables. */
+export function allKeys(): string[] {
+  const out: string[] = [];
+  const walk = (path: string[]) => {
+    for (const key of keysAt(path)) {
+      out.push([...path, key].join('.'));
+      walk([...path, key]);
+    }
+  };
+  walk([]);
+  return out;
+}
+
+interface Def {
+  type: string;
+  [k: string]: unknown;
+}
+
+function defOf(node: unknown): Def | undefined {
+  return (node as { _zod?: { def?: Def } } | undefined)?._zod?.def;
+}
+
+/** Through optional, default and prefault wrappers to the schema they hold. */
+function unwrap(node: unknown): unknown {
+  let current = node;
+  for (let def = defOf(current); def && 'innerType' in def; def = defOf(current)) current = def.innerType;
+  return current;
+}

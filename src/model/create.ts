@@ -5,7 +5,7 @@ import type { Config, ModelRef, ProviderName } from '../config/schema.js';
 import { ModelClient, type ModelEntry } from './chain.js';
 import { createOllamaProvider } from './ollama.js';
 import { createOpenAiProvider } from './openai.js';
-import { loadScript, ScriptCursor } from './script.js';
+import { loadScript, ScriptCursor, ScriptError } from './script.js';
 import { createScriptedProvider } from './scripted.js';
 import type { Provider } from './types.js';
 
@@ -40,7 +40,14 @@ export function createModelClient(
     if (!config.script)
       throw new ConfigError('provider "scripted" needs `script` (the path of a script file)');
     const path = isAbsolute(config.script) ? config.script : resolve(cwd, config.script);
-    const script = loadScript(path);
+    let script: ReturnType<typeof loadScript>;
+    try {
+      script = loadScript(path);
+    } catch (err) {
+      // absent, not JSON or the wrong shape: the user's file to fix, and the message names it
+      if (err instanceof ScriptError) throw new ConfigError(err.message);
+      throw err;
+    }
     scripted = createScriptedProvider(script, { source: path, cursor: new ScriptCursor(script) });
     return scripted;
   };

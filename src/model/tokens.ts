@@ -1,6 +1,11 @@
 /**
  * Token estimates with gpt-tokenizer's o200k encoding. Loading it costs ~250 ms, so it loads on
  * demand (`loadTokenizer`); until then estimates fall back to characters / 4.
+ *
+ * o200k's merge step is quadratic in the length of a run without whitespace (5 MB of "a" took
+ * minutes at full CPU, deaf to signals), so text is counted in pieces of at most PIECE characters,
+ * cut at whitespace where there is some, and a text longer than EXACT_LIMIT is counted from evenly
+ * spaced samples and scaled: every estimate costs at most a few hundred thousand characters of work.
  */
 import type { ChatMessage, ToolCall, ToolSpec, Usage } from './types.js';
 
@@ -13,6 +18,12 @@ let loading: Promise<void> | undefined;
 const PER_MESSAGE_OVERHEAD = 4;
 const PER_TOOL_OVERHEAD = 8;
 const PER_REQUEST_OVERHEAD = 3;
+
+/** Characters counted at once: a piece of one repeated character costs about a millisecond. */
+const PIECE = 1024;
+/** Longer texts are estimated from SAMPLES pieces spread over them. */
+const EXACT_LIMIT = 128 * 1024;
+const SAMPLES = 64;
 
 /** Load the o200k tokenizer; later estimates are exact for o200k instead of chars / 4. */
 export function loadTokenizer(): Promise<void> {
@@ -28,11 +39,69 @@ export function tokenizerLoaded(): boolean {
   return counter !== undefined;
 }
 
-/** Tokens in a piece of text (o200k when loaded, else characters / 4). */
+/** Where the piece starting at `start` ends: at the last whitespace in its second half, else PIECE on. */
+function pieceEnd(text: string, start: number): number {
+  const end = Math.min(text.length, start + PIECE);
+  if (end === text.length) return end;
+  for (let i = end - 1; i > start + PIECE / 2; i--) if (/\s/.test(text[i] ?? '')) return i;
+  return end;
+}
+
+/** The pieces a text is counted in: all of it up to EXACT_LIMIT, else SAMPLES pieces spread over it. */
+function* piecesOf(text: string): Generator<string> {
+  if (text.length <= EXACT_LIMIT) {
+    for (let start = 0; start < text.length; ) {
+      const end = pieceEnd(text, start);
+      yield text.slice(start, end);
+      start = end;
+    }
+    return;
+  }
+  const stride = Math.floor(text.length / SAMPLES);
+  for (let i = 0; i < SAMPLES; i++) {
+    const start = i * stride;
+    yield text.slice(start, pieceEnd(text, start));
+  }
+}
+
+/** The count of a text from its pieces' counts: exact, or scaled from the samples by length. */
+function scaled(text: string, counted: number, chars: number): number {
+  if (text.length <= EXACT_LIMIT || chars === 0) return counted;
+  return Math.ceil((counted * text.length) / chars);
+}
+
+/** Tokens in a piece of text (o200k when loaded, else characters / 4); bounded work whatever the text. */
 export function estimateTokens(text: string): number {
   if (text.length === 0) return 0;
-  if (counter) return counter(text);
-  return Math.ceil(text.length / 4);
+  if (!counter) return Math.ceil(text.length / 4);
+  let counted = 0;
+  let chars = 0;
+  for (const piece of piecesOf(text)) {
+    counted += counter(piece);
+    chars += piece.length;
+  }
+  return scaled(text, counted, chars);
+}
+
+/**
+ * Tokens in a text with the o200k tokenizer, yielding to the event loop between pieces so a signal
+ * (Ctrl+C, SIGTERM) is heard: for a prompt that may be megabytes long.
+ */
+export async function countTokensCancellable(text: string, signal?: AbortSignal): Promise<number> {
+  await loadTokenizer();
+  const count = counter ?? ((t: string) => Math.ceil(t.length / 4));
+  let counted = 0;
+  let chars = 0;
+  let n = 0;
+  for (const piece of piecesOf(text)) {
+    if (n++ % 8 === 0) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (signal?.aborted) throw signal.reason;
+    }
+    counted += count(piece);
+    chars += piece.length;
+  }
+  return scaled(text, counted, chars);
 }
 
 function callTokens(calls: ToolCall[] | undefined): number {

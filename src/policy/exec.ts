@@ -1,5 +1,6 @@
 /** The process runner: one process group per command, bounded output, the whole tree killed on timeout or abort. */
 import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
 import { omittedMarker } from '../tools/truncate.js';
 import type { ExecResult } from '../tools/types.js';
 
@@ -14,9 +15,13 @@ export interface RunOptions {
   signal: AbortSignal;
   /** Cap per stream; beyond it the head and tail are kept and the middle is counted. */
   maxOutputBytes: number;
+  /** Each piece of output as it arrives (decoded as UTF-8, split characters kept whole), for live display. */
+  onOutput?: OutputListener;
   /** Written to the command's stdin, which is then closed; without it stdin is closed from the start. */
   input?: string | Buffer;
 }
+
+export type OutputListener = (text: string, stream: 'stdout' | 'stderr') => void;
 
 /** How long a process group gets between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2000;
@@ -71,6 +76,19 @@ export function runArgv(argv: string[], opts: RunOptions): Promise<ExecResult> {
     const stderr = new OutputCapture(opts.maxOutputBytes);
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    const listen = opts.onOutput;
+    if (listen) {
+      for (const [name, stream] of [
+        ['stdout', child.stdout],
+        ['stderr', child.stderr],
+      ] as const) {
+        const decoder = new StringDecoder('utf8');
+        stream.on('data', (chunk: Buffer) => {
+          const text = decoder.write(chunk);
+          if (text) listen(text, name);
+        });
+      }
+    }
     if (pid !== undefined) trackGroup(pid);
 
     let timedOut = false;

@@ -4,6 +4,7 @@
  * call runs (sandboxed or not), so the loop only records and executes.
  */
 import type { Tool } from '../tools/types.js';
+import { approvalFor } from './approvals.js';
 import { approversOf } from './approvers.js';
 import { type HookPayload, matchingHooks, runHook } from './hooks.js';
 import { modeAllows } from './modes.js';
@@ -11,7 +12,8 @@ import { narrow, type Policy } from './policy.js';
 import { ScopeError } from './scope.js';
 
 /** Which check denied a call. */
-export type DenyKind = 'mode' | 'scope' | 'hook' | 'shell' | 'policy';
+/** `user`: the person asked said no. */
+export type DenyKind = 'mode' | 'scope' | 'hook' | 'shell' | 'policy' | 'user';
 
 export interface Allow {
   kind: 'allow';
@@ -32,7 +34,10 @@ export interface Deny {
 export interface Ask {
   kind: 'ask';
   question: string;
+  /** The hooks that asked (comma-separated); empty when only keel's `approvals` setting asks. */
   hook: string;
+  /** Set when keel's `approvals` setting asks (a write, or a command): an unattended run goes on without the question. */
+  approval?: 'write' | 'shell';
   /** What a yes allows: every other check has already run, so a confirmed ask keeps its paths and sandbox. */
   ifConfirmed: Allow;
 }
@@ -87,11 +92,24 @@ export async function decide(tool: Tool, args: unknown, ctx: GateContext): Promi
   }
   const executed = execution(tool, paths, policy);
   const run = child && executed.kind === 'allow' ? { ...executed, child } : executed;
-  if (run.kind === 'deny' || !asks.length) return run;
+  if (run.kind === 'deny') return run;
+  // an approver hook that let a command run unsandboxed has reviewed it: that is the user's word already
+  const reviewed = run.sandboxed || approversOf([...policy.hooks], tool.name).length > 0;
+  const approval = approvalFor(policy.approvals, tool.effect, reviewed);
+  if (!asks.length && !approval) return run;
+  const own =
+    approval === 'write'
+      ? `approvals = "${policy.approvals}" asks before every write`
+      : approval === 'shell'
+        ? run.sandboxed
+          ? `approvals = "${policy.approvals}" asks before every command`
+          : 'this command would run outside the sandbox'
+        : undefined;
   return {
     kind: 'ask',
-    question: asks.map((a) => a.question).join('; '),
+    question: [...asks.map((a) => a.question), ...(own ? [own] : [])].join('; '),
     hook: asks.map((a) => a.hook).join(', '),
+    ...(approval ? { approval } : {}),
     ifConfirmed: run,
   };
 }
@@ -106,6 +124,10 @@ function execution(tool: Tool, paths: string[], policy: Policy): Allow | Deny {
   return {
     kind: 'deny',
     deny: 'shell',
-    reason: `${tool.name} is disabled: no sandbox is in use (sandbox = "none", or bubblewrap is not installed). To run it without one, set allow_shell = true (--allow-shell), or add a PreToolUse hook with approver = true whose matcher names ${tool.name}`,
+    // the user who chose sandbox = "none" needs to hear how to allow shell, not to install bubblewrap
+    reason:
+      policy.sandboxSetting === 'none'
+        ? `${tool.name} is disabled: the config says sandbox = "none", so it would run unsandboxed, and nothing allows that. To allow it, set allow_shell = true (--allow-shell), or add a PreToolUse hook with approver = true whose matcher names ${tool.name}`
+        : `${tool.name} is disabled: no sandbox could start here (install bubblewrap: apt install bubblewrap). To run it without one, set allow_shell = true (--allow-shell), or add a PreToolUse hook with approver = true whose matcher names ${tool.name}`,
   };
 }

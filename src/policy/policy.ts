@@ -5,6 +5,7 @@
  * child's powers are decided, so a child can never be handed more than its parent has.
  */
 import type { Config, Mode } from '../config/schema.js';
+import { type Approvals, asksAtLeast } from './approvals.js';
 import type { HookSpec } from './hooks.js';
 import { MODE_EFFECTS } from './modes.js';
 import { isInside, type Scope, ScopeError } from './scope.js';
@@ -14,10 +15,14 @@ export type Budgets = Config['budgets'];
 export interface Policy {
   readonly mode: Mode;
   readonly scope: Scope;
+  /** When keel asks a person before a call it would allow (approvals.ts); a child keeps its parent's. */
+  readonly approvals: Approvals;
   /** Run commands without a sandbox when none can run (the user's explicit word). */
   readonly allowShell: boolean;
   /** Whether a working sandbox is set up: commands run inside it. */
   readonly sandbox: boolean;
+  /** The `sandbox` setting asked for, so a denial can say why there is none (the user chose "none", or none could start). */
+  readonly sandboxSetting?: Config['sandbox'];
   /** Whether sandboxed commands may reach the network. */
   readonly network: boolean;
   readonly hooks: readonly HookSpec[];
@@ -41,8 +46,10 @@ export function policyFor(input: PolicyInput): Policy {
   return Object.freeze({
     mode: input.mode,
     scope: input.scope,
+    approvals: config.approvals,
     allowShell: config.allow_shell,
     sandbox: input.sandbox,
+    sandboxSetting: config.sandbox,
     network: config.sandbox_network,
     hooks: Object.freeze([...config.hooks]),
     budgets: Object.freeze({ ...config.budgets }),
@@ -131,6 +138,7 @@ export function isWithin(child: Policy, parent: Policy): boolean {
   if (!child.scope.writable.every((p) => parent.scope.writable.some((dir) => isInside(p, dir)))) return false;
   if (child.network && !parent.network) return false;
   if (child.allowShell && !parent.allowShell) return false;
+  if (!asksAtLeast(child.approvals, parent.approvals)) return false;
   if (child.sandbox !== parent.sandbox && !child.sandbox) return false;
   if (parent.hooks.some((h) => !child.hooks.includes(h))) return false;
   for (const key of Object.keys(parent.budgets) as Array<keyof Budgets>) {

@@ -4,7 +4,7 @@
  */
 import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { runArgv } from './exec.js';
+import { type OutputListener, runArgv } from './exec.js';
 import type { HostLimits } from './sandbox-limits.js';
 import { hideMounts, LAYER, type Mount, mountArgs, systemMounts } from './sandbox-mounts.js';
 import { isInside } from './scope.js';
@@ -167,6 +167,7 @@ export interface BwrapRunner {
     env: NodeJS.ProcessEnv,
     timeoutS: number,
     signal: AbortSignal,
+    onOutput?: OutputListener,
   ): ReturnType<typeof runArgv>;
 }
 
@@ -181,10 +182,16 @@ export function bwrapRunner(
   extraReadOnly: string[],
 ): BwrapRunner {
   return {
-    run(argv, env, timeoutS, signal) {
+    run(argv, env, timeoutS, signal, onOutput) {
       const readOnly = protectedPaths(layout.root, layout.writable, extraReadOnly);
       const args = bwrapArgs({ ...layout, readOnly }, argv);
-      return limits.run([bin, ...args], { cwd: layout.root, env, timeoutS, signal });
+      return limits.run([bin, ...args], {
+        cwd: layout.root,
+        env,
+        timeoutS,
+        signal,
+        ...(onOutput ? { onOutput } : {}),
+      });
     },
   };
 }

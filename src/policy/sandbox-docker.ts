@@ -1,7 +1,7 @@
 /** The docker sandbox: one locked-down container per session, each command a `docker exec` inside it. */
 import { spawnSync } from 'node:child_process';
 import type { ExecResult } from '../tools/types.js';
-import { runArgv } from './exec.js';
+import { type OutputListener, runArgv } from './exec.js';
 import type { LimitReport, SandboxLimits } from './sandbox-limits.js';
 import { isInside } from './scope.js';
 
@@ -170,6 +170,7 @@ export class DockerContainer {
       timeoutS: number;
       signal: AbortSignal;
       maxOutputBytes: number;
+      onOutput?: OutputListener;
     },
   ): Promise<ExecResult> {
     if (this.removed) throw new Error('the docker sandbox is closed');
@@ -183,6 +184,7 @@ export class DockerContainer {
       timeoutS: opts.timeoutS + KILL_AFTER_S + 5,
       signal: opts.signal,
       maxOutputBytes: opts.maxOutputBytes,
+      ...(opts.onOutput ? { onOutput: opts.onOutput } : {}),
     });
     // killing the client does not kill the process in the container
     if (result.timedOut || opts.signal.aborted) await this.client(dockerKillArgs(this.id, pidFile), 15);

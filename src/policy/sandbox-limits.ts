@@ -4,7 +4,7 @@ import { delimiter, join } from 'node:path';
 import type { Config } from '../config/schema.js';
 import type { ExecResult } from '../tools/types.js';
 import { type CgroupBase, type CgroupLimits, CommandCgroups, cgroupBases } from './cgroup.js';
-import { runArgv } from './exec.js';
+import { type OutputListener, runArgv } from './exec.js';
 
 export type SandboxLimits = Config['sandbox_limits'];
 
@@ -119,7 +119,13 @@ export class HostLimits {
   /** Run an argv to completion inside these limits, output capped, the groups removed afterwards. */
   async run(
     argv: string[],
-    opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutS: number; signal: AbortSignal },
+    opts: {
+      cwd: string;
+      env: NodeJS.ProcessEnv;
+      timeoutS: number;
+      signal: AbortSignal;
+      onOutput?: OutputListener;
+    },
   ): Promise<ExecResult> {
     const limited = this.wrap(argv);
     try {

@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { keelPaths } from '../config/paths.js';
 import type { SandboxKind } from '../config/schema.js';
 import type { ExecResult } from '../tools/types.js';
-import { commandArgv } from './exec.js';
+import { commandArgv, type OutputListener } from './exec.js';
 import { snapshotProtected, sweepProtected } from './protected-names.js';
 import { bwrapRunner, probeBwrap, SANDBOX_HOME } from './sandbox-bwrap.js';
 import { DEFAULT_DOCKER_IMAGE, DockerContainer, dockerLimitReport, probeDocker } from './sandbox-docker.js';
@@ -33,6 +33,8 @@ export type ResolvedSandboxKind = Exclude<SandboxKind, 'auto'>;
 export interface SandboxRunOptions {
   timeoutS: number;
   signal: AbortSignal;
+  /** The command's output as it arrives (the result still carries all of it, bounded). */
+  onOutput?: OutputListener;
 }
 
 /** Runs one session's shell commands; create with `createSandbox`, end with `close`. */
@@ -244,7 +246,7 @@ class HostSandbox implements Sandbox {
       this.toolchains = view.toolchains;
       const readOnly = opts.protectedDirs.filter((p) => !inState(p));
       const bwrap = bwrapRunner(bin, layout, this.hostLimits, readOnly);
-      this.runner = (argv, run) => bwrap.run(argv, this.env, run.timeoutS, run.signal);
+      this.runner = (argv, run) => bwrap.run(argv, this.env, run.timeoutS, run.signal, run.onOutput);
     }
   }
 

@@ -37,6 +37,14 @@ export interface NewSession {
   prompt: string;
 }
 
+/** How many candidates an ambiguous id prefix lists. */
+const AMBIGUOUS_SHOWN = 5;
+
+/** An id prefix that names more than one session; the message lists some of them. */
+export class SessionLookupError extends Error {
+  override name = 'SessionLookupError';
+}
+
 /** Queries over the sessions and events tables. */
 export class EventLog {
   private readonly insertEvent;
@@ -141,14 +149,24 @@ export class EventLog {
     return this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
   }
 
-  /** Find a session by full id or a unique prefix. */
+  /**
+   * The session with this id, or the one whose id starts with it; undefined when none does. A prefix
+   * that several ids start with throws a SessionLookupError listing a few of them: guessing one would
+   * act on the wrong session.
+   */
   findSession(idOrPrefix: string): SessionRow | undefined {
     const exact = this.getSession(idOrPrefix);
     if (exact) return exact;
     const rows = this.db
-      .prepare("SELECT * FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2")
-      .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`) as SessionRow[];
-    return rows.length === 1 ? rows[0] : undefined;
+      .prepare("SELECT * FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC, id DESC LIMIT ?")
+      .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`, AMBIGUOUS_SHOWN + 1) as SessionRow[];
+    if (rows.length <= 1) return rows[0];
+    const shown = rows.slice(0, AMBIGUOUS_SHOWN).map((r) => r.id);
+    const more = rows.length > AMBIGUOUS_SHOWN ? ', ...' : '';
+    const count = rows.length > AMBIGUOUS_SHOWN ? `more than ${AMBIGUOUS_SHOWN}` : String(rows.length);
+    throw new SessionLookupError(
+      `"${idOrPrefix}" is ambiguous: it matches ${count} sessions (${shown.join(', ')}${more}); give more of the id`,
+    );
   }
 
   listSessions(limit = 20, filter: { cwd?: string } = {}): SessionRow[] {
@@ -178,6 +196,33 @@ export class EventLog {
     return this.db
       .prepare('SELECT * FROM sessions WHERE parent_id = ? ORDER BY created_at, id')
       .all(parentId) as SessionRow[];
+  }
+
+  /** Sessions of these modes (`fix`, `loop`: the runs), newest first. */
+  listByMode(modes: string[], limit: number): SessionRow[] {
+    if (!modes.length) return [];
+    return this.db
+      .prepare(
+        `SELECT * FROM sessions WHERE mode IN (${modes.map(() => '?').join(', ')})
+         ORDER BY created_at DESC, id DESC LIMIT ?`,
+      )
+      .all(...modes, limit) as SessionRow[];
+  }
+
+  /**
+   * Sessions nobody else started (no parent, or a fork a person made), newest first, each with how many
+   * sessions it started itself (a run's plan and attempts, a loop's rounds, subagents).
+   */
+  listTopLevel(limit: number, filter: { cwd?: string } = {}): Array<SessionRow & { children: number }> {
+    const where = `(s.parent_id IS NULL OR s.forked_seq IS NOT NULL)${filter.cwd === undefined ? '' : ' AND s.cwd = ?'}`;
+    return this.db
+      .prepare(
+        `SELECT s.*, (SELECT COUNT(*) FROM sessions c WHERE c.parent_id = s.id AND c.forked_seq IS NULL) AS children
+         FROM sessions s WHERE ${where} ORDER BY s.created_at DESC, s.id DESC LIMIT ?`,
+      )
+      .all(...(filter.cwd === undefined ? [] : [filter.cwd]), limit) as Array<
+      SessionRow & { children: number }
+    >;
   }
 
   events(sessionId: string): StoredEvent[] {

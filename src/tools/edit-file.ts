@@ -12,7 +12,8 @@ import {
   type TextEncoding,
   unrepresentable,
 } from './text-encoding.js';
-import { type Tool, ToolError } from './types.js';
+import { type Tool, type ToolContext, ToolError } from './types.js';
+import { unifiedDiff } from './unified-diff.js';
 
 const schema = z.object({
   path: z.string(),
@@ -29,60 +30,78 @@ export const editFileTool: Tool<typeof schema> = {
   effect: 'write',
   schema,
   paths: (args) => [{ path: args.path, access: 'write' }],
+  async preview(args, ctx) {
+    const p = await prepare(args, ctx);
+    return { path: p.shown, diff: unifiedDiff(p.shown, p.before, p.after) };
+  },
   async execute(args, ctx) {
-    if (args.old_string === '') {
-      throw new ToolError('old_string is empty; use write_file to create or overwrite a whole file');
-    }
-    if (args.old_string === args.new_string) {
-      throw new ToolError('old_string and new_string are identical; nothing would change');
-    }
-    const abs = ctx.resolve(args.path, 'write');
-    const info = await statExisting(abs, args.path, 'use write_file to create it');
-    if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
-    if (hasBinaryExtension(abs))
-      throw new ToolError(`${args.path} is a binary file; edit_file only edits text`);
-
-    // edited in the file's own encoding, so every byte outside the replaced text stays as it was
-    const decoded = decodeFile(await readFile(abs));
-    if ('binary' in decoded) {
-      throw new ToolError(`${args.path} is a binary file (${decoded.binary}); edit_file only edits text`);
-    }
-    const { encoding, text: before } = decoded;
-    const label = encodingLabel(encoding);
-    const { oldText, newText, count } = matchLineEndings(before, args.old_string, args.new_string);
-    if (count === 0) {
-      const read = encoding === 'utf-8' ? '' : ` (read as ${label})`;
-      throw new ToolError(
-        `old_string not found in ${args.path}${read}. Re-read the file with read_file and copy the exact text, including indentation`,
-      );
-    }
-    if (count > 1 && !args.replace_all) {
-      throw new ToolError(
-        `old_string matches ${count} places in ${args.path}; include more surrounding lines to make it unique, or set replace_all=true`,
-      );
-    }
-    const bad = unrepresentable(newText, encoding);
-    if (bad) {
-      throw new ToolError(
-        `new_string has ${bad}, which ${args.path} cannot hold: it is ${label}, and edit_file keeps a file's encoding so no other byte changes. Leave the character out or write it as an escape the file's language understands`,
-      );
-    }
-    // split/join and slicing, not String.replace: `$&` and friends in new_string must stay literal
-    const after = args.replace_all
-      ? before.split(oldText).join(newText)
-      : spliceFirst(before, oldText, newText);
-    await writeAtomic(abs, encodeEdit(after, encoding, args.path), info.mode & 0o7777);
-
-    const shown = workspacePath(ctx.cwd, abs);
-    const diff = countDiffLines(before, after);
-    const replacements = args.replace_all ? count : 1;
+    const p = await prepare(args, ctx);
+    await writeAtomic(p.abs, p.bytes, p.mode);
+    const diff = countDiffLines(p.before, p.after);
+    const replacements = args.replace_all ? p.count : 1;
     return {
-      output: `Edited ${shown}: ${replacements} replacement${replacements === 1 ? '' : 's'} (+${diff.added} -${diff.removed} lines)`,
-      filesChanged: [shown],
+      output: `Edited ${p.shown}: ${replacements} replacement${replacements === 1 ? '' : 's'} (+${diff.added} -${diff.removed} lines)`,
+      filesChanged: [p.shown],
       diffLines: diff.added + diff.removed,
+      outcome: { added: diff.added, removed: diff.removed },
+      diff: unifiedDiff(p.shown, p.before, p.after),
     };
   },
 };
+
+/** An edit worked out but not written: what execute writes, and what preview shows a person first. */
+async function prepare(args: z.infer<typeof schema>, ctx: ToolContext) {
+  if (args.old_string === '') {
+    throw new ToolError('old_string is empty; use write_file to create or overwrite a whole file');
+  }
+  if (args.old_string === args.new_string) {
+    throw new ToolError('old_string and new_string are identical; nothing would change');
+  }
+  const abs = ctx.resolve(args.path, 'write');
+  const info = await statExisting(abs, args.path, 'use write_file to create it');
+  if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
+  if (hasBinaryExtension(abs))
+    throw new ToolError(`${args.path} is a binary file; edit_file only edits text`);
+
+  // edited in the file's own encoding, so every byte outside the replaced text stays as it was
+  const decoded = decodeFile(await readFile(abs));
+  if ('binary' in decoded) {
+    throw new ToolError(`${args.path} is a binary file (${decoded.binary}); edit_file only edits text`);
+  }
+  const { encoding, text: before } = decoded;
+  const label = encodingLabel(encoding);
+  const { oldText, newText, count } = matchLineEndings(before, args.old_string, args.new_string);
+  if (count === 0) {
+    const read = encoding === 'utf-8' ? '' : ` (read as ${label})`;
+    throw new ToolError(
+      `old_string not found in ${args.path}${read}. Re-read the file with read_file and copy the exact text, including indentation`,
+    );
+  }
+  if (count > 1 && !args.replace_all) {
+    throw new ToolError(
+      `old_string matches ${count} places in ${args.path}; include more surrounding lines to make it unique, or set replace_all=true`,
+    );
+  }
+  const bad = unrepresentable(newText, encoding);
+  if (bad) {
+    throw new ToolError(
+      `new_string has ${bad}, which ${args.path} cannot hold: it is ${label}, and edit_file keeps a file's encoding so no other byte changes. Leave the character out or write it as an escape the file's language understands`,
+    );
+  }
+  // split/join and slicing, not String.replace: `$&` and friends in new_string must stay literal
+  const after = args.replace_all
+    ? before.split(oldText).join(newText)
+    : spliceFirst(before, oldText, newText);
+  return {
+    abs,
+    shown: workspacePath(ctx.cwd, abs),
+    before,
+    after,
+    count,
+    bytes: encodeEdit(after, encoding, args.path),
+    mode: info.mode & 0o7777,
+  };
+}
 
 /** The edited text in the file's encoding; an edit that would split a character is refused. */
 function encodeEdit(text: string, encoding: TextEncoding, shown: string): Buffer {

@@ -20,6 +20,10 @@ export const runTestsTool: Tool<typeof schema> = {
     }
     const filter = args.filter?.trim() || undefined;
     const result = await ctx.runTests(filter, ctx.signal);
-    return { output: result.output, isError: result.failed };
+    return {
+      output: result.output,
+      isError: result.failed,
+      ...(result.tests ? { outcome: { tests: result.tests } } : {}),
+    };
   },
 };

@@ -23,12 +23,17 @@ export const shellTool: Tool<typeof schema> = {
     if (!ctx.exec) throw new ToolError('shell is not available in this session');
     if (args.command.trim() === '') throw new ToolError('command is empty');
     const timeoutS = Math.min(Math.max(args.timeout_s ?? DEFAULT_TIMEOUT_S, 1), MAX_TIMEOUT_S);
-    const result = await ctx.exec(args.command, { timeoutS, signal: ctx.signal });
+    const result = await ctx.exec(args.command, {
+      timeoutS,
+      signal: ctx.signal,
+      ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
+    });
     // part of the command's work was undone: the model must not take it for a success
     const undone = (result.violations?.length ?? 0) > 0;
     return {
       output: formatResult(result, timeoutS),
       isError: result.exitCode !== 0 || result.timedOut || undone,
+      outcome: { exit_code: result.exitCode, ...(result.timedOut ? { timed_out: true } : {}) },
       ...(undone ? { violations: result.violations } : {}),
     };
   },

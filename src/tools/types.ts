@@ -24,11 +24,23 @@ export interface ToolContext {
    */
   resolve(path: string, access: Access): string;
   /** Run a shell command under the session's policy (sandbox, limits). Only `shell` uses it. */
-  exec?(command: string, opts: { timeoutS: number; signal: AbortSignal }): Promise<ExecResult>;
+  exec?(
+    command: string,
+    opts: {
+      timeoutS: number;
+      signal: AbortSignal;
+      onOutput?: (text: string, stream: 'stdout' | 'stderr') => void;
+    },
+  ): Promise<ExecResult>;
+  /** The call's output as it is produced (a running command's), for faces to show live; the result has it all. */
+  onOutput?(text: string, stream: 'stdout' | 'stderr'): void;
   /** For spawn_agent: the child's policy as the gate granted it. */
   granted?: Policy;
   /** Run the project's test command (optionally filtered) and describe the result. Only `run_tests` uses it. */
-  runTests?(filter: string | undefined, signal: AbortSignal): Promise<{ output: string; failed: boolean }>;
+  runTests?(
+    filter: string | undefined,
+    signal: AbortSignal,
+  ): Promise<{ output: string; failed: boolean; tests?: ToolOutcome['tests'] }>;
 }
 
 export interface ExecResult {
@@ -42,6 +54,15 @@ export interface ExecResult {
   violations?: string[];
 }
 
+/** What a call came to, for people: a command's exit code, a test run's counts, a write's lines. */
+export interface ToolOutcome {
+  exit_code?: number | null;
+  timed_out?: boolean;
+  tests?: { passed: number; failed: number; skipped: number };
+  added?: number;
+  removed?: number;
+}
+
 export interface ToolResult {
   output: string;
   isError?: boolean;
@@ -49,6 +70,9 @@ export interface ToolResult {
   filesChanged?: string[];
   /** Lines added + removed, for the diff budget. */
   diffLines?: number;
+  outcome?: ToolOutcome;
+  /** The change as a unified diff (write tools), recorded with the result so any face can show it. */
+  diff?: string;
   /** Protected names the call created and keel removed again; the loop records them as a violation. */
   violations?: string[];
   /** What child sessions this call reports on spent (wait_agent): it counts for this session's budgets. */
@@ -65,6 +89,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   /** Paths the call touches, so the gate can check scope before it runs. */
   paths?(args: z.infer<S>): PathAccess[];
   execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
+  /** A write tool's change worked out without making it: what a person is asked to approve. */
+  preview?(args: z.infer<S>, ctx: ToolContext): Promise<{ path: string; diff: string }>;
 }
 
 /** Error thrown by a tool for a bad call; its message goes back to the model. */
@@ -81,6 +107,8 @@ export interface ToolDeps {
   signal: AbortSignal;
   env: NodeJS.ProcessEnv;
   loaded: import('../config/load.js').LoadedConfig;
+  /** Who the session asks (a subagent asks the same person, its question naming it). */
+  approve?: import('../agent/approvals.js').Approver;
   /** Run this when the session ends, before its sandbox closes (a subagent tool cancels its children). */
   onClose?(fn: () => Promise<void>): void;
 }

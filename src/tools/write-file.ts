@@ -18,7 +18,8 @@ import {
   type TextEncoding,
   unrepresentable,
 } from './text-encoding.js';
-import { type Tool, ToolError } from './types.js';
+import { type Tool, type ToolContext, ToolError } from './types.js';
+import { unifiedDiff } from './unified-diff.js';
 
 const MAX_DIFF_BYTES = 5 * 1024 * 1024;
 // A file too big to diff still gets its encoding from its head
@@ -44,53 +45,96 @@ export const writeFileTool: Tool<typeof schema> = {
   effect: 'write',
   schema,
   paths: (args) => [{ path: args.path, access: 'write' }],
+  async preview(args, ctx) {
+    const p = await prepare(args, ctx);
+    return { path: p.shown, diff: p.unchanged ? '' : diffOf(p) };
+  },
   async execute(args, ctx) {
-    // resolve checks the whole parent chain, including folders that do not exist yet
-    const abs = ctx.resolve(args.path, 'write');
-    const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return null;
-      throw err;
-    });
-    if (info && !info.isFile()) throw new ToolError(`${args.path} exists and is not a regular file`);
-    const existing = info ? await inspect(abs, info.size) : { encoding: 'utf-8' as const, text: '' };
-    const { encoding } = existing;
-    const label = encodingLabel(encoding);
-    // read_file never shows a BOM; one the model copies anyway must not be doubled
-    const content =
-      encoding !== 'utf-8' && encoding !== 'latin1' && args.content.startsWith('\uFEFF')
-        ? args.content.slice(1)
-        : args.content;
-    const bad = unrepresentable(content, encoding);
-    if (bad) {
-      const why = info
-        ? `${args.path} is ${label} and write_file keeps an existing file's encoding`
-        : 'UTF-8 cannot store it';
-      throw new ToolError(
-        `content has ${bad}, which cannot be written: ${why}. Leave the character out or write it as an escape the file's language understands`,
-      );
-    }
-    const bytes = encodeText(content, encoding);
-    const shown = workspacePath(ctx.cwd, abs);
-    if (existing.bytes?.equals(bytes)) {
-      return { output: `${shown} already has this content; nothing written` };
-    }
+    const p = await prepare(args, ctx);
+    if (p.unchanged) return { output: `${p.shown} already has this content; nothing written` };
+    await mkdir(dirname(p.abs), { recursive: true });
+    await writeAtomic(p.abs, p.bytes, p.mode);
 
-    await mkdir(dirname(abs), { recursive: true });
-    await writeAtomic(abs, bytes, info ? info.mode & 0o7777 : undefined);
-
-    const diff = countDiffLines(existing.text, content);
+    const diff = countDiffLines(p.existing.text, p.content);
     const diffLines = diff.added + diff.removed;
-    if (!info) {
-      return { output: `Created ${shown} (${diff.added} lines)`, filesChanged: [shown], diffLines };
+    if (!p.existed) {
+      return {
+        output: `Created ${p.shown} (${diff.added} lines)`,
+        filesChanged: [p.shown],
+        diffLines,
+        outcome: { added: diff.added, removed: 0 },
+        diff: diffOf(p),
+      };
     }
-    const kept = encoding === 'utf-8' ? '' : `; kept its encoding, ${label}`;
+    const kept =
+      p.existing.encoding === 'utf-8' ? '' : `; kept its encoding, ${encodingLabel(p.existing.encoding)}`;
     return {
-      output: `Overwrote ${shown} (+${diff.added} -${diff.removed} lines${kept})`,
-      filesChanged: [shown],
+      output: `Overwrote ${p.shown} (+${diff.added} -${diff.removed} lines${kept})`,
+      filesChanged: [p.shown],
       diffLines,
+      outcome: { added: diff.added, removed: diff.removed },
+      diff: diffOf(p),
     };
   },
 };
+
+/** A write worked out but not done: what execute writes, and what preview shows a person first. */
+interface Prepared {
+  abs: string;
+  shown: string;
+  existed: boolean;
+  existing: Existing;
+  content: string;
+  bytes: Buffer;
+  mode: number | undefined;
+  unchanged: boolean;
+}
+
+async function prepare(args: z.infer<typeof schema>, ctx: ToolContext): Promise<Prepared> {
+  // resolve checks the whole parent chain, including folders that do not exist yet
+  const abs = ctx.resolve(args.path, 'write');
+  const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  if (info && !info.isFile()) throw new ToolError(`${args.path} exists and is not a regular file`);
+  const existing = info ? await inspect(abs, info.size) : { encoding: 'utf-8' as const, text: '' };
+  const { encoding } = existing;
+  // read_file never shows a BOM; one the model copies anyway must not be doubled
+  const content =
+    encoding !== 'utf-8' && encoding !== 'latin1' && args.content.startsWith('\uFEFF')
+      ? args.content.slice(1)
+      : args.content;
+  const bad = unrepresentable(content, encoding);
+  if (bad) {
+    const why = info
+      ? `${args.path} is ${encodingLabel(encoding)} and write_file keeps an existing file's encoding`
+      : 'UTF-8 cannot store it';
+    throw new ToolError(
+      `content has ${bad}, which cannot be written: ${why}. Leave the character out or write it as an escape the file's language understands`,
+    );
+  }
+  const bytes = encodeText(content, encoding);
+  return {
+    abs,
+    shown: workspacePath(ctx.cwd, abs),
+    existed: info !== null,
+    existing,
+    content,
+    bytes,
+    mode: info ? info.mode & 0o7777 : undefined,
+    unchanged: existing.bytes?.equals(bytes) ?? false,
+  };
+}
+
+/** The change as a person reads it; a binary or huge file being replaced is named, not diffed. */
+function diffOf(p: Prepared): string {
+  if (p.existed && !p.existing.bytes)
+    return `${p.shown}: a binary or very large file is replaced (${p.bytes.length} bytes)`;
+  if (p.existed && p.existing.text === '' && p.existing.bytes?.length)
+    return `${p.shown}: a binary file is replaced (${p.bytes.length} bytes)`;
+  return unifiedDiff(p.shown, p.existed ? p.existing.text : null, p.content);
+}
 
 /**
  * The existing file's encoding and, for the diff count, its text. A binary file is replaced by the

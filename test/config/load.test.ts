@@ -73,7 +73,7 @@ describe('layered config', () => {
     const { cwd, env } = setup({});
     env.KEEL_PERMISSION = 'yolo';
     expect(() => loadConfig({ cwd, env })).toThrow(
-      /env: "permission": expected one of "ask", "plan", "edit", "auto"/,
+      /KEEL_PERMISSION: expected one of "ask", "plan", "edit", "auto"/,
     );
   });
 

@@ -86,6 +86,16 @@ describe('an untrusted project may narrow, never widen', () => {
     expect(warningOf(loaded.warnings)).toContain('ignoring stop_on_violation');
   });
 
+  it('a project may make keel ask more often, never less', () => {
+    expect(loadConfig(setup('approvals = "never"\n')).config.approvals).toBeUndefined();
+    expect(loadConfig(setup('approvals = "all"\n')).config.approvals).toBe('all');
+    // "shell" drops the user's question before every write: wider, so ignored
+    const swap = loadConfig(setup('approvals = "shell"\n', 'approvals = "writes"\n'));
+    expect(swap.config.approvals).toBe('writes');
+    expect(warningOf(swap.warnings)).toContain('ignoring approvals');
+    expect(loadConfig(setup('approvals = "all"\n', 'approvals = "writes"\n')).config.approvals).toBe('all');
+  });
+
   it('compares scope entries where they really lead', () => {
     const outside = tempDir();
     const { cwd, env } = setup('scope = [".", "vendor"]\n');

@@ -87,7 +87,7 @@ describe('keel chat in a terminal', () => {
     pane.type('write notes', 'Enter');
     const screen = await pane.waitFor('Wrote the notes.');
     expect(screen).toMatch(/● read_file README\.md\s*\n\s*└ allowed · 1 line/);
-    expect(screen).toMatch(/● write_file notes\.txt\s*\n\s*└ allowed · 2 lines changed in notes\.txt/);
+    expect(screen).toMatch(/● write_file notes\.txt\s*\n\s*└ allowed · \+2 -0 in notes\.txt/);
     expect(screen).toContain('+first line');
     expect(screen).toContain('+second line');
     // green additions: the colour is keel's, around text already made inert
@@ -96,13 +96,49 @@ describe('keel chat in a terminal', () => {
     expect(pane.screen()).toMatch(/edit · ctx/);
   });
 
-  it('asks the person when a hook asks: y lets the write land, n denies it and the model hears why', async () => {
+  it('asks before a write (approvals = "writes"): y lets it land, e sends the person\'s reason back to the model', async () => {
     const server = await model([
       {
         tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'yes.txt', content: 'allowed\n' } }],
       },
-      { tool_calls: [{ id: 'w2', name: 'write_file', arguments: { path: 'no.txt', content: 'refused\n' } }] },
-      { text: 'both asked', expect: { last_tool_result_contains: 'the user declined' } },
+      {
+        tool_calls: [{ id: 'w2', name: 'write_file', arguments: { path: 'no.txt', content: 'refused\n' } }],
+        expect: { last_tool_result_contains: 'yes.txt' },
+      },
+      { text: 'understood', expect: { last_tool_result_contains: 'use the notes folder instead' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome('approvals = "writes"\n');
+    const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('write two files', 'Enter');
+    const screen = await pane.waitFor('keel asks: write_file wants to change yes.txt');
+    expect(screen).toContain('+allowed');
+    expect(screen).toContain('y yes · n no · a always for write_file · e no, and say why');
+    pane.type('y');
+    await pane.waitFor(/write_file yes\.txt\s*\n\s*└ allowed · \+1 -0 in yes\.txt/);
+    await pane.waitFor('keel asks: write_file wants to change no.txt');
+    pane.type('e');
+    await pane.waitFor('tell the model why not');
+    pane.type('use the notes folder instead', 'Enter');
+    await pane.waitFor('understood');
+    expect(pane.screen()).toMatch(
+      /✗ write_file no\.txt\s*\n\s*└ denied: the user declined: use the notes folder instead/,
+    );
+    expect(existsSync(join(repo, 'yes.txt'))).toBe(true);
+    expect(existsSync(join(repo, 'no.txt'))).toBe(false);
+    const gates = lastSessionEvents(home)
+      .filter((e) => e.type === 'gate_decision')
+      .map((e) => e.data.decision);
+    expect(gates).toEqual(['ask', 'allow', 'ask', 'deny']);
+  });
+
+  it("asks when a hook asks; n is a plain no, and 'a' answers that tool for the rest of the chat", async () => {
+    const server = await model([
+      { tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'one.txt', content: '1\n' } }] },
+      { tool_calls: [{ id: 'w2', name: 'write_file', arguments: { path: 'two.txt', content: '2\n' } }] },
+      { tool_calls: [{ id: 'w3', name: 'write_file', arguments: { path: 'three.txt', content: '3\n' } }] },
+      { text: 'all asked' },
     ]);
     const repo = gitRepo();
     const hook = join(tempDir('keel-hook-'), 'ask.sh');
@@ -112,22 +148,22 @@ describe('keel chat in a terminal', () => {
     const home = keelHome(`[[hooks]]\nevent = "PreToolUse"\nmatcher = "write_file"\ncommand = ["${hook}"]\n`);
     const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], { cwd: repo, home });
     await pane.waitFor(READY);
-    pane.type('write two files', 'Enter');
-    await pane.waitFor('write_file: may it write this file? [y/N]');
-    pane.type('y');
-    await pane.waitFor(/write_file yes\.txt\s*\n\s*└ allowed · 1 line changed/);
-    await pane.waitFor('write_file: may it write this file? [y/N]');
+    pane.type('write three files', 'Enter');
+    await pane.waitFor('may it write this file?');
     pane.type('n');
-    await pane.waitFor('both asked');
-    expect(pane.screen()).toMatch(
-      /✗ write_file no\.txt\s*\n\s*└ denied: may it write this file\? \(the user declined\)/,
-    );
-    expect(existsSync(join(repo, 'yes.txt'))).toBe(true);
-    expect(existsSync(join(repo, 'no.txt'))).toBe(false);
+    await pane.waitFor(/✗ write_file one\.txt/);
+    await pane.waitFor(/two\.txt/);
+    await pane.waitFor('e no, and say why');
+    pane.type('a');
+    await pane.waitFor('all asked');
+    expect(existsSync(join(repo, 'one.txt'))).toBe(false);
+    expect(existsSync(join(repo, 'two.txt'))).toBe(true);
+    // the third call was answered by the remembered "always", with no prompt
+    expect(existsSync(join(repo, 'three.txt'))).toBe(true);
     const gates = lastSessionEvents(home)
       .filter((e) => e.type === 'gate_decision')
       .map((e) => e.data.decision);
-    expect(gates).toEqual(['ask', 'allow', 'ask', 'deny']);
+    expect(gates).toEqual(['ask', 'deny', 'ask', 'allow', 'ask', 'allow']);
   });
 
   it('/diff shows the change, /undo puts it back after a yes, /fork goes on in a branch, /agents and /memory answer', async () => {

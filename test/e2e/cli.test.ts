@@ -190,7 +190,7 @@ describe('the keel command line', () => {
       cwd: repo,
       home,
     });
-    expect(wrong.code).toBe(1);
+    expect(wrong.code).toBe(4); // a model error, as DESIGN's exit codes say
     expect(wrong.stdout).toContain('absent-model is not among');
   });
 });

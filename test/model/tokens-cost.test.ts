@@ -1,6 +1,8 @@
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { costUsd } from '../../src/model/cost.js';
 import {
+  countTokensCancellable,
   estimateRequestTokens,
   estimateTokens,
   loadTokenizer,
@@ -33,6 +35,35 @@ describe('token estimates', () => {
       parameters: { type: 'object', properties: { path: { type: 'string' } } },
     };
     expect(estimateRequestTokens(messages, [tool])).toBeGreaterThan(bare + 10);
+  });
+});
+
+describe('counting long text', () => {
+  it('counts prose in pieces as the whole would count, within a token per piece', async () => {
+    await loadTokenizer();
+    const words = ['alpha', 'beta', 'gamma', 'function', 'return', '{', '}', 'x1', '=>', 'const'];
+    const text = Array.from({ length: 20_000 }, (_, i) => words[(i * 7) % words.length]).join(' ');
+    const whole = countTokens(text);
+    const pieces = estimateTokens(text);
+    expect(Math.abs(pieces - whole)).toBeLessThanOrEqual(Math.ceil(text.length / 1024));
+  });
+
+  it('5 MB of one character is estimated, not counted for minutes, and close to o200k', async () => {
+    await loadTokenizer();
+    const exact = countTokens('a'.repeat(8192)) / 8192; // tokens per character of a long run
+    const n = 5 * 1024 * 1024;
+    const estimate = estimateTokens('a'.repeat(n));
+    expect(estimate / n).toBeGreaterThan(exact * 0.9);
+    expect(estimate / n).toBeLessThan(exact * 1.1);
+    expect(await countTokensCancellable('a'.repeat(n))).toBe(estimate);
+  });
+
+  it('a cancelled count stops with the signal', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('stopped'));
+    await expect(countTokensCancellable('word '.repeat(100_000), controller.signal)).rejects.toThrow(
+      'stopped',
+    );
   });
 });
 

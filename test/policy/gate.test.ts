@@ -87,10 +87,17 @@ describe('shell without a sandbox', () => {
       kind: 'allow',
       sandboxed: false,
     });
+    // allow_shell lets it run, but a person is asked first (unless approvals = "never")
     expect(await decide(shellTool, { command: 'true' }, ctx([], { allowShell: true }))).toMatchObject({
-      kind: 'allow',
-      sandboxed: false,
+      kind: 'ask',
+      approval: 'shell',
+      hook: '',
+      question: 'this command would run outside the sandbox',
+      ifConfirmed: { kind: 'allow', sandboxed: false },
     });
+    expect(
+      await decide(shellTool, { command: 'true' }, ctx([], { allowShell: true, approvals: 'never' })),
+    ).toMatchObject({ kind: 'allow', sandboxed: false });
   });
 });
 
@@ -115,5 +122,45 @@ describe('namesTool', () => {
 
   it('no matcher names nothing', () => {
     expect(namesTool(undefined, 'shell')).toBe(false);
+  });
+});
+
+describe('approvals: keel asks a person only about calls the policy allows', () => {
+  const sandboxed = (approvals: Policy['approvals']) => ctx([], { sandbox: true, approvals });
+  it.each([
+    [undefined, 'write_file', 'allow'],
+    [undefined, 'shell', 'allow'],
+    ['writes', 'write_file', 'ask'],
+    ['writes', 'shell', 'allow'],
+    ['shell', 'write_file', 'allow'],
+    ['shell', 'shell', 'ask'],
+    ['all', 'write_file', 'ask'],
+    ['all', 'shell', 'ask'],
+    ['never', 'write_file', 'allow'],
+  ] as const)('approvals = %s, %s (sandboxed): %s', async (approvals, name, kind) => {
+    const tool = name === 'shell' ? shellTool : writeFileTool;
+    const args = name === 'shell' ? { command: 'true' } : { path: 'a.txt', content: 'x' };
+    const decision = await decide(tool, args, sandboxed(approvals));
+    expect(decision.kind).toBe(kind);
+    if (decision.kind === 'ask')
+      expect(decision).toMatchObject({ hook: '', approval: name === 'shell' ? 'shell' : 'write' });
+  });
+
+  it('never turns a denial into a question: out of scope is still denied under approvals = "all"', async () => {
+    const decision = await decide(writeFileTool, { path: '../out.txt', content: 'x' }, sandboxed('all'));
+    expect(decision).toMatchObject({ kind: 'deny', deny: 'scope' });
+  });
+
+  it('a hook that asks and the setting ask once, together, and the hook is named', async () => {
+    const decision = await decide(
+      writeFileTool,
+      { path: 'a.txt', content: 'x' },
+      { ...sandboxed('writes'), policy: { ...sandboxed('writes').policy, hooks: [hook(ask('sure?'), 0)] } },
+    );
+    expect(decision).toMatchObject({ kind: 'ask', approval: 'write' });
+    if (decision.kind === 'ask') {
+      expect(decision.hook).not.toBe('');
+      expect(decision.question).toMatch(/^sure\?; approvals = "writes"/);
+    }
   });
 });

@@ -275,7 +275,7 @@ async function atTerminal(args: string[], cwd: string, home: string, answer: str
   let screen = '';
   child.stdout.on('data', (d: Buffer) => {
     screen += d.toString();
-    if (screen.includes('[y/N]') && !child.stdin.writableEnded) child.stdin.end(answer);
+    if (screen.includes('[y]es / [n]o') && !child.stdin.writableEnded) child.stdin.end(answer);
   });
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   return { code, screen };
@@ -297,7 +297,10 @@ describe('asking the person', () => {
       { text: 'written' },
     ]);
     const { code, screen } = await atTerminal(['edit', ...modelFlags(server), 'write'], repo, home, 'y\n');
-    expect(screen).toContain('keel asks: write_file: write a.txt? [y/N]');
+    // the question names the file, says why (the hook's words) and shows the diff
+    expect(screen).toContain('keel asks: write_file a.txt');
+    expect(screen).toContain('write a.txt?');
+    expect(screen).toContain('+x');
     expect(code).toBe(0);
     expect(existsSync(join(repo, 'a.txt'))).toBe(true);
   });

@@ -67,6 +67,18 @@ const CONNECT = `const s=require('net').connect(Number(process.argv[1]),'127.0.0
 s.on('connect',()=>{console.log('connected');s.destroy()});s.on('error',(e)=>{console.log(e.code);process.exitCode=3});`;
 
 describe.skipIf(!BWRAP)('bwrap sandbox', () => {
+  it('streams the output of a command to a listener through bwrap and its limits', async () => {
+    const box = await sandbox(tempDir());
+    const pieces: string[] = [];
+    const result = await box.run('echo first; sleep 0.2; echo second', {
+      timeoutS: 20,
+      signal: never,
+      onOutput: (text) => pieces.push(text),
+    });
+    expect(result.stdout).toBe('first\nsecond\n');
+    expect(pieces).toEqual(['first\n', 'second\n']);
+  });
+
   let root: string;
   let box: Sandbox;
 

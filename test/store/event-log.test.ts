@@ -56,7 +56,8 @@ describe('event log', () => {
       log.createSession({ id, mode: 'ask', cwd: '/w', provider: 'p', model: 'm', prompt: 'x' });
     }
     expect(log.findSession('20260202')?.id).toBe('20260202-ccc');
-    expect(log.findSession('20260101-aa')).toBeUndefined();
+    // an ambiguous prefix is not "no such session": it names the candidates
+    expect(() => log.findSession('20260101-aa')).toThrow(/ambiguous.*20260101-aab, 20260101-aaa/);
     expect(log.findSession('%')).toBeUndefined();
     expect(log.listSessions(2).map((s) => s.id)).toHaveLength(2);
   });

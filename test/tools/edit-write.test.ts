@@ -27,6 +27,16 @@ describe('edit_file', () => {
       output: 'Edited src/a.ts: 1 replacement (+2 -1 lines)',
       filesChanged: ['src/a.ts'],
       diffLines: 3,
+      outcome: { added: 2, removed: 1 },
+      diff: [
+        '--- a/src/a.ts',
+        '+++ b/src/a.ts',
+        '@@ -1,2 +1,3 @@',
+        ' const a = 1;',
+        '-const b = 2;',
+        '+const b = 3;',
+        '+const c = 4;',
+      ].join('\n'),
     });
     // the atomic write leaves no temp file behind
     expect(readdirSync(join(root, 'src'))).toEqual(['a.ts']);
@@ -94,6 +104,23 @@ describe('edit_file', () => {
     );
   });
 
+  it('previews the exact change it would make without making it', async () => {
+    const root = tempDir();
+    writeFiles(root, { 'a.ts': 'x = 1\n' });
+    const preview = await editFileTool.preview?.(
+      { path: 'a.ts', old_string: '1', new_string: '2' },
+      testContext(root),
+    );
+    expect(preview).toEqual({
+      path: 'a.ts',
+      diff: '--- a/a.ts\n+++ b/a.ts\n@@ -1,1 +1,1 @@\n-x = 1\n+x = 2',
+    });
+    expect(text(root, 'a.ts')).toBe('x = 1\n');
+    const created = await writeFileTool.preview?.({ path: 'b/new.ts', content: 'y\n' }, testContext(root));
+    expect(created).toEqual({ path: 'b/new.ts', diff: '--- /dev/null\n+++ b/b/new.ts\n@@ -0,0 +1,1 @@\n+y' });
+    expect(readdirSync(root)).toEqual(['a.ts']);
+  });
+
   it('declares a write access for the gate', () => {
     expect(editFileTool.paths?.({ path: 'a', old_string: 'x', new_string: 'y' })).toEqual([
       { path: 'a', access: 'write' },
@@ -110,6 +137,8 @@ describe('write_file', () => {
       output: 'Created deep/er/new.ts (2 lines)',
       filesChanged: ['deep/er/new.ts'],
       diffLines: 2,
+      outcome: { added: 2, removed: 0 },
+      diff: '--- /dev/null\n+++ b/deep/er/new.ts\n@@ -0,0 +1,2 @@\n+a\n+b',
     });
   });
 
@@ -117,7 +146,12 @@ describe('write_file', () => {
     const root = tempDir();
     writeFiles(root, { 'a.txt': 'one\ntwo\n' });
     const res = await write(root, 'a.txt', 'one\nthree\nfour\n');
-    expect(res).toEqual({ output: 'Overwrote a.txt (+2 -1 lines)', filesChanged: ['a.txt'], diffLines: 3 });
+    expect(res).toMatchObject({
+      output: 'Overwrote a.txt (+2 -1 lines)',
+      filesChanged: ['a.txt'],
+      diffLines: 3,
+    });
+    expect(res.diff).toBe('--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,3 @@\n one\n-two\n+three\n+four');
     const same = await write(root, 'a.txt', 'one\nthree\nfour\n');
     expect(same.output).toBe('a.txt already has this content; nothing written');
     expect(same.filesChanged).toBeUndefined();

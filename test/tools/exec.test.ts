@@ -38,6 +38,25 @@ describe('commandArgv', () => {
 });
 
 describe('runCommand', () => {
+  it('hands output to a listener as it arrives, with a character split across pieces kept whole', async () => {
+    const seen: Array<{ at: number; text: string; stream: string }> = [];
+    const started = Date.now();
+    // "é" is two bytes; printf writes the first, then the second 300 ms later
+    const result = await runCommand(
+      { shell: "printf 'one\\n\\303'; sleep 0.3; printf '\\251\\n' ; echo err >&2" },
+      options(tempDir(), {
+        onOutput: (text, stream) => seen.push({ at: Date.now() - started, text, stream }),
+      }),
+    );
+    expect(result.stdout).toBe('one\né\n');
+    const out = seen.filter((s) => s.stream === 'stdout');
+    expect(out.map((s) => s.text).join('')).toBe('one\né\n');
+    expect(out[0]?.text).toBe('one\n');
+    // the first piece came before the command finished: live, not at the end
+    expect(out[0]?.at ?? 1e9).toBeLessThan((out.at(-1)?.at ?? 0) - 200);
+    expect(seen.filter((s) => s.stream === 'stderr').map((s) => s.text)).toEqual(['err\n']);
+  });
+
   it('reports the exit code and keeps stdout and stderr apart', async () => {
     const dir = tempDir();
     const res = await runCommand({ shell: 'echo out; echo err >&2; pwd; exit 3' }, options(dir));

@@ -6,9 +6,13 @@ describe('shell', () => {
   it('reports the exit code and output; a failing command is an error result, not a throw', async () => {
     const root = tempDir();
     const ok = await shellTool.execute({ command: 'echo hello' }, testContext(root));
-    expect(ok).toEqual({ output: 'exit code 0\nhello', isError: false });
+    expect(ok).toEqual({ output: 'exit code 0\nhello', isError: false, outcome: { exit_code: 0 } });
     const bad = await shellTool.execute({ command: 'echo out; echo oops >&2; exit 2' }, testContext(root));
-    expect(bad).toEqual({ output: 'exit code 2\n[stdout]\nout\n[stderr]\noops', isError: true });
+    expect(bad).toEqual({
+      output: 'exit code 2\n[stdout]\nout\n[stderr]\noops',
+      isError: true,
+      outcome: { exit_code: 2 },
+    });
   });
 
   it('says when the command timed out', async () => {
@@ -17,6 +21,7 @@ describe('shell', () => {
     expect(res).toEqual({
       output: 'timed out after 1s; the process tree was killed (no output)',
       isError: true,
+      outcome: { exit_code: null, timed_out: true },
     });
   });
 

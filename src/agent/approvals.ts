@@ -1,0 +1,24 @@
+/** Asking a person before a call: what a face (the terminal, chat, a server) is shown, and what it answers. */
+
+/** One question: the file and its diff for a write, the exact command for a shell call, a hook's question. */
+export interface ApprovalRequest {
+  callId: string;
+  tool: string;
+  /** Why keel asks: a write or a command under the `approvals` setting, or a hook that asked. */
+  kind: 'write' | 'shell' | 'hook';
+  /** The question in words (a hook's reason, or which setting asks). Hostile text: show it inert. */
+  reason: string;
+  /** For a write: the file, relative to the workspace, and the unified diff it would make. */
+  path?: string;
+  diff?: string;
+  /** For a command: exactly what would run, and whether inside the sandbox. */
+  command?: string;
+  sandboxed?: boolean;
+  /** The call's arguments as parsed (for faces that show more). */
+  args: unknown;
+}
+
+/** A yes, or a no with what to tell the model (sent back as the call's result). */
+export type ApprovalAnswer = { allow: true } | { allow: false; message?: string };
+
+export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
