@@ -79,16 +79,12 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
       }
       const what =
         req.kind === 'shell'
-          ? `run: ${inertLine(req.command ?? '')}`
+          ? `${inertLine(req.tool)} wants to run: ${inertLine(req.command ?? '')}${req.sandboxed === false ? ' (outside the sandbox)' : ''}`
           : req.kind === 'write'
-            ? `change ${inertLine(req.path ?? '')}`
-            : inertLine(req.reason);
+            ? `${inertLine(req.tool)} wants to change ${inertLine(req.path ?? '')}`
+            : `${toolHeadline(req.tool, req.args)}: ${inertLine(req.reason)}`;
       if (req.diff) for (const l of colorDiff(req.diff.split('\n'), style)) out(`  ${l}`);
-      const answer = (
-        await question(
-          `keel asks: ${inertLine(req.tool)} wants to ${what}  [y]es [n]o [a]lways, or type why not`,
-        )
-      ).trim();
+      const answer = (await question(`keel asks: ${what}  [y]es [n]o [a]lways, or type why not`)).trim();
       if (/^y(es)?$/i.test(answer)) return { kind: 'yes' };
       if (/^a(lways)?$/i.test(answer)) return { kind: 'always' };
       if (/^n(o)?$/i.test(answer) || !answer) return { kind: 'no' };

@@ -22,6 +22,7 @@ import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
 import { runCommand, type Screen } from './commands.js';
 import { type ChatView, Conversation } from './conversation.js';
+import { toolHeadline } from './describe.js';
 import { colorDiff } from './diff.js';
 import { InputHistory } from './input-history.js';
 import { attachMentions, MentionError } from './mentions.js';
@@ -75,9 +76,13 @@ class ApprovalPrompt implements Component, Focusable {
         ? `run ${style.bold(inertLine(r.command ?? ''))}${r.sandboxed === false ? style.red(' (outside the sandbox)') : ''}`
         : r.kind === 'write'
           ? `change ${style.bold(inertLine(r.path ?? ''))}`
-          : inertLine(r.reason);
+          : undefined;
     const lines = [
-      style.yellow(`╭─ keel asks: ${inertLine(r.tool)} wants to ${what}`),
+      style.yellow(
+        what
+          ? `╭─ keel asks: ${inertLine(r.tool)} wants to ${what}`
+          : `╭─ keel asks: ${toolHeadline(r.tool, r.args)}: ${inertLine(r.reason)}`,
+      ),
       ...(r.kind !== 'hook' && r.reason ? [style.yellow('│ ') + style.dim(inertLine(r.reason))] : []),
     ];
     const diff = r.diff ? colorDiff(r.diff.split('\n'), style) : [];

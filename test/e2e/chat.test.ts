@@ -352,6 +352,29 @@ describe('keel chat in a terminal', () => {
     ).toEqual(['COMPLETED']);
   });
 
+  it('the plain chat asks on its own line, and a typed answer that is not y/n/a goes back to the model', async () => {
+    const server = await model([
+      { tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'x.txt', content: 'x\n' } }] },
+      { text: 'ok then', expect: { last_tool_result_contains: 'not that file' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome('approvals = "writes"\n');
+    const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+      env: { NO_COLOR: '1' },
+    });
+    await pane.waitFor(/^>/m);
+    pane.type('write x', 'Enter');
+    await pane.waitFor('keel asks: write_file wants to change x.txt  [y]es [n]o [a]lways, or type why not');
+    expect(pane.screen()).toContain('+x');
+    pane.type('not that file', 'Enter');
+    await pane.waitFor('ok then');
+    expect(pane.screen()).toContain('✗ write_file x.txt · denied: the user declined: not that file');
+    expect(existsSync(join(repo, 'x.txt'))).toBe(false);
+    expect(pane.screen(true)).not.toContain('\x1b');
+  });
+
   it('reads a piped stdin as turns in order, with tool lines and no escape codes', async () => {
     const server = await model([
       { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'README.md' } }] },
