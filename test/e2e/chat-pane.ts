@@ -6,6 +6,11 @@ import { baseEnv, KEEL_BIN } from './harness.js';
 // one tmux server for this test process, apart from anyone else's
 const SOCKET = `keel-chat-test-${process.pid}`;
 const panes: Pane[] = [];
+
+/** The tmux socket the panes of this test process live on (for tmux commands of a test's own). */
+export function paneSocket(): string {
+  return SOCKET;
+}
 afterEach(() => {
   for (const pane of panes.splice(0)) pane.kill();
 });

@@ -1,10 +1,11 @@
 /** `keel chat` as a person uses it: the real binary in a tmux pane, a scripted model, the log read back. */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../../src/store/event-log.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
-import { Pane } from './chat-pane.js';
+import { Pane, paneSocket } from './chat-pane.js';
 import {
   chatBodies,
   keel,
@@ -401,6 +402,40 @@ describe('keel chat in a terminal', () => {
       'second',
     ]);
     expect(ends(events)).toEqual(['COMPLETED', 'COMPLETED']);
+  });
+
+  it('takes multi-line input, collapses a large paste, completes with Tab, and Ctrl+O unfolds reasoning', async () => {
+    const server = await model([
+      { text: 'got two lines', reasoning: 'the hidden chain of thought' },
+      { text: 'got the paste' },
+    ]);
+    const repo = gitRepo({ 'README.md': '# demo\n', 'notes-for-tab.md': 'n\n' });
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    // a trailing backslash goes on to a new line instead of sending
+    pane.type('line one\\', 'Enter');
+    pane.type('line two', 'Enter');
+    await pane.waitFor('got two lines');
+    expect(pane.screen()).not.toContain('the hidden chain of thought');
+    pane.keys('C-o');
+    await pane.waitFor('the hidden chain of thought');
+    // Tab completes a command name
+    pane.type('/hel');
+    pane.keys('Tab');
+    await pane.waitFor(/\/help\s*$/m);
+    pane.keys('C-u');
+    // a paste of many lines shows as a marker, and the whole text is sent
+    const pasted = Array.from({ length: 30 }, (_, i) => `pasted line ${i}`).join('\n');
+    execFileSync('tmux', ['-L', paneSocket(), 'set-buffer', '-b', 'big', pasted]);
+    execFileSync('tmux', ['-L', paneSocket(), 'paste-buffer', '-p', '-b', 'big', '-t', pane.name]);
+    await pane.waitFor(/\[paste #1 \+30 lines\]/);
+    pane.keys('Enter');
+    await pane.waitFor('got the paste');
+    const users = lastSessionEvents(home)
+      .filter((e) => e.type === 'user_message')
+      .map((e) => e.data.text);
+    expect(users).toEqual(['line one\nline two', pasted]);
   });
 
   it('keeps the prompt history per project across chats', async () => {
