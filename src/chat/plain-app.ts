@@ -150,7 +150,11 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
   const leave = async () => {
     if (leaving) return;
     leaving = true;
-    await conv.close();
+    const closing = conv.close();
+    const open = pending;
+    pending = undefined;
+    open?.('');
+    await closing;
     rl.close();
     finish(0);
   };
@@ -237,6 +241,10 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
       return;
     }
     conv.stop();
+    // an open question is a no when the turn stops
+    const open = pending;
+    pending = undefined;
+    open?.('');
     view.notice('stopping the turn (Ctrl+C again to leave)');
   };
   rl.on('SIGINT', onInterrupt);

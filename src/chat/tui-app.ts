@@ -158,14 +158,19 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
   let started = 0;
   let interrupts = 0;
 
-  const ask = <T>(make: (answer: (value: T) => void) => Component): Promise<T> =>
+  // a question on screen, and how to answer it "no" when the turn stops under it
+  let cancelAsk: (() => void) | undefined;
+  const ask = <T>(make: (answer: (value: T) => void) => Component, no: T): Promise<T> =>
     new Promise<T>((resolve) => {
-      const prompt = make((value) => {
+      const answer = (value: T) => {
+        cancelAsk = undefined;
         slot.set(undefined);
         tui.setFocus(editor);
         tui.requestRender();
         resolve(value);
-      });
+      };
+      cancelAsk = () => answer(no);
+      const prompt = make(answer);
       slot.set(prompt);
       tui.setFocus(prompt);
       tui.requestRender();
@@ -199,8 +204,8 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       transcript.notice(text, kind);
       tui.requestRender();
     },
-    ask: (req) => ask<ApprovalChoice>((answer) => new ApprovalPrompt(req, answer, tui)),
-    confirm: (question) => ask<boolean>((answer) => new YesNo(inertLine(question), answer)),
+    ask: (req) => ask<ApprovalChoice>((answer) => new ApprovalPrompt(req, answer, tui), { kind: 'no' }),
+    confirm: (question) => ask<boolean>((answer) => new YesNo(inertLine(question), answer), false),
     status: () => tui.requestRender(),
   };
   const conv = new Conversation({ loaded: setup.loaded, cwd: setup.cwd, mode: setup.mode, view });
@@ -225,7 +230,9 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
 
   const leave = async () => {
     // the log is finished before the process goes: a running turn ends CANCELLED
-    await conv.close();
+    const closing = conv.close();
+    cancelAsk?.();
+    await closing;
     finish(0);
   };
 
@@ -275,7 +282,11 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       interrupts++;
       if (conv.running) {
         if (interrupts >= 2) void leave();
-        else if (conv.stop()) view.notice('stopping the turn (Ctrl+C again to leave)');
+        else if (conv.stop()) {
+          // a question open when the turn stops is a no: the loop must not wait on it
+          cancelAsk?.();
+          view.notice('stopping the turn (Ctrl+C again to leave)');
+        }
         return { consume: true };
       }
       if (editor.getText() && interrupts === 1) {

@@ -236,6 +236,35 @@ describe('keel chat in a terminal', () => {
     expect(modes.map((e) => e.data.mode)).toEqual(['plan', 'plan']);
   });
 
+  it('/model switches the model for the next turn, /resume lists sessions and reopens one with its transcript', async () => {
+    const server = await model([
+      { text: 'old session answer' },
+      { text: 'from the other model', expect: { model: 'other-model' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const earlier = await keel(['ask', ...modelFlags(server), 'an earlier question'], { cwd: repo, home });
+    expect(earlier.code).toBe(0);
+    const oldId = lastSessionEvents(home)[0]?.session_id as string;
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('/resume', 'Enter');
+    await pane.waitFor(`${oldId}  ask`);
+    pane.type(`/resume ${oldId.slice(0, 17)}`, 'Enter');
+    await pane.waitFor('old session answer');
+    expect(pane.screen()).toContain('› an earlier question');
+    pane.type('/model other-model', 'Enter');
+    await pane.waitFor(/other-model · ask/);
+    pane.type('go on', 'Enter');
+    await pane.waitFor('from the other model');
+    const events = lastSessionEvents(home);
+    expect(events[0]?.session_id).toBe(oldId);
+    expect(events.filter((e) => e.type === 'user_message').map((e) => e.data.text)).toEqual([
+      'an earlier question',
+      'go on',
+    ]);
+  });
+
   it('attaches an @file from the workspace and refuses a link that leads out of it', async () => {
     const server = await model([{ text: 'read it', expect: { last_user_contains: 'TOP SECRET PLAN' } }]);
     const outside = tempDir('keel-outside-');
@@ -248,6 +277,10 @@ describe('keel chat in a terminal', () => {
     await pane.waitFor(READY);
     pane.type('look at @leak.txt', 'Enter');
     await pane.waitFor('@leak.txt is a link that leads outside the workspace');
+    pane.type(`and @${join(outside, 'secret.txt')}`, 'Enter');
+    await pane.waitFor(`@${join(outside, 'secret.txt')} is outside the workspace`);
+    pane.type('or @../../etc/passwd', 'Enter');
+    await pane.waitFor('@../../etc/passwd is outside the workspace');
     pane.type('look at @plan.md please', 'Enter');
     await pane.waitFor('read it');
     expect(chatBodies(server)).toHaveLength(1);
@@ -293,6 +326,23 @@ describe('keel chat in a terminal', () => {
     expect(pane.screen()).not.toContain('[keel exited');
     pane.keys('C-c');
     await pane.waitFor('[keel exited 0]');
+  });
+
+  it('Ctrl+C at an approval prompt is a no, and the turn still ends CANCELLED', async () => {
+    const server = await model([
+      { tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'never.txt', content: 'x\n' } }] },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome('approvals = "writes"\n');
+    const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('write it', 'Enter');
+    await pane.waitFor('keel asks: write_file wants to change never.txt');
+    pane.keys('C-c');
+    await pane.waitFor(/CANCELLED/);
+    expect(existsSync(join(repo, 'never.txt'))).toBe(false);
+    expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
+    expect(pane.screen()).not.toContain('[keel exited');
   });
 
   it('Ctrl+C twice during a turn leaves at once, with the log complete', async () => {
