@@ -19,6 +19,8 @@ export interface ChatView {
   turnStart(prompt: string): void;
   text(chunk: string): void;
   reasoning(chunk: string): void;
+  /** A running command's output as it comes (the whole output is in its tool_result later). */
+  toolOutput?(callId: string, text: string): void;
   /** An event of the log: live, or replayed from the log when a session is reopened. */
   event(event: SessionEvent, live: boolean): void;
   turnEnd(outcome: SessionOutcome | undefined): void;
@@ -178,6 +180,7 @@ export class Conversation {
       ...(this.opts.env ? { env: this.opts.env } : {}),
       onText: (chunk) => view.text(chunk),
       onReasoning: (chunk) => view.reasoning(chunk),
+      onToolOutput: (callId, text) => view.toolOutput?.(callId, text),
       onEvent: (event) => {
         if (event.type === 'session_start') this.stored = true;
         this.count(event);

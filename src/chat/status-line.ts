@@ -15,7 +15,9 @@ export function statusLine(conv: Conversation, style: Style): string {
     ? 'read-only'
     : s.sandboxed === false
       ? 'shell unsandboxed'
-      : `sandbox ${conv.config.sandbox}`;
+      : s.sandboxed
+        ? `sandboxed (${conv.config.sandbox})`
+        : `sandbox ${conv.config.sandbox}`;
   const mode = acting ? style.yellow(conv.mode) : style.green(conv.mode);
   const parts = [inertLine(conv.model), mode, ctx, cost, sandbox];
   return `${style.dim(' ')}${parts.join(style.dim(' · '))}${conv.sessionId ? style.dim(` · ${conv.sessionId}`) : ''}`;

@@ -38,6 +38,8 @@ const theme: MarkdownTheme = {
 /** Lines a folded block shows before "… N more". */
 const FOLDED = 12;
 const EXPANDED = 400;
+/** Lines of a running command's output shown while it runs. */
+const LIVE_LINES = 5;
 
 /** A component that renders once per width and content version. */
 abstract class Cached implements Component {
@@ -98,6 +100,13 @@ class ToolBlock extends Cached {
   ) {
     super();
   }
+  private tail: string[] = [];
+  /** Output of a call still running: its last lines, shown until the result replaces them. */
+  live(text: string): void {
+    const joined = (this.tail.join('\n') + text).split('\n').slice(-LIVE_LINES - 1);
+    this.tail = joined;
+    this.dirty = true;
+  }
   rename(headline: string): void {
     this.headline = headline;
     this.dirty = true;
@@ -113,6 +122,7 @@ class ToolBlock extends Cached {
     this.ms = event.duration_ms;
     this.output = event.output.split('\n').map((l) => inertLine(l.replace(/\t/g, '    ')));
     this.diff = colorDiff(diff, style);
+    this.tail = [];
     this.dirty = true;
   }
   protected build(width: number): string[] {
@@ -134,6 +144,9 @@ class ToolBlock extends Cached {
       for (const row of rows.slice(0, limit)) lines.push(`    ${row}`);
       if (rows.length > limit) lines.push(style.dim(`    … ${rows.length - limit} more lines (Ctrl+O)`));
     };
+    if (this.outcome === undefined)
+      for (const row of this.tail.filter((l) => l !== '').slice(-LIVE_LINES))
+        lines.push(`    ${style.dim(inertLine(row.replace(/\t/g, '    ')))}`);
     if (this.diff.length) body(this.diff);
     else if (this.folding.expanded && this.output.length) body(this.output.map((l) => style.dim(l)));
     return lines.map((l) => truncateToWidth(l, width));
@@ -179,6 +192,10 @@ export class Transcript extends Container {
       this.addChild(this.thinking);
     }
     this.thinking.add(chunk);
+  }
+
+  toolOutput(callId: string, text: string): void {
+    this.tools.get(callId)?.live(text);
   }
 
   notice(text: string, kind: 'info' | 'error' | 'ok' = 'info'): void {

@@ -191,6 +191,10 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       transcript.reasoning(chunk);
       tui.requestRender();
     },
+    toolOutput: (callId, text) => {
+      transcript.toolOutput(callId, text);
+      tui.requestRender();
+    },
     event: (event, live) => {
       transcript.event(event, live);
       tui.requestRender();

@@ -97,6 +97,35 @@ describe('keel chat in a terminal', () => {
     expect(pane.screen()).toMatch(/edit · ctx/);
   });
 
+  it('shows a command’s output while it runs, then its exit code', async () => {
+    const server = await model([
+      {
+        tool_calls: [
+          {
+            id: 's1',
+            name: 'shell',
+            arguments: { command: 'echo tick-one; sleep 1.5; echo tick-two; exit 3' },
+          },
+        ],
+      },
+      { text: 'it failed with 3' },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('run it', 'Enter');
+    const running = await pane.waitFor('tick-one');
+    // still running: no outcome yet
+    expect(running).not.toContain('· exit 3');
+    const done = await pane.waitFor('it failed with 3');
+    expect(done).toMatch(
+      /● shell \$ echo tick-one; sleep 1\.5; echo tick-two; exit 3\s*\n\s*└ allowed · exit 3/,
+    );
+    const result = lastSessionEvents(home).find((e) => e.type === 'tool_result');
+    expect(result?.data.outcome).toMatchObject({ exit_code: 3 });
+  });
+
   it('asks before a write (approvals = "writes"): y lets it land, e sends the person\'s reason back to the model', async () => {
     const server = await model([
       {
