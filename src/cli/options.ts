@@ -1,6 +1,7 @@
 /** Turning command-line flags into a config layer, and loading the config the same way for every verb. */
 import { resolve } from 'node:path';
 import { ConfigError, type LoadedConfig, loadConfig, type Raw } from '../config/load.js';
+import { findWorkspaceRoot } from './workspace.js';
 
 export interface CommonFlags {
   cwd?: string;
@@ -40,9 +41,13 @@ export function flagLayer(flags: CommonFlags): Raw {
   };
 }
 
-/** The workspace folder: -C/--cwd, else the current folder. Throws ConfigError when it is not a folder. */
+/**
+ * The workspace: the top of the git repository holding -C/--cwd (else the current folder), or that
+ * folder itself outside any repository (see workspace.ts for where the walk stops). The process keeps
+ * its own working folder, so paths the user types still resolve from where they stand.
+ */
 export function workspace(flags: { cwd?: string }): string {
-  return resolve(flags.cwd ?? process.cwd());
+  return findWorkspaceRoot(resolve(flags.cwd ?? process.cwd()));
 }
 
 export function load(flags: CommonFlags): { cwd: string; loaded: LoadedConfig } {
