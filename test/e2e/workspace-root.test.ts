@@ -7,6 +7,7 @@ import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { git, gitRepo, tempDir, writeFiles } from '../helpers/tmp.js';
+import { editTurns, fixtureRepo, planTurns } from './fix-harness.js';
 import { chatBodies, keel, keelHome, model, modelFlags, requestMessages } from './harness.js';
 
 /** The project config file `keel config show` finds from `cwd` (null when none): which folder keel took as the workspace. */
@@ -91,6 +92,34 @@ describe('keel from a subfolder of a repository', () => {
     expect(undo.code, undo.stderr).toBe(0);
     expect(existsSync(join(repo, 'top.txt'))).toBe(false);
     expect(existsSync(join(repo, 'pkg', 'new.txt'))).toBe(false);
+  });
+
+  it("fix from a subfolder fixes the repository, with the root's keel.toml", async () => {
+    const repo = fixtureRepo('stats');
+    writeFiles(repo, { 'keel.toml': 'model = "from-project"\n' });
+    git(repo, 'add', 'keel.toml');
+    git(repo, 'commit', '-q', '-m', 'pin the model');
+    const server = await model([
+      ...planTurns('src/stats.js', '1. Divide by values.length.'),
+      ...editTurns(
+        'src/stats.js',
+        '  return sum(values) / (values.length + 1);',
+        '  return sum(values) / values.length;',
+        'mean now divides by the length.',
+      ),
+    ]);
+    const home = keelHome();
+    const run = await keel(
+      ['fix', '--json', '--provider', 'openai', '--base-url', server.url, '--issue', 'mean is off'],
+      {
+        cwd: join(repo, 'src'),
+        home,
+        timeoutMs: 25_000,
+      },
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'verified', files_changed: ['src/stats.js'] });
+    expect(chatBodies(server).map((b) => (b as { model: string }).model)).toContain('from-project');
   });
 
   it('paths the user types stay relative to the subfolder (--script)', async () => {
