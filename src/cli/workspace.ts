@@ -6,7 +6,8 @@
  *
  * The walk never widens the workspace into what someone else controls. It stops at the first `.git`,
  * whatever it points to; a `.git` (or the folder holding it) owned by another user is not adopted (git
- * calls that dubious ownership), so the folder itself stays the workspace; it does not climb into
+ * calls that dubious ownership) unless the user's own git config lists it in `safe.directory`, so the
+ * folder itself stays the workspace; it does not climb into
  * $HOME or above it from below (a dotfiles repository at ~ must not make every folder in $HOME one
  * workspace), nor into a folder named by GIT_CEILING_DIRECTORIES, nor across a filesystem boundary
  * unless GIT_DISCOVERY_ACROSS_FILESYSTEM is set, as git does.
@@ -14,6 +15,8 @@
 import { lstatSync, realpathSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { userConfig } from '../policy/git-runner.js';
+import { isInside } from '../policy/scope.js';
 
 export interface RootOptions {
   env?: NodeJS.ProcessEnv;
@@ -39,7 +42,7 @@ export function findWorkspaceRoot(start: string, opts: RootOptions = {}): string
   const acrossFs = truthy(env.GIT_DISCOVERY_ACROSS_FILESYSTEM);
   for (let current = dir; ; ) {
     const marker = lstatSync(join(current, '.git'), { throwIfNoEntry: false });
-    if (marker) return current === dir || ownedBy(current, marker, uid) ? current : dir;
+    if (marker) return current === dir || ownedBy(current, marker, uid) || gitSafe(current) ? current : dir;
     const parent = dirname(current);
     if (parent === current || ceilings.has(parent)) return dir;
     const up = statSync(parent, { throwIfNoEntry: false });
@@ -70,6 +73,16 @@ function ownedBy(folder: string, marker: Stats, uid: number | undefined): boolea
   if (uid === undefined) return true; // no owners to compare (Windows)
   const top = statSync(folder, { throwIfNoEntry: false });
   return top !== undefined && top.uid === uid && marker.uid === uid;
+}
+
+/** Whether the user's global git config vouches for a repository top (`safe.directory`: the path, `path/*` or `*`). */
+function gitSafe(top: string): boolean {
+  // read only here, for a stranger's repository: the common case starts no git at all
+  return (userConfig().get('safe.directory') ?? []).some((entry) => {
+    if (entry === '*') return true;
+    if (entry.endsWith('/*')) return isInside(top, resolve(entry.slice(0, -2)));
+    return isAbsolute(entry) && resolve(entry) === top;
+  });
 }
 
 function truthy(value: string | undefined): boolean {

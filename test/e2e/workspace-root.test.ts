@@ -209,6 +209,10 @@ describe('where the walk stops (a parent folder must not widen anything)', () =>
       // someone else's .git above the user's folder (think /tmp/.git): not adopted
       chownSync(join(planted, '.git'), 65534, 65534);
       expect(await projectFileFrom(join(planted, 'mine', 'work'), keelHome())).toBe(null);
+      // unless the user's own git config vouches for it, as git's safe.directory does
+      const vouched = keelHome();
+      writeFileSync(join(vouched, '.gitconfig'), `[safe]\n\tdirectory = ${planted}\n`);
+      expect(await projectFileFrom(join(planted, 'mine', 'work'), vouched)).toBe(join(planted, 'keel.toml'));
       chownSync(join(planted, '.git'), 0, 0);
       expect(await projectFileFrom(join(planted, 'mine', 'work'), keelHome())).toBe(
         join(planted, 'keel.toml'),
