@@ -14,7 +14,7 @@
  */
 import { lstatSync, realpathSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { userConfig } from '../policy/git-runner.js';
 import { isInside } from '../policy/scope.js';
 
@@ -87,4 +87,14 @@ function gitSafe(top: string): boolean {
 
 function truthy(value: string | undefined): boolean {
   return value !== undefined && /^(1|true|yes|on)$/i.test(value.trim());
+}
+
+/**
+ * A path the user typed (resolved from where they stand, `from`), as the model names it: relative to
+ * the workspace root. undefined when it lies outside the root. For `@path` mentions and the like.
+ */
+export function userPath(root: string, typed: string, from: string = process.cwd()): string | undefined {
+  const absolute = resolve(from, typed);
+  if (!isInside(absolute, root)) return undefined;
+  return relative(root, absolute) || '.';
 }
