@@ -1,7 +1,8 @@
 /** Turning command-line flags into a config layer, and loading the config the same way for every verb. */
 import { resolve } from 'node:path';
 import { ConfigError, type LoadedConfig, loadConfig, type Raw } from '../config/load.js';
-import { findWorkspaceRoot } from './workspace.js';
+import { inertLine } from './inert.js';
+import { findWorkspaceRoot, skippedConfigs } from './workspace.js';
 
 export interface CommonFlags {
   cwd?: string;
@@ -47,8 +48,22 @@ export function flagLayer(flags: CommonFlags): Raw {
  * its own working folder, so paths the user types still resolve from where they stand.
  */
 export function workspace(flags: { cwd?: string }): string {
-  return findWorkspaceRoot(resolve(flags.cwd ?? process.cwd()));
+  const start = resolve(flags.cwd ?? process.cwd());
+  const root = findWorkspaceRoot(start);
+  // a subfolder's keel.toml used to apply from that folder: say once that the root's is the one read
+  if (root !== start && !warnedSkipped) {
+    const skipped = skippedConfigs(start, root);
+    if (skipped.length) {
+      warnedSkipped = true;
+      process.stderr.write(
+        `keel: warning: not reading ${skipped.map(inertLine).join(', ')}: the workspace is the repository root ${inertLine(root)}, and its project config is the one keel reads\n`,
+      );
+    }
+  }
+  return root;
 }
+
+let warnedSkipped = false;
 
 export function load(flags: CommonFlags): { cwd: string; loaded: LoadedConfig } {
   const cwd = workspace(flags);

@@ -98,3 +98,18 @@ export function userPath(root: string, typed: string, from: string = process.cwd
   if (!isInside(absolute, root)) return undefined;
   return relative(root, absolute) || '.';
 }
+
+/** Project config files between `start` and the root it found (the root's own excluded): keel does not read them. */
+export function skippedConfigs(start: string, root: string): string[] {
+  const found: string[] = [];
+  let dir: string;
+  try {
+    dir = realpathSync.native(start);
+  } catch {
+    return found;
+  }
+  for (; dir !== root && isInside(dir, root); dir = dirname(dir))
+    for (const name of ['keel.toml', join('.keel', 'config.toml')])
+      if (lstatSync(join(dir, name), { throwIfNoEntry: false })) found.push(join(dir, name));
+  return found;
+}

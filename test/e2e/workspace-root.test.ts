@@ -225,4 +225,9 @@ it('a keel.toml in a subfolder is not the project config: the one at the root is
   const repo = gitRepo({ 'pkg/keel.toml': 'permission = "plan"\n', 'pkg/a.js': 'a\n' });
   writeFileSync(join(repo, 'pkg', 'b.js'), 'b\n');
   expect(await projectFileFrom(join(repo, 'pkg'), keelHome())).toBe(null);
+  // and keel says so, once, rather than ignoring it silently
+  const run = await keel(['config', 'show'], { cwd: join(repo, 'pkg'), home: keelHome() });
+  expect(run.stderr).toBe(
+    `keel: warning: not reading ${join(repo, 'pkg', 'keel.toml')}: the workspace is the repository root ${repo}, and its project config is the one keel reads\n`,
+  );
 });
