@@ -77,10 +77,10 @@ async function writeUserConfig(flags: InitFlags): Promise<number> {
   const rl = interactive ? await openPrompt() : undefined;
   try {
     const provider = await chooseProvider(flags.provider, rl);
-    const baseUrl = checkUrl(
-      flags.baseUrl ?? (await ask(rl, 'base URL', DEFAULT_BASE_URL[provider])),
-      flags.baseUrl ? '--base-url' : 'the base URL',
-    );
+    const baseUrl =
+      flags.baseUrl !== undefined
+        ? checkUrl(flags.baseUrl, '--base-url')
+        : await askUntil(rl, 'base URL', DEFAULT_BASE_URL[provider], (v) => checkUrl(v, 'the base URL'));
     const models = flags.probe === false ? null : await probe(provider, baseUrl);
     const model = await chooseModel(flags, models, rl);
     const values = { provider, base_url: baseUrl, model };
@@ -207,11 +207,33 @@ async function ask(rl: Prompt | undefined, question: string, fallback: string): 
 }
 
 async function chooseProvider(given: string | undefined, rl: Prompt | undefined): Promise<InitProvider> {
-  const where = given === undefined ? 'provider' : '--provider';
-  const value =
-    given ?? (await ask(rl, 'provider (ollama | openai for any OpenAI-compatible server)', 'ollama'));
+  if (given !== undefined) return checkProvider(given, '--provider');
+  return askUntil(rl, 'provider (ollama | openai for any OpenAI-compatible server)', 'ollama', (v) =>
+    checkProvider(v, 'provider'),
+  );
+}
+
+function checkProvider(value: string, where: string): InitProvider {
   if (value === 'ollama' || value === 'openai') return value;
   throw new InitError('CONFIG_ERROR', `${where}: expected "ollama" or "openai", got "${value}"`);
+}
+
+/** Ask until `check` takes the answer; a person gets the problem and the question again, a script the error. */
+async function askUntil<T>(
+  rl: Prompt | undefined,
+  question: string,
+  fallback: string,
+  check: (answer: string) => T,
+): Promise<T> {
+  for (;;) {
+    const answer = await ask(rl, question, fallback);
+    try {
+      return check(answer);
+    } catch (err) {
+      if (!rl || !(err instanceof InitError)) throw err;
+      process.stderr.write(`  ${inertLine(err.message)}\n`);
+    }
+  }
 }
 
 function checkUrl(value: string, where: string): string {

@@ -181,7 +181,10 @@ describe.skipIf(!existsSync('/usr/bin/script'))('keel init on a terminal', () =>
   it("asks provider and URL, lists the server's models by number, and writes the one picked", async () => {
     const home = keelHome();
     const server = await model([], { models: ['qwen-a', 'llama-b'] });
-    const run = await initOnTerminal(home, `openai\n${server.url}\n2\n`);
+    // a wrong answer gets the problem and the question again
+    const run = await initOnTerminal(home, `vllm\nopenai\n127.0.0.1:1/v1\n${server.url}\n2\n`);
+    expect(run.out).toContain('provider: expected "ollama" or "openai", got "vllm"');
+    expect(run.out).toContain('the base URL: expected an http:// or https:// URL, got "127.0.0.1:1/v1"');
     expect(run.out).toContain('provider (ollama | openai');
     expect(run.out).toContain('1) qwen-a');
     expect(run.out).toContain('2) llama-b');
