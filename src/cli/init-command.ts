@@ -3,7 +3,7 @@
  * and the model, probes the server for the models it has, and writes the user config; `--project`
  * writes a commented keel.toml into the workspace instead.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Interface } from 'node:readline';
 import { stringify } from 'smol-toml';
@@ -121,25 +121,36 @@ function writeProjectConfig(flags: InitFlags): number {
   writeConfig(path, PROJECT_TEMPLATE, flags.force);
   if (flags.json) process.stdout.write(`${JSON.stringify({ path })}\n`);
   else {
-    process.stderr.write(dim('every setting is commented out with its default; open a line to set it\n'));
+    process.stderr.write(
+      `${dim('every setting is commented out with its default; open a line to set it')}\n`,
+    );
     process.stdout.write(`${path}\n`);
   }
   return EXIT.ok;
 }
 
 function refuseExisting(path: string, force: boolean | undefined): void {
-  if (!force && existsSync(path))
+  // lstat: a dangling link is there too
+  if (!force && lstatSync(path, { throwIfNoEntry: false }))
     throw new InitError('CONFIG_ERROR', `${path} already exists; edit it, or pass --force to replace it`);
 }
 
 function writeConfig(path: string, text: string, force: boolean | undefined): void {
+  const tmp = `${path}.${process.pid}.tmp`;
   try {
     mkdirSync(dirname(path), { recursive: true });
-    // 'wx' fails rather than replace a file that appeared since the check
-    writeFileSync(path, text, { flag: force ? 'w' : 'wx' });
+    if (!force) {
+      // 'wx' fails rather than replace a file (or follow a link) that appeared since the check
+      writeFileSync(path, text, { flag: 'wx' });
+      return;
+    }
+    // replaced by a rename, never written through: a keel.toml a repository made a link to ~/.bashrc stays a link's problem
+    writeFileSync(tmp, text, { flag: 'wx' });
+    renameSync(tmp, path);
   } catch (err) {
+    rmSync(tmp, { force: true });
     const e = err as NodeJS.ErrnoException;
-    if (e.code === 'EEXIST') refuseExisting(path, false);
+    if (e.code === 'EEXIST' && !force) refuseExisting(path, false);
     throw new InitError('ENVIRONMENT_ERROR', `cannot write ${path}: ${e.code ?? e.message}`);
   }
 }
