@@ -165,6 +165,12 @@ function bashScript(nodes: Node[], header: string): string {
   return `# bash completion for keel, ${header}
 # Load it with: source <(keel completion bash)   or install it: keel completion bash --install
 ${caseTables(nodes)}
+# one candidate a line into COMPREPLY (a loop, not mapfile: macOS still ships bash 3.2)
+_keel_reply() {
+  local line
+  while IFS= read -r line; do COMPREPLY+=("$line"); done
+}
+
 _keel() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" kpath="" w i skip=0
   ((COMP_CWORD > 0)) && prev="\${COMP_WORDS[COMP_CWORD-1]}"
@@ -174,20 +180,20 @@ ${PATH_LOOP('1', 'COMP_CWORD', 'COMP_WORDS')}
     local choices
     choices="$(_keel_choices "$kpath" "$prev")"
     if [[ -n "$choices" ]]; then
-      mapfile -t COMPREPLY < <(compgen -W "$choices" -- "$cur")
+      _keel_reply < <(compgen -W "$choices" -- "$cur")
       return 0
     fi
     case "$(_keel_kind "$kpath" "$prev")" in
-      dir) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
-      file) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+      dir) compopt -o filenames 2>/dev/null; _keel_reply < <(compgen -d -- "$cur") ;;
+      file) compopt -o filenames 2>/dev/null; _keel_reply < <(compgen -f -- "$cur") ;;
     esac
     return 0
   fi
   if [[ "$cur" == -* ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "$(_keel_flags "$kpath")" -- "$cur")
+    _keel_reply < <(compgen -W "$(_keel_flags "$kpath")" -- "$cur")
     return 0
   fi
-  mapfile -t COMPREPLY < <(compgen -W "$(_keel_subs "$kpath") $(_keel_args "$kpath")" -- "$cur")
+  _keel_reply < <(compgen -W "$(_keel_subs "$kpath") $(_keel_args "$kpath")" -- "$cur")
   return 0
 }
 complete -o default -F _keel keel
