@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import type { FixResult } from '../fix/run.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { inert, inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load } from './options.js';
+import { type CommonFlags, ConfigError, load, workspace } from './options.js';
 import { dim, red, renderEvent } from './render.js';
 
 export interface FixFlags extends CommonFlags {
@@ -27,7 +27,8 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     } else process.stderr.write(`${red('keel fix:')} ${inert(message)}\n`);
     return exit;
   };
-  const given = resolve(flags.repo ?? flags.cwd ?? process.cwd());
+  // from a subfolder, the repository's root (as every verb finds it), so its keel.toml applies
+  const given = workspace({ cwd: flags.repo ?? flags.cwd });
   if (!statSync(given, { throwIfNoEntry: false })?.isDirectory())
     return fail('CONFIG_ERROR', `--repo ${given} is not a folder`);
   // git answers with real paths: a path through a link would not lie inside the repository git names

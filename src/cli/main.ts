@@ -1,5 +1,5 @@
 /** The `keel` command line: verbs, flags and help. Each verb's module is loaded only when it runs. */
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { closest } from '../config/closest.js';
 import { keelPaths } from '../config/paths.js';
 import { reportError, wantsJson } from './errors.js';
@@ -73,7 +73,8 @@ function parseFloatArg(value: string): number {
   return n;
 }
 
-function buildProgram(version: string, setExit: (code: number) => void): Command {
+/** The whole command tree (exported so `keel completion` and tests can walk it). */
+export function buildProgram(version: string, setExit: (code: number) => void): Command {
   const program = new Command('keel')
     .description('A local-first coding agent for your own models. Read-only unless you say otherwise.')
     .version(version, '-V, --version')
@@ -388,6 +389,39 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .action(async (opts) => {
       const { pruneRuns } = await import('./runs-command.js');
       setExit(await pruneRuns(opts));
+    });
+
+  // set-up: `keel init` (src/cli/init-command.ts) and `keel completion` (src/cli/completion.ts)
+  program
+    .command('init')
+    .description('set keel up: choose the server and model, probe it, write the user config (or --project)')
+    .option('--provider <name>', 'openai | ollama')
+    .option(
+      '--base-url <url>',
+      'server URL (http://host:8000/v1 for OpenAI-compatible, http://host:11434 for ollama)',
+    )
+    .option('--model <name>', "model name as the server knows it (checked against the server's list)")
+    .option('-y, --yes', 'ask nothing: take the flags and the defaults')
+    .option('--no-probe', 'write the config without asking the server for its models')
+    .option('--force', 'replace a config file that exists')
+    .option('--project', 'write a commented keel.toml (every key, its default) into the workspace instead')
+    .option(
+      '-C, --cwd <dir>',
+      'workspace folder for --project (default: the repository holding the current folder)',
+    )
+    .option('--json', 'print one JSON document on stdout and nothing else')
+    .action(async (opts) => {
+      const { runInit } = await import('./init-command.js');
+      setExit(await runInit(opts));
+    });
+  program
+    .command('completion')
+    .description('print a completion script for your shell (or --install it where the shell looks)')
+    .addArgument(new Argument('<shell>', 'bash | zsh | fish').choices(['bash', 'zsh', 'fish']))
+    .option('--install', 'write it where that shell looks for completions and print the path')
+    .action(async (shell: 'bash' | 'zsh' | 'fish', opts: { install?: boolean }) => {
+      const { runCompletion } = await import('./completion.js');
+      setExit(await runCompletion(program, shell, opts));
     });
 
   // `keel chat`: the interactive session (src/chat/)

@@ -1,6 +1,5 @@
 /** `keel sessions list|show|fork`: read sessions back from the event log, and branch them. */
-import { existsSync, realpathSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
 import { alive, newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
@@ -8,7 +7,7 @@ import { EventLog, SessionLookupError, type SessionRow, type StoredEvent } from 
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load } from './options.js';
+import { type CommonFlags, ConfigError, load, workspace } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red } from './render.js';
 import type { VerbFlags } from './session-command.js';
@@ -72,7 +71,8 @@ export async function listSessions(flags: {
   project?: string;
   all?: boolean;
 }): Promise<number> {
-  const cwd = flags.project === undefined ? undefined : realpathOr(flags.project);
+  // sessions record their workspace root, so a subfolder names its repository's sessions
+  const cwd = flags.project === undefined ? undefined : workspace({ cwd: flags.project });
   const filter = cwd === undefined ? {} : { cwd };
   const rows: Array<Listed & { children?: number }> =
     withLog((log) =>
@@ -102,14 +102,6 @@ export async function listSessions(flags: {
     );
   }
   return EXIT.ok;
-}
-
-function realpathOr(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
 }
 
 /** `keel sessions fork ID [--at SEQ] [-m TEXT]`: branch a session; with a message, go on in the branch. */
