@@ -47,7 +47,10 @@ describe('keel chat in a terminal', () => {
     ]);
     const repo = gitRepo();
     const home = keelHome();
-    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    const pane = Pane.start(['chat', '--context-window', '32000', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+    });
     await pane.waitFor(READY);
     pane.type('say something', 'Enter');
     const screen = await pane.waitFor('the end.');
@@ -56,6 +59,8 @@ describe('keel chat in a terminal', () => {
     expect(screen).toContain('› say something');
     expect(screen).toContain('Here is bold');
     expect(screen).toMatch(/thinking · 1 line/);
+    // the status line: model, mode, the last request's size against the window, cost, sandbox
+    await pane.waitFor(/test-model · ask · ctx \d+\/32k \(\d+%\) · cost n\/a · read-only/);
     const raw = pane.screen(true);
     expect(raw).not.toContain('\x1b]52');
     expect(raw).not.toContain('\x1b[2J');
@@ -452,6 +457,17 @@ describe('keel chat in a terminal', () => {
     await pane.waitFor('ok then');
     expect(pane.screen()).toContain('✗ write_file x.txt · denied: the user declined: not that file');
     expect(existsSync(join(repo, 'x.txt'))).toBe(false);
+    expect(pane.screen(true)).not.toContain('\x1b');
+  });
+
+  it('with TERM=dumb, the chat is plain lines too', async () => {
+    const server = await model([{ text: 'dumb but fine' }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home, env: { TERM: 'dumb' } });
+    await pane.waitFor(/^>/m);
+    pane.type('hi', 'Enter');
+    await pane.waitFor('dumb but fine');
     expect(pane.screen(true)).not.toContain('\x1b');
   });
 
