@@ -11,7 +11,6 @@ import { type CommonFlags, ConfigError, load } from '../cli/options.js';
 import type { LoadedConfig } from '../config/load.js';
 import { MODES, type Mode } from '../config/schema.js';
 import type { SessionRow, StoredEvent } from '../store/event-log.js';
-import { withStore } from './conversation.js';
 
 export interface ChatFlags extends CommonFlags {
   continue?: boolean;
@@ -29,7 +28,7 @@ export interface ChatSetup {
   modeGiven: boolean;
   /** The session to reopen at start. */
   resume?: string;
-  read(id: string): { row: SessionRow; events: StoredEvent[] } | undefined;
+  read(id: string): Promise<{ row: SessionRow; events: StoredEvent[] } | undefined>;
   /** Called once the prompt is ready for input. */
   ready(): void;
 }
@@ -57,10 +56,13 @@ export async function runChat(flags: ChatFlags): Promise<number> {
     throw err;
   }
   let resume: string | undefined;
+  const store = () => import('./store-read.js');
   if (flags.continue) {
+    const { withStore } = await store();
     resume = withStore((log) => log.newestSession(cwd)?.id);
     if (!resume) return fail(`no session to continue in ${cwd} (see keel sessions list)`);
   } else if (flags.resume !== undefined) {
+    const { withStore } = await store();
     resume = withStore((log) => log.findSession(flags.resume ?? '')?.id);
     if (!resume) return fail(`no session matches "${flags.resume}" (see keel sessions list)`);
   }
@@ -70,8 +72,8 @@ export async function runChat(flags: ChatFlags): Promise<number> {
     mode: (flags.mode as Mode | undefined) ?? loaded.config.permission,
     modeGiven: flags.mode !== undefined,
     ...(resume ? { resume } : {}),
-    read: (id) =>
-      withStore((log) => {
+    read: async (id) =>
+      (await store()).withStore((log) => {
         const row = log.findSession(id);
         return row ? { row, events: log.events(row.id) } : undefined;
       }),

@@ -4,7 +4,7 @@
  */
 import { inertLine } from '../cli/inert.js';
 import { MODES, type Mode } from '../config/schema.js';
-import { type Conversation, errorLine, withStore } from './conversation.js';
+import { type Conversation, errorLine } from './conversation.js';
 import { clip, tokens } from './describe.js';
 import { colorDiff, workspaceDiff } from './diff.js';
 import { COMMANDS, type CommandName } from './slash.js';
@@ -17,7 +17,7 @@ export interface Screen {
   error(text: string): void;
   confirm(question: string): Promise<boolean>;
   /** Show a stored session's transcript (after /resume or /fork). */
-  reopened(id: string): void;
+  reopened(id: string): Promise<void>;
   exit(): void;
 }
 
@@ -73,6 +73,7 @@ export async function runCommand(
     case 'resume': {
       if (busy()) return;
       if (!arg) {
+        const { withStore } = await import('./store-read.js');
         const rows = withStore((log) => log.listSessions(10)) ?? [];
         if (!rows.length) {
           screen.lines(['no sessions yet']);
@@ -87,12 +88,13 @@ export async function runCommand(
         ]);
         return;
       }
+      const { withStore } = await import('./store-read.js');
       const row = withStore((log) => log.findSession(arg));
       if (!row) {
         screen.error(`no session matches "${inertLine(arg)}" (see /resume)`);
         return;
       }
-      screen.reopened(row.id);
+      await screen.reopened(row.id);
       return;
     }
     case 'fork': {
@@ -115,7 +117,7 @@ export async function runCommand(
       screen.lines([
         `forked ${conv.sessionId} at event ${fork.forked_seq} into ${fork.id}; going on in the fork`,
       ]);
-      screen.reopened(fork.id);
+      await screen.reopened(fork.id);
       return;
     }
     case 'compact': {
@@ -190,6 +192,7 @@ export async function runCommand(
         return;
       }
       const root = conv.sessionId;
+      const { withStore } = await import('./store-read.js');
       const lines =
         withStore((log) => {
           const out: string[] = [];

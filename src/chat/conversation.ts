@@ -3,14 +3,11 @@
  * of the same session: the first starts it, the next reopen it from its log (the log is the truth).
  * Typing during a turn queues steering that the loop reads before its next model request.
  */
-import { existsSync } from 'node:fs';
 import type { SessionEvent } from '../agent/events.js';
 import type { SessionOutcome, StartOptions } from '../agent/session.js';
 import type { LoadedConfig } from '../config/load.js';
-import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
-import { openDb } from '../store/db.js';
-import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import type { SessionRow, StoredEvent } from '../store/event-log.js';
 import { type ApprovalChoice, type ApprovalRequest, ChatApprover } from './approver.js';
 
 /** What a face shows; every text it gets from here is raw, and the face makes it inert. */
@@ -222,18 +219,6 @@ export class Conversation {
       default:
         return;
     }
-  }
-}
-
-/** Read from the session store, or undefined when there is none yet. */
-export function withStore<T>(fn: (log: EventLog) => T, env: NodeJS.ProcessEnv = process.env): T | undefined {
-  const path = keelPaths(env).db;
-  if (!existsSync(path)) return undefined;
-  const db = openDb(path);
-  try {
-    return fn(new EventLog(db));
-  } finally {
-    db.close();
   }
 }
 

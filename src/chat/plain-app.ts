@@ -166,8 +166,8 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     },
     error: (text) => view.notice(text, 'error'),
     confirm: (q) => view.confirm(q),
-    reopened: (id) => {
-      const found = setup.read(id);
+    reopened: async (id) => {
+      const found = await setup.read(id);
       if (!found) return view.notice(`no session matches "${inertLine(id)}"`, 'error');
       out(style.dim(`── session ${found.row.id} (${found.row.mode}) ──`));
       conv.open(found.row, found.events, !setup.modeGiven);
@@ -252,7 +252,7 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
 
   for (const warning of setup.loaded.warnings) out(style.red(`warning: ${inertLine(warning)}`));
   out(style.dim(`keel chat · ${inertLine(setup.cwd)} · /help for commands`));
-  if (setup.resume) screen.reopened(setup.resume);
+  if (setup.resume) await screen.reopened(setup.resume);
   out(statusLine(conv, style));
   rl.setPrompt('> ');
   if (interactive) rl.prompt();

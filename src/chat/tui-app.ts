@@ -140,8 +140,8 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
     },
     error: (text) => view.notice(text, 'error'),
     confirm: (question) => view.confirm(question),
-    reopened: (id) => {
-      const found = setup.read(id);
+    reopened: async (id) => {
+      const found = await setup.read(id);
       if (!found) return view.notice(`no session matches "${inertLine(id)}"`, 'error');
       transcript.notice(`── session ${found.row.id} (${found.row.mode}) ──`);
       conv.open(found.row, found.events, !setup.modeGiven);
@@ -245,7 +245,7 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
   tui.setFocus(editor);
 
   for (const warning of setup.loaded.warnings) transcript.notice(`warning: ${inertLine(warning)}`, 'error');
-  if (setup.resume) screen.reopened(setup.resume);
+  if (setup.resume) await screen.reopened(setup.resume);
   tui.start();
   setup.ready();
   try {
