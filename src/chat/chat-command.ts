@@ -55,6 +55,16 @@ export async function runChat(flags: ChatFlags): Promise<number> {
     if (err instanceof ConfigError) return fail(err.message);
     throw err;
   }
+  // a chat without a model can do nothing: say so now, in the words the session would use
+  if (!loaded.config.model && loaded.config.provider !== 'scripted') {
+    const { createModelClient } = await import('../model/create.js');
+    try {
+      createModelClient(loaded.config);
+    } catch (err) {
+      if (err instanceof ConfigError) return fail(err.message);
+      throw err;
+    }
+  }
   let resume: string | undefined;
   const store = () => import('./store-read.js');
   if (flags.continue) {

@@ -5,6 +5,8 @@
  */
 import type { SessionEvent } from '../agent/events.js';
 import type { SessionOutcome, StartOptions } from '../agent/session.js';
+import { RunError } from '../agent/terminal.js';
+import { EXIT, exitCodeFor } from '../cli/exit-codes.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Mode } from '../config/schema.js';
 import type { SessionRow, StoredEvent } from '../store/event-log.js';
@@ -61,11 +63,13 @@ export class Conversation {
   private controller: AbortController | undefined;
   private current: Promise<void> | undefined;
   readonly approver: ChatApprover;
+  /** The exit status of the last turn, as a one-shot verb would have exited (a piped chat exits with it). */
+  lastExit: number = EXIT.ok;
 
   constructor(private readonly opts: ConversationOptions) {
     this.loaded = opts.loaded;
     this.mode = opts.mode;
-    this.model = opts.loaded.config.model ?? '(none)';
+    this.model = opts.loaded.config.model || '(no model)';
     this.stats = {
       contextTokens: 0,
       ...(opts.loaded.config.context_window ? { contextWindow: opts.loaded.config.context_window } : {}),
@@ -190,9 +194,11 @@ export class Conversation {
     let outcome: SessionOutcome | undefined;
     try {
       outcome = await startSession(options);
+      this.lastExit = exitCodeFor(outcome.code);
       this.stats.tokens = outcome.tokens.input + outcome.tokens.output;
       this.stats.cost = outcome.costUsd;
     } catch (err) {
+      this.lastExit = err instanceof RunError ? exitCodeFor(err.code) : EXIT.usage;
       view.notice(errorLine(err), 'error');
     }
     view.turnEnd(outcome);

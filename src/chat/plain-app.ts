@@ -156,7 +156,8 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     open?.('');
     await closing;
     rl.close();
-    finish(0);
+    // piped in, the chat is a script: it exits as its last turn did
+    finish(interactive ? 0 : conv.lastExit);
   };
   const screen: Screen = {
     style,

@@ -533,6 +533,26 @@ describe('keel chat in a terminal', () => {
     expect(users).toEqual(['line one\nline two', pasted]);
   });
 
+  it('refuses to start without a model, naming the config to write, and a piped chat exits as its last turn did', async () => {
+    const repo = gitRepo();
+    const home = keelHome();
+    const none = await keel(['chat'], { cwd: repo, home, input: 'hi\n' });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain(
+      `no model configured: run \`keel init\` to write ${join(home, 'config.toml')}`,
+    );
+    const server = await model([
+      { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'README.md' } }] },
+    ]);
+    const capped = await keel(['chat', '--max-rounds', '1', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+      input: 'look\n',
+    });
+    expect(capped.stdout).toContain('BUDGET_EXCEEDED');
+    expect(capped.code).toBe(1);
+  });
+
   it('keeps the prompt history per project across chats', async () => {
     const server = await model([{ text: 'noted' }]);
     const repo = gitRepo();
