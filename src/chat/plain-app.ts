@@ -65,7 +65,9 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     },
     notice: (text, kind) => {
       endLine();
-      out(kind === 'error' ? style.red(`error: ${text}`) : style.dim(text));
+      // notices carry error messages, and those can quote a server's or a model's words
+      const line = inertLine(text);
+      out(kind === 'error' ? style.red(`error: ${line}`) : style.dim(line));
     },
     ask: async (req: ApprovalRequest): Promise<ApprovalChoice> => {
       endLine();

@@ -200,7 +200,8 @@ export class Transcript extends Container {
 
   notice(text: string, kind: 'info' | 'error' | 'ok' = 'info'): void {
     const paint = kind === 'error' ? style.red : kind === 'ok' ? style.green : style.dim;
-    this.addChild(new Text(paint(text), 1, 0));
+    // notices carry error messages, and those can quote a server's or a model's words
+    this.addChild(new Text(paint(inertLine(text)), 1, 0));
   }
 
   /** Lines from a command (already styled, already inert). */

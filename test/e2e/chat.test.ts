@@ -72,6 +72,24 @@ describe('keel chat in a terminal', () => {
     expect(ends(events)).toEqual(['COMPLETED']);
   });
 
+  it("a model error is one line in the chat, with the server's words made inert, and the chat goes on", async () => {
+    const server = await model([
+      { error: { status: 400, body: 'bad request \x1b[2J\x1b]0;pwned\x07 here' } },
+      { text: 'back again' },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('first', 'Enter');
+    const screen = await pane.waitFor('MODEL_ERROR');
+    expect(screen).toContain('\\x1b[2J');
+    expect(pane.screen(true)).not.toContain('\x1b[2J');
+    expect(pane.screen(true)).not.toContain('\x1b]0;');
+    pane.type('again', 'Enter');
+    await pane.waitFor('back again');
+  });
+
   it('shows a tool call with its decision and outcome, and a coloured diff for a write', async () => {
     const server = await model([
       { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'README.md' } }] },
