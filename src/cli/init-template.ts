@@ -32,6 +32,7 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 # permission = "ask"                        # [trust] mode when no verb picks one: ask | plan (read-only), edit, auto
 # scope = ["."]                             # [trust] writable paths, relative to the repository root
 # allow_shell = false                       # [trust] true: shell runs even where no sandbox is available
+#   e.g. approvals = "writes"              # ask before: writes | shell | all | never ([trust] to ask less); unset: a command outside the sandbox
 # sandbox = "auto"                          # [trust] where shell runs: auto (bwrap if installed) | bwrap | docker | none
 # sandbox_network = false                   # [trust] true: sandboxed commands may use the network
 # sandbox_env = []                          # [trust] more environment variable NAMES passed into the sandbox
