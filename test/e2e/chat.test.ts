@@ -260,6 +260,30 @@ describe('keel chat in a terminal', () => {
     expect(events.some((e) => e.type === 'session_fork' && e.data.from === original)).toBe(true);
   });
 
+  it('/compact folds the older turns into a summary, recorded in the log', async () => {
+    const big = (tag: string) =>
+      Array.from({ length: 300 }, (_, i) => `${tag} line ${i}: ${'value '.repeat(8)}`).join('\n');
+    const repo = gitRepo({ 'f1.txt': big('FIRST'), 'f2.txt': big('SECOND'), 'f3.txt': big('THIRD') });
+    const home = keelHome();
+    const usage = { usage: { prompt_tokens: 100, completion_tokens: 10 } };
+    const read = (path: string) => ({ tool_calls: [{ name: 'read_file', arguments: { path } }], ...usage });
+    const server = await model([
+      read('f1.txt'),
+      read('f2.txt'),
+      read('f3.txt'),
+      { text: 'They hold values.', ...usage },
+      { text: 'SUMMARY: three files read', ...usage },
+    ]);
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('read the files', 'Enter');
+    await pane.waitFor('They hold values.');
+    pane.type('/compact', 'Enter');
+    await pane.waitFor(/compacted: \S+ -> \S+ tokens \(events from \d+ kept verbatim\)/);
+    const compaction = lastSessionEvents(home).find((e) => e.type === 'compaction');
+    expect(compaction?.data).toMatchObject({ trigger: 'manual', summary: 'SUMMARY: three files read' });
+  });
+
   it('answers slash commands, refuses unknown ones with a suggestion, and sends path-like and spaced slash text', async () => {
     const server = await model([{ text: 'about the file' }, { text: 'about the literal' }]);
     const repo = gitRepo();
