@@ -94,9 +94,14 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
       return;
     }
     if (!opts.message && words.length === 0) {
-      // CHAT: bare `keel` on a TTY becomes `keel chat` here once it exists; until then it prints help
+      // bare `keel` at a terminal is a conversation; with output redirected it prints what keel can do
       if (process.stdin.isTTY) {
-        program.help({ error: false });
+        if (!process.stdout.isTTY || opts.json) {
+          program.help({ error: false });
+          return;
+        }
+        const { runChat } = await import('../chat/chat-command.js');
+        setExit(await runChat(opts));
         return;
       }
       const { readStdin } = await import('./prompt-input.js');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
 import { chatBodies, keelHome, lastSessionEvents, model, modelFlags, requestMessages } from './harness.js';
-import { keelInTmux } from './tmux.js';
+import { Pane } from './pane.js';
 
 describe('approvals on a terminal: the person sees the diff or the command and answers', () => {
   it('y lets a write land; a typed reason is a no sent back to the model; a lets the rest through', async () => {
@@ -25,7 +25,7 @@ describe('approvals on a terminal: the person sees the diff or the command and a
       },
       { text: 'All done.' },
     ]);
-    const pane = keelInTmux(['edit', ...modelFlags(server), 'make it 42'], { cwd: repo, home });
+    const pane = Pane.start(['edit', ...modelFlags(server), 'make it 42'], { cwd: repo, home });
     let screen = await pane.waitFor('[y]es / [n]o');
     expect(screen).toContain('keel asks: edit_file src/app.js');
     expect(screen).toContain('-export const answer = 41;');
@@ -36,12 +36,12 @@ describe('approvals on a terminal: the person sees the diff or the command and a
     screen = await pane.waitFor('keel asks: shell: rm -rf build');
     expect(screen).toContain('(in the sandbox)');
     expect(readFileSync(join(repo, 'src/app.js'), 'utf8')).toBe('export const answer = 42;\n');
-    pane.type('keep the build folder');
-    pane.keys('Enter');
+    pane.type('keep the build folder', 'Enter');
     screen = await pane.waitFor('keel asks: write_file b.txt');
     pane.keys('a', 'Enter');
-    screen = await pane.waitFor(/EXIT=\d+/);
-    expect(screen).toContain('EXIT=0');
+    await pane.waitFor(/keel exited \d+/);
+    screen = pane.history();
+    expect(screen).toContain('[keel exited 0]');
     // "always" answered c.txt without a second question
     expect(screen.match(/keel asks:/g)).toHaveLength(3);
     expect(readFileSync(join(repo, 'c.txt'), 'utf8')).toBe('c\n');
@@ -69,11 +69,11 @@ describe('approvals on a terminal: the person sees the diff or the command and a
       { tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'two\n' } }] },
       { text: 'Left it.', expect: { last_tool_result_contains: 'the user declined' } },
     ]);
-    const pane = keelInTmux(['edit', ...modelFlags(server), 'write two'], { cwd: repo, home });
+    const pane = Pane.start(['edit', ...modelFlags(server), 'write two'], { cwd: repo, home });
     await pane.waitFor('[y]es / [n]o');
     pane.keys('Enter');
-    const screen = await pane.waitFor(/EXIT=\d+/);
-    expect(screen).toContain('EXIT=0');
+    const screen = await pane.waitFor(/keel exited \d+/);
+    expect(screen).toContain('[keel exited 0]');
     expect(readFileSync(join(repo, 'a.txt'), 'utf8')).toBe('one\n');
   });
 });

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../../src/store/event-log.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
-import { Pane, paneSocket } from './chat-pane.js';
 import {
   chatBodies,
   keel,
@@ -15,6 +14,7 @@ import {
   modelFlags,
   requestMessages,
 } from './harness.js';
+import { Pane, paneSocket } from './pane.js';
 
 const READY = /ctx \d/;
 
@@ -70,6 +70,21 @@ describe('keel chat in a terminal', () => {
     });
     expect(events.find((e) => e.type === 'user_message')?.data.text).toBe('say something');
     expect(ends(events)).toEqual(['COMPLETED']);
+  });
+
+  it('bare keel at a terminal is keel chat', async () => {
+    const server = await model([{ text: 'hello from bare keel' }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(modelFlags(server), { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('hi', 'Enter');
+    await pane.waitFor('hello from bare keel');
+    const events = await eventually(() => {
+      const all = lastSessionEvents(home);
+      return ends(all).length ? all : undefined;
+    });
+    expect(events.find((e) => e.type === 'user_message')?.data.text).toBe('hi');
   });
 
   it("a model error is one line in the chat, with the server's words made inert, and the chat goes on", async () => {

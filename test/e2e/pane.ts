@@ -1,4 +1,4 @@
-/** The real `keel chat` in a tmux pane: send keys, read the screen, wait with a deadline. */
+/** The real `keel` (chat, or a one-shot verb that asks) in a tmux pane: send keys, read the screen, wait with a deadline. */
 import { execFileSync } from 'node:child_process';
 import { afterEach } from 'vitest';
 import { baseEnv, KEEL_BIN } from './harness.js';
@@ -51,6 +51,11 @@ export class Pane {
   /** The screen as text (`escapes`: with the colour and attribute codes tmux holds). */
   screen(escapes = false): string {
     return tmux('capture-pane', '-p', ...(escapes ? ['-e'] : []), '-t', this.name);
+  }
+
+  /** Everything the pane printed, scrolled-off lines included. */
+  history(): string {
+    return tmux('capture-pane', '-p', '-J', '-S', '-', '-t', this.name);
   }
 
   /** Type text (literally), then optional keys by tmux name (Enter, C-c, Up). */
