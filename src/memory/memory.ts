@@ -86,6 +86,11 @@ export class Memory {
     this.store = new MemoryStore(db);
   }
 
+  /** The endpoint's embedding model, when one is configured. */
+  get embeddingModel(): string | undefined {
+    return this.opts.embedding?.model;
+  }
+
   private now(): Date {
     return this.opts.now?.() ?? new Date();
   }
