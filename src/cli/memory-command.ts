@@ -157,7 +157,7 @@ export function memoryForget(id: string, flags: MemoryFlags): Promise<number> {
         id: item.id,
         kind: item.kind,
         author: item.author,
-        hash: item.hash,
+        content_sha256: item.hash,
       });
     } finally {
       audit.close();
