@@ -251,7 +251,7 @@ describe('keel memory', () => {
     expect(system).not.toContain('very long and detailed');
     const injected = lastSessionEvents(small).find((e) => e.type === 'memory_injected');
     expect(injected?.data.tokens).toBeLessThanOrEqual(45);
-    expect((injected?.data.ids as string[]).length).toBe(1);
+    expect(injected?.data.ids).toHaveLength(1);
   });
 
   it('a session records what it changed and its denials as observations, found by the next search', async () => {
