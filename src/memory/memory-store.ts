@@ -18,6 +18,9 @@ interface Row {
   hash: string;
 }
 
+/** The reserved term whose count is the project's number of items: IDF needs it on every add, COUNT(*) is a scan. */
+const ITEMS = '\u0000items';
+
 const COLUMNS =
   'n, id, project, kind, text, tags, session_id, author, created_at, updated_at, expires_at, hash';
 
@@ -99,7 +102,7 @@ export class MemoryStore {
         `INSERT INTO memory_terms (project, term, df) VALUES (?, ?, 1)
          ON CONFLICT (project, term) DO UPDATE SET df = df + 1`,
       );
-      for (const term of row.terms) bump.run(row.project, term);
+      for (const term of [ITEMS, ...row.terms]) bump.run(row.project, term);
     })();
   }
 
@@ -129,7 +132,7 @@ export class MemoryStore {
           .prepare('SELECT n, text FROM memory_items WHERE id = ? AND project = ?')
           .get(id, project) as { n: number; text: string } | undefined;
         if (!r) continue;
-        for (const term of termsOf(r.text)) drop.run(project, term);
+        for (const term of [ITEMS, ...termsOf(r.text)]) drop.run(project, term);
         this.db.prepare('DELETE FROM memory_fts WHERE rowid = ?').run(r.n);
         this.db.prepare('DELETE FROM memory_items WHERE n = ?').run(r.n);
       }
@@ -203,12 +206,8 @@ export class MemoryStore {
 
   /** Document frequencies for IDF, read per term on demand and cached for this object's life. */
   termStats(project: string): TermStats {
-    const count = (
-      this.db.prepare('SELECT COUNT(*) AS c FROM memory_items WHERE project = ?').get(project) as {
-        c: number;
-      }
-    ).c;
     const stmt = this.db.prepare('SELECT df FROM memory_terms WHERE project = ? AND term = ?');
+    const count = (stmt.get(project, ITEMS) as { df: number } | undefined)?.df ?? 0;
     const cache = new Map<string, number>();
     return {
       count,
@@ -235,15 +234,17 @@ export class MemoryStore {
       .all(match, project, limit) as Array<{ n: number; score: number }>;
   }
 
-  /** A cheap fingerprint of the project's vectors: changes whenever one is added or removed. */
-  vectorVersion(project: string, model: string | null): string {
-    const r = this.db
-      .prepare(
-        `SELECT COUNT(*) AS c, COALESCE(MAX(n), 0) AS m FROM memory_items
-         WHERE project = ? AND (? IS NULL OR evec_model = ?)`,
-      )
-      .get(project, model, model) as { c: number; m: number };
-    return `${r.c}:${r.m}`;
+  /**
+   * A cheap fingerprint of the project's vectors: the newest row number anywhere (row numbers are never
+   * reused, so every insert moves it) and the project's item count (every removal moves it).
+   */
+  vectorVersion(project: string): string {
+    const max = (this.db.prepare('SELECT COALESCE(MAX(n), 0) AS m FROM memory_items').get() as { m: number })
+      .m;
+    const row = this.db
+      .prepare('SELECT df FROM memory_terms WHERE project = ? AND term = ?')
+      .get(project, ITEMS) as { df: number } | undefined;
+    return `${max}:${row?.df ?? 0}`;
   }
 
   /** Every offline vector of the project (or endpoint vector of `model`), in row order. */
