@@ -248,7 +248,10 @@ async function runIn(
     ...(opts.approve ? { approve: opts.approve } : {}),
     onClose: (fn) => closers.push(fn),
   };
-  if (!reopened) injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env });
+  // a person's session only: a run's attempts and a subagent get their context from what started them
+  const topLevel = !opts.parentId && !granted;
+  if (topLevel && !reopened)
+    injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env });
   try {
     const result = await runSession({
       policy,
@@ -273,7 +276,7 @@ async function runIn(
       record,
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);
-    await observeSession({ sessionId, root: scope.root, prompt: opts.prompt, config, env });
+    if (topLevel) await observeSession({ sessionId, root: scope.root, prompt: opts.prompt, config, env });
     let commit: string | undefined;
     if ((opts.commit || config.auto_commit) && result.code === 'COMPLETED' && result.filesChanged.length) {
       const title = opts.prompt.split('\n')[0]?.slice(0, 60) ?? 'keel session';
