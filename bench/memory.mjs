@@ -62,15 +62,28 @@ async function measure(label) {
   const first = performance.now();
   await memory.search(`${zipf()} ${zipf()}`, 10);
   const load = performance.now() - first;
-  const times = [];
+  const times = { hybrid: [], bm25: [], vector: [] };
   for (let q = 0; q < QUERIES; q++) {
     const source = texts[Math.floor(rand() * texts.length)].split(' ');
     const query = [0, 1, 2].map(() => source[Math.floor(rand() * (source.length - 1))]).join(' ');
-    const t = performance.now();
-    await memory.search(query, 10);
-    times.push(performance.now() - t);
+    for (const [name, run] of [
+      ['hybrid', () => memory.search(query, 10)],
+      ['bm25', () => memory.searchOne(query, 'bm25', 50)],
+      ['vector', () => memory.searchOne(query, 'vector', 50)],
+    ]) {
+      const t = performance.now();
+      await run();
+      times[name].push(performance.now() - t);
+    }
   }
-  return { label, load, p50: quantile(times, 0.5), p95: quantile(times, 0.95) };
+  const p = (name, q) => quantile(times[name], q);
+  return {
+    label,
+    load,
+    p50: p('hybrid', 0.5),
+    p95: p('hybrid', 0.95),
+    parts: `${p('bm25', 0.5).toFixed(1)} / ${p('bm25', 0.95).toFixed(1)} ms, ${p('vector', 0.5).toFixed(1)} / ${p('vector', 0.95).toFixed(1)} ms`,
+  };
 }
 
 const rows = [];
@@ -94,9 +107,11 @@ for (let i = 0; i < N; i++) {
 db.close();
 rmSync(scratch, { recursive: true, force: true });
 
-console.log('| items | insert (per item) | first search (loads vectors) | search p50 | search p95 |');
-console.log('|---|---|---|---|---|');
+console.log(
+  '| items | insert (per item) | first search (loads vectors) | hybrid p50 | hybrid p95 | alone p50 / p95: BM25, vectors |',
+);
+console.log('|---|---|---|---|---|---|');
 for (const r of rows)
   console.log(
-    `| ${r.count} | ${(r.insertMs / r.inserted).toFixed(2)} ms | ${r.load.toFixed(1)} ms | ${r.p50.toFixed(1)} ms | ${r.p95.toFixed(1)} ms |`,
+    `| ${r.count} | ${(r.insertMs / r.inserted).toFixed(2)} ms | ${r.load.toFixed(1)} ms | ${r.p50.toFixed(1)} ms | ${r.p95.toFixed(1)} ms | ${r.parts} |`,
   );

@@ -168,7 +168,8 @@ export class Memory {
 
   /** The best `k` items for a query, fused from BM25 and vector similarity (see search.ts). */
   async search(query: string, k = 10): Promise<SearchHit[]> {
-    const match = ftsQuery(query);
+    const stats = this.store.termStats(this.project);
+    const match = ftsQuery(query, stats);
     const bm25 = match ? this.store.fullText(this.project, match, CANDIDATES) : [];
     const model = this.opts.embedding?.model ?? null;
     const endpoint = model ? (await this.endpointVectors([query]))?.[0] : undefined;
@@ -178,7 +179,7 @@ export class Memory {
           this.store,
           this.project,
           null,
-          offlineEmbed(query, this.store.termStats(this.project)),
+          offlineEmbed(query, stats),
           CANDIDATES,
           OFFLINE_MIN_SIMILARITY,
         );
@@ -197,7 +198,7 @@ export class Memory {
     const list =
       which === 'bm25'
         ? (() => {
-            const match = ftsQuery(query);
+            const match = ftsQuery(query, this.store.termStats(this.project));
             return match ? this.store.fullText(this.project, match, k) : [];
           })()
         : nearest(

@@ -4,6 +4,7 @@
  * by FTS5's bm25(), where lower is better; vectors by similarity, higher is better). Ranks, not raw
  * scores, so neither scale needs normalizing. Equal scores fall back to the older item first.
  */
+import type { TermStats } from './embed.js';
 import type { MemoryStore, VectorRow } from './memory-store.js';
 import { contentWords, identifierTerms } from './text-features.js';
 
@@ -12,10 +13,23 @@ export const RRF_K = 60;
 /** How deep each list is read before fusing. */
 export const CANDIDATES = 50;
 
-/** The FTS5 query for a text: every content word OR every identifier (whole, in the idents column). */
-export function ftsQuery(text: string): string | undefined {
+/** Past this many items, a word in more than COMMON_SHARE of them is left out of the full-text query. */
+const COMMON_FROM = 1000;
+const COMMON_SHARE = 0.05;
+
+/**
+ * The FTS5 query for a text: every content word OR every identifier (whole, in the idents column).
+ * With `stats`, words most items have are dropped when rarer ones remain (they add little to BM25 and
+ * make it score a large share of the corpus); the vector list still sees them.
+ */
+export function ftsQuery(text: string, stats?: TermStats): string | undefined {
   const quote = (t: string) => `"${t.replace(/"/g, '')}"`;
-  const terms = [...new Set(contentWords(text))].map(quote);
+  let words = [...new Set(contentWords(text))];
+  if (stats && stats.count >= COMMON_FROM) {
+    const rare = words.filter((w) => stats.df(w) <= COMMON_SHARE * stats.count);
+    if (rare.length) words = rare;
+  }
+  const terms = words.map(quote);
   const idents = [...new Set(identifierTerms(text))].map((t) => `idents:${quote(t)}`);
   const all = [...terms, ...idents];
   return all.length ? all.join(' OR ') : undefined;
