@@ -301,6 +301,19 @@ describe('keel memory', () => {
     const stats = json((await keel(['memory', 'stats', '--json'], { cwd: repo, home })).stdout);
     expect(stats.embedder).toBe('tiny-embed');
 
+    const ollama = keelHome(
+      `provider = "ollama"\nbase_url = "${server.ollamaUrl}"\n[memory]\nembedding_model = "tiny-embed"\n`,
+    );
+    await keel(['memory', 'add', 'The queue drains every minute'], { cwd: repo, home: ollama });
+    const drained = json(
+      (await keel(['memory', 'search', '--json', 'queue drains'], { cwd: repo, home: ollama })).stdout,
+    );
+    expect((drained.results as Array<{ vector_rank: number | null }>)[0]?.vector_rank).toBe(1);
+    expect(server.requests.filter((r) => r.path === '/api/embed').map((r) => r.body)).toEqual([
+      { model: 'tiny-embed', input: ['The queue drains every minute'] },
+      { model: 'tiny-embed', input: ['queue drains'] },
+    ]);
+
     const down = keelHome('base_url = "http://127.0.0.1:9/v1"\n[memory]\nembedding_model = "tiny-embed"\n');
     await keel(['memory', 'add', 'The cache is warmed at boot'], { cwd: repo, home: down });
     const offline = await keel(['memory', 'search', 'cache'], { cwd: repo, home: down });
