@@ -10,12 +10,12 @@ import { openMemory } from './open.js';
 const MAX_TEXT = 2000;
 
 const rememberSchema = z.object({
-  text: z.string().min(1).max(MAX_TEXT).describe('the fact or decision to keep, in one or two sentences'),
+  text: z.string().min(1).max(MAX_TEXT).describe('one or two sentences'),
   tags: z.array(z.string().min(1).max(40)).max(8).optional(),
 });
 const recallSchema = z.object({
-  query: z.string().min(1).describe('what to look for: words, file names or identifiers'),
-  k: z.number().int().min(1).max(20).optional().describe('how many (default 5)'),
+  query: z.string().min(1).describe('words, file names or identifiers'),
+  k: z.number().int().min(1).max(20).optional().describe('default 5'),
 });
 
 /** remember and recall for one session, on the memory of the session's project. */
@@ -25,8 +25,7 @@ export const memoryTools: ToolFactory = (deps: ToolDeps): Tool[] => {
 
   const remember: Tool<typeof rememberSchema> = {
     name: 'remember',
-    description:
-      'Keep a short note for later sessions in this project (a decision, a convention, a pitfall). Shown to later sessions as noted by you.',
+    description: 'Keep a short note (a decision, convention or pitfall) for later sessions in this project.',
     effect: 'memory',
     schema: rememberSchema,
     async execute(args) {
