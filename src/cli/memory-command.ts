@@ -224,8 +224,8 @@ export function memoryStats(flags: MemoryFlags): Promise<number> {
       printJson(doc);
       return EXIT.ok;
     }
-    const source = m.project.source === 'root-commit' ? 'first commit' : 'folder path (no git history)';
-    process.stdout.write(`project   ${inertLine(m.project.key)} (from its ${source})\n`);
+    const source = m.project.source === 'root-commit' ? 'its first commit' : 'its folder: no git history';
+    process.stdout.write(`project   ${inertLine(m.project.key)} (from ${source})\n`);
     process.stdout.write(
       `items     ${items}${
         items

@@ -112,6 +112,10 @@ describe('keel memory', () => {
     cpSync(repo, moved, { recursive: true });
     const found = await keel(['memory', 'search', 'cents'], { cwd: moved, home });
     expect(found.stdout).toContain('integer cents');
+    // outside git the key is the canonical folder, and stats says so
+    const plain = tempDir('keel-plain-');
+    const stats = json((await keel(['memory', 'stats', '--json'], { cwd: plain, home })).stdout);
+    expect(stats).toMatchObject({ project: `path:${plain}`, project_source: 'path', items: 0 });
     const other = gitRepo({ 'other.txt': 'another project\n' });
     const none = json((await keel(['memory', 'search', '--json', 'cents'], { cwd: other, home })).stdout);
     expect(none.results).toEqual([]);
