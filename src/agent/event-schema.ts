@@ -27,6 +27,7 @@ const schemas: Record<string, z.ZodType> = {
     mode: z.string(),
     pid: z.number().int(),
   }),
+  memory_injected: z.looseObject({ project: z.string(), ids: z.array(z.string()), tokens: z.number() }),
   session_fork: z.looseObject({ from: z.string(), at: z.number().int() }),
   user_message: z.looseObject({ text: z.string() }),
   model_request: z.looseObject({ round: z.number().int() }),

@@ -26,6 +26,8 @@ export type SessionEvent =
       /** Whether the model has a price: cost is a sum (from 0) only when it does, else null. */
       priced?: boolean;
     }
+  /** Memories put in the system prompt at session start (src/memory/inject.ts): which, and what they cost. */
+  | { type: 'memory_injected'; project: string; ids: string[]; tokens: number; warnings?: string[] }
   /** A session reopened for another run (`keel sessions resume`, `--continue`). */
   | { type: 'session_resume'; run: number; mode: string; provider: string; model: string; pid: number }
   /** The end of the history a fork shares with its parent. */

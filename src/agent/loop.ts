@@ -85,6 +85,8 @@ export interface SessionOptions {
   contextWindow?: number;
   /** A session reopened from its log: the state its events fold to. A new run of it starts. */
   resume?: SessionState;
+  /** Memory for the system prompt of a new session (recorded in session_start's system_prompt as sent). */
+  memory?: string;
   /** Messages sent to this session while it runs (a parent steering its subagent), read before each request. */
   inbox?(): string[];
 }
@@ -165,7 +167,12 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       instructions: instructions.files,
       ...(instructions.skipped.length ? { instructions_skipped: instructions.skipped } : {}),
       tools: offered,
-      system_prompt: systemPrompt({ mode: mode, root: scope.root, instructions: instructions.text }),
+      system_prompt: systemPrompt({
+        mode: mode,
+        root: scope.root,
+        instructions: instructions.text,
+        ...(opts.memory ? { memory: opts.memory } : {}),
+      }),
       pid: process.pid,
       // null cost, not 0, when the user gave no price for this model: keel never invents a cost
       priced:

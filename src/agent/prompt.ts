@@ -12,6 +12,8 @@ export interface PromptInput {
   mode: Mode;
   root: string;
   instructions: string;
+  /** Memory from earlier sessions, already fitted to its budget (src/memory/inject.ts). */
+  memory?: string;
 }
 
 /** Build the system prompt for a session. */
@@ -25,5 +27,6 @@ export function systemPrompt(input: PromptInput): string {
     'When done, reply with a brief answer and no tool calls.',
   ];
   if (input.instructions) lines.push('', 'Project instructions:', input.instructions);
+  if (input.memory) lines.push('', input.memory);
   return lines.join('\n');
 }

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
 import { keelPaths, protectedStatePaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
+import { sessionInjection } from '../memory/inject.js';
+import { observeSession } from '../memory/observe.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
 import { pinWorkspace } from '../policy/git-runner.js';
@@ -179,12 +181,15 @@ async function runIn(
       model: model.currentModel(),
       prompt: opts.prompt,
     });
+  // memory for a new session's task (src/memory/inject.ts), recorded right after the start it is part of
+  let injected: Awaited<ReturnType<typeof sessionInjection>>;
   const record = (event: SessionEvent): number => {
     const { type, ...data } = event;
     const stored = log.append(sessionId, type, data);
     const entry = auditEntryFor(event, sessionId);
     if (entry) audit.append(entry);
     opts.onEvent?.(event, stored.seq);
+    if (event.type === 'session_start' && injected) record(injected.event);
     return stored.seq;
   };
   // sandbox, tests and safety net exist only in modes that act; read-only sessions never load them
@@ -243,6 +248,10 @@ async function runIn(
     ...(opts.approve ? { approve: opts.approve } : {}),
     onClose: (fn) => closers.push(fn),
   };
+  // a person's session only: a run's attempts and a subagent get their context from what started them
+  const topLevel = !opts.parentId && !granted;
+  if (topLevel && !reopened)
+    injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env });
   try {
     const result = await runSession({
       policy,
@@ -263,9 +272,11 @@ async function runIn(
       ...(opts.onReasoning ? { onReasoning: opts.onReasoning } : {}),
       ...(reopened ? { resume: reopened.state } : {}),
       ...(opts.inbox ? { inbox: opts.inbox } : {}),
+      ...(injected ? { memory: injected.text } : {}),
       record,
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);
+    if (topLevel) await observeSession({ sessionId, root: scope.root, prompt: opts.prompt, config, env });
     let commit: string | undefined;
     if ((opts.commit || config.auto_commit) && result.code === 'COMPLETED' && result.filesChanged.length) {
       const title = opts.prompt.split('\n')[0]?.slice(0, 60) ?? 'keel session';

@@ -80,6 +80,10 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 # max_running = 4                           # how many run at once
 # max_depth = 2                             # how deep they nest
 
+# [memory]                                  # what earlier sessions left (keel memory)
+# inject_tokens = 600                       # [trust] to raise: memory in a new session's system prompt; 0: none
+#   e.g. embedding_model = "nomic-embed-text" # embeddings from the same server; default: the offline embedder
+
 # [timeouts]                                # [trust] to raise
 # connect_s = 10                            # connecting to the server
 # first_token_s = 120                       # waiting for the first token

@@ -449,6 +449,45 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
       setExit(await runChat(opts));
     });
 
+  const memory = program
+    .command('memory')
+    .description("what keel remembers about a project: notes and sessions' observations");
+  const memoryCommand = (name: string, summary: string) =>
+    memory
+      .command(name)
+      .description(summary)
+      .option('-C, --cwd <dir>', 'the project folder (default: the current folder)')
+      .option('--json', 'print one JSON document');
+  const memoryVerbs = () => import('./memory-command.js');
+  memoryCommand('add', 'remember a note for later sessions (kept until forgotten)')
+    .argument('<text...>', 'the note')
+    .option('--kind <kind>', 'note (default), decision, ...')
+    .option('--tag <tag>', 'a tag (repeatable)', collect, [])
+    .action(async (words: string[], opts) => setExit(await (await memoryVerbs()).memoryAdd(words, opts)));
+  memoryCommand('search', 'search the memory (full text with stemming and identifiers, plus embeddings)')
+    .argument('<query...>', 'words, file names or identifiers')
+    .option('-k <n>', 'how many results', parseIntArg, 10)
+    .action(async (words: string[], opts) => setExit(await (await memoryVerbs()).memorySearch(words, opts)));
+  memoryCommand('list', 'the newest items first')
+    .option('--kind <kind>', 'only this kind')
+    .option('-n, --limit <n>', 'how many', parseIntArg, 50)
+    .action(async (opts) => setExit(await (await memoryVerbs()).memoryList(opts)));
+  memoryCommand('show', 'one item (id or unique prefix)')
+    .argument('<id>', 'item id or a unique prefix of it')
+    .action(async (id: string, opts) => setExit(await (await memoryVerbs()).memoryShow(id, opts)));
+  memoryCommand('forget', 'delete one item (recorded in the audit chain)')
+    .argument('<id>', 'item id or a unique prefix of it')
+    .action(async (id: string, opts) => setExit(await (await memoryVerbs()).memoryForget(id, opts)));
+  memoryCommand('export', "the project's items as JSONL")
+    .option('-o, --out <file>', 'write to a file instead of stdout')
+    .action(async (opts) => setExit(await (await memoryVerbs()).memoryExport(opts)));
+  memoryCommand('import', 'add items from a JSONL export (every line checked first)')
+    .argument('<file>', 'an export, or - for stdin')
+    .action(async (file: string, opts) => setExit(await (await memoryVerbs()).memoryImport(file, opts)));
+  memoryCommand('stats', 'the project key, items by kind, archived items, the embedder').action(
+    async (opts) => setExit(await (await memoryVerbs()).memoryStats(opts)),
+  );
+
   const dev = program.command('dev').description('tools for developing against keel');
   dev
     .command('mock-server')

@@ -116,7 +116,7 @@ export async function runVerb(
     outcome = await startSession({
       mode,
       prompt,
-      tools: [agentTools],
+      tools: [agentTools, (await import('../memory/tools.js')).memoryTools],
       // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
       ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
       loaded: setup.loaded,

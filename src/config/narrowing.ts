@@ -309,6 +309,8 @@ const RULES: Record<keyof Config, Rule> = {
   timeouts: limits<Config['timeouts']>('timeouts', { connect_s: true, first_token_s: true, idle_s: true }),
   retries: limit('retries', 'max'), // delays and cooldown only pace requests
   pricing,
+  // more injected memory is more of the user's stored notes in every request; the embedding model is on the same endpoint
+  memory: limit('memory', 'inject_tokens'),
   max_output_tokens: free, // the size of one answer; budgets bound the total
   temperature: free,
 };

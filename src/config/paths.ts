@@ -60,5 +60,7 @@ export function protectedStatePaths(paths: KeelPaths): string[] {
     paths.trustFile,
     paths.undoDir,
     paths.userConfig,
+    // expired memory, moved out of the database (src/memory/archive.ts)
+    join(paths.stateDir, 'memory-archive'),
   ];
 }

@@ -148,6 +148,15 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   pricing: z.record(z.string(), priceSchema).default({}),
+  /** Memory across sessions (src/memory/): how much is injected at session start, and who embeds. */
+  memory: z
+    .strictObject({
+      /** Tokens of memories put in the system prompt at session start; 0 turns injection off. */
+      inject_tokens: z.number().int().nonnegative().default(600),
+      /** An embedding model on the configured endpoint; unset, vectors come from the offline embedder. */
+      embedding_model: z.string().min(1).optional(),
+    })
+    .prefault({}),
   max_output_tokens: positiveInt.optional(),
   temperature: z.number().min(0).max(2).optional(),
 });

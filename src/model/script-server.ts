@@ -141,6 +141,17 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     if (ollama) return answerOllama(res, turn, model, body.stream !== false);
     return answerOpenai(res, turn, model, body);
   }
+  if (route === 'POST /v1/embeddings' || route === 'POST /api/embed') {
+    const input = isObject(body) ? body.input : undefined;
+    const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input.map(String) : [];
+    if (!texts.length)
+      return sendJson(res, 400, { error: { message: 'input must be a string or a list of them' } });
+    const vectors = texts.map(wordVector);
+    const model = isObject(body) && typeof body.model === 'string' ? body.model : '';
+    if (path === '/api/embed') return sendJson(res, 200, { model, embeddings: vectors });
+    const data = vectors.map((embedding, index) => ({ object: 'embedding', index, embedding }));
+    return sendJson(res, 200, { object: 'list', model, data });
+  }
   sendJson(res, 404, { error: { message: `no route ${route}` } });
 }
 
@@ -151,6 +162,17 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/** A deterministic stand-in embedding: each word counted into one of 32 buckets by its characters. */
+function wordVector(text: string): number[] {
+  const v = new Array<number>(32).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    let h = 0;
+    for (const ch of word) h = (h * 31 + ch.charCodeAt(0)) % 32;
+    v[h] = (v[h] ?? 0) + 1;
+  }
+  return v;
 }
 
 function isObject(v: unknown): v is Json {

@@ -37,6 +37,34 @@ const MIGRATIONS: string[] = [
    ALTER TABLE sessions ADD COLUMN cost_usd REAL;
    CREATE INDEX sessions_cwd ON sessions(cwd, created_at);
    CREATE INDEX sessions_parent ON sessions(parent_id);`,
+  // memory (src/memory/memory-store.ts): items per project, their full-text index, and term counts for IDF
+  `CREATE TABLE memory_items (
+     n INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     project TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     text TEXT NOT NULL,
+     tags TEXT NOT NULL,
+     session_id TEXT,
+     author TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     expires_at TEXT,
+     hash TEXT NOT NULL,
+     vec BLOB NOT NULL,
+     evec BLOB,
+     evec_model TEXT,
+     UNIQUE (project, hash)
+   );
+   CREATE INDEX memory_items_project ON memory_items(project, updated_at);
+   CREATE INDEX memory_items_expires ON memory_items(expires_at) WHERE expires_at IS NOT NULL;
+   CREATE VIRTUAL TABLE memory_fts USING fts5(text, idents, tags, tokenize = 'porter unicode61');
+   CREATE TABLE memory_terms (
+     project TEXT NOT NULL,
+     term TEXT NOT NULL,
+     df INTEGER NOT NULL,
+     PRIMARY KEY (project, term)
+   ) WITHOUT ROWID;`,
 ];
 
 /** Open (creating if needed) keel's database and bring its schema up to date. */

@@ -25,7 +25,7 @@ describe('modes and scope, through the real binary', () => {
     expect(run.stderr).toContain('write_file denied');
     expect(run.code).toBe(0);
     expect(existsSync(join(repo, 'pwned.txt'))).toBe(false);
-    // ask offers only read tools (and subagents, which can only be read-only too), so a well-behaved
+    // ask offers only read tools (and subagents, which can only be read-only too, and memory), so a well-behaved
     // model never even sees write_file
     expect(offeredTools(chatBodies(server)[0])).toEqual([
       'read_file',
@@ -37,6 +37,8 @@ describe('modes and scope, through the real binary', () => {
       'send_message',
       'list_agents',
       'close_agent',
+      'remember',
+      'recall',
     ]);
     const denials = lastSessionEvents(home).filter(
       (e) => e.type === 'gate_decision' || e.type === 'tool_call_invalid',

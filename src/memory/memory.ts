@@ -1,0 +1,228 @@
+/**
+ * One project's memory: add (folding duplicates), search, list, show, forget, export and import, over the
+ * store in KEEL_HOME/keel.db. Faces (the CLI, the session tools, injection) all go through this.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Config } from '../config/schema.js';
+import type { Db } from '../store/db.js';
+import { archiveItems } from './archive.js';
+import {
+  type EndpointSettings,
+  endpointEmbed,
+  floatBlob,
+  offlineEmbed,
+  quantize,
+  statTerms,
+} from './embed.js';
+import { type Author, expiryFor, type Kind, type MemoryItem } from './items.js';
+import { MemoryStore } from './memory-store.js';
+import { CANDIDATES, ftsQuery, fuse, nearest } from './search.js';
+import { identifierTerms } from './text-features.js';
+
+/** Below this cosine an offline vector match is noise (shared n-grams of unrelated words). */
+const OFFLINE_MIN_SIMILARITY = 0.1;
+
+export interface AddInput {
+  kind: Kind;
+  text: string;
+  tags?: string[];
+  author: Author;
+  sessionId?: string | null;
+  /** For imports: when the item was first made. */
+  createdAt?: string;
+}
+
+export interface AddResult {
+  item: MemoryItem;
+  /** True when an item with the same text was there already and was refreshed instead. */
+  folded: boolean;
+}
+
+export interface SearchHit {
+  item: MemoryItem;
+  score: number;
+  bm25_rank: number | null;
+  vector_rank: number | null;
+}
+
+/** The hash duplicates fold on: the kind and the text with its spacing and case evened out. */
+export function contentHash(kind: Kind, text: string): string {
+  const normal = text.normalize('NFC').trim().replace(/\s+/g, ' ').toLowerCase();
+  return createHash('sha256').update(`${kind}\0${normal}`).digest('hex');
+}
+
+function newId(): string {
+  return randomBytes(6).toString('hex');
+}
+
+function cleanTags(tags: string[] | undefined): string[] {
+  return [...new Set((tags ?? []).map((t) => t.trim()).filter(Boolean))].sort();
+}
+
+/** The endpoint settings for `memory.embedding_model`, or undefined when it is unset (offline only). */
+export function embeddingSettings(config: Config, env: NodeJS.ProcessEnv): EndpointSettings | undefined {
+  const model = config.memory.embedding_model;
+  if (!model) return undefined;
+  const apiKey = env[config.api_key_env];
+  return {
+    provider: config.provider,
+    baseUrl: config.base_url,
+    model,
+    ...(apiKey ? { apiKey } : {}),
+    timeoutMs: config.timeouts.connect_s * 1000,
+  };
+}
+
+export class Memory {
+  readonly store: MemoryStore;
+  /** What went wrong without failing anything (an embedding endpoint that did not answer). */
+  readonly warnings: string[] = [];
+
+  constructor(
+    db: Db,
+    readonly project: string,
+    private readonly opts: { embedding?: EndpointSettings; archiveDir: string; now?: () => Date },
+  ) {
+    this.store = new MemoryStore(db);
+  }
+
+  /** The endpoint's embedding model, when one is configured. */
+  get embeddingModel(): string | undefined {
+    return this.opts.embedding?.model;
+  }
+
+  private now(): Date {
+    return this.opts.now?.() ?? new Date();
+  }
+
+  /** Move every expired item (of any project) to the archive; returns how many moved. */
+  archiveExpired(): number {
+    const now = this.now();
+    const items = this.store.expired(now.toISOString());
+    if (!items.length) return 0;
+    archiveItems(this.opts.archiveDir, items, now);
+    const byProject = new Map<string, string[]>();
+    for (const i of items) byProject.set(i.project, [...(byProject.get(i.project) ?? []), i.id]);
+    for (const [project, ids] of byProject) this.store.remove(project, ids, statTerms);
+    return items.length;
+  }
+
+  /** Endpoint vectors for texts, or undefined (with a warning) when the endpoint fails. */
+  private async endpointVectors(texts: string[]): Promise<Float32Array[] | undefined> {
+    const settings = this.opts.embedding;
+    if (!settings) return undefined;
+    try {
+      return await endpointEmbed(texts, settings);
+    } catch (err) {
+      const why = (err as Error).message;
+      this.warnings.push(`embedding model ${settings.model} failed (${why}); using the offline embedder`);
+      return undefined;
+    }
+  }
+
+  /** Add an item, or refresh the one with the same content (its time, expiry and tags). */
+  async add(input: AddInput): Promise<AddResult> {
+    const text = input.text.trim();
+    if (!text) throw new Error('a memory needs some text');
+    const now = this.now();
+    const at = now.toISOString();
+    const hash = contentHash(input.kind, text);
+    const tags = cleanTags(input.tags);
+    const existing = this.store.byHash(this.project, hash);
+    if (existing) {
+      const merged = cleanTags([...existing.tags, ...tags]);
+      // a person's word outranks the model's: once either wrote it as the user, it stays the user's
+      const author: Author = existing.author === 'user' || input.author === 'user' ? 'user' : 'model';
+      const fields = { updated_at: at, expires_at: expiryFor(input.kind, now), tags: merged, author };
+      this.store.refresh(existing.id, fields);
+      return { item: { ...existing, ...fields }, folded: true };
+    }
+    const terms = statTerms(text);
+    const stats = this.store.termStats(this.project);
+    // this item counts in its own IDF, as it will for every later query
+    const withSelf = { count: stats.count + 1, df: (t: string) => stats.df(t) + (terms.includes(t) ? 1 : 0) };
+    const vec = quantize(offlineEmbed(text, withSelf));
+    const evec = (await this.endpointVectors([text]))?.[0];
+    const item: MemoryItem = {
+      id: newId(),
+      project: this.project,
+      kind: input.kind,
+      text,
+      tags,
+      session_id: input.sessionId ?? null,
+      author: input.author,
+      created_at: input.createdAt ?? at,
+      updated_at: at,
+      expires_at: expiryFor(input.kind, now),
+      hash,
+    };
+    this.store.insert({
+      ...item,
+      vec,
+      ...(evec && this.opts.embedding ? { evec: floatBlob(evec), evecModel: this.opts.embedding.model } : {}),
+      idents: identifierTerms(text).join(' '),
+      terms,
+    });
+    return { item, folded: false };
+  }
+
+  /** The best `k` items for a query, fused from BM25 and vector similarity (see search.ts). */
+  async search(query: string, k = 10): Promise<SearchHit[]> {
+    const stats = this.store.termStats(this.project);
+    const match = ftsQuery(query, stats);
+    const bm25 = match ? this.store.fullText(this.project, match, CANDIDATES) : [];
+    const model = this.opts.embedding?.model ?? null;
+    const endpoint = model ? (await this.endpointVectors([query]))?.[0] : undefined;
+    const vectors = endpoint
+      ? nearest(this.store, this.project, model, endpoint, CANDIDATES, Number.NEGATIVE_INFINITY)
+      : nearest(
+          this.store,
+          this.project,
+          null,
+          offlineEmbed(query, stats),
+          CANDIDATES,
+          OFFLINE_MIN_SIMILARITY,
+        );
+    const ranked = fuse(bm25, vectors).slice(0, k);
+    const items = this.store.byRowNumbers(ranked.map((r) => r.n));
+    return ranked.flatMap((r) => {
+      const item = items.get(r.n);
+      return item
+        ? [{ item, score: r.score, bm25_rank: r.bm25Rank ?? null, vector_rank: r.vectorRank ?? null }]
+        : [];
+    });
+  }
+
+  /** BM25 alone and vectors alone, for the benchmark's comparison. */
+  async searchOne(query: string, which: 'bm25' | 'vector', k = 10): Promise<MemoryItem[]> {
+    const list =
+      which === 'bm25'
+        ? (() => {
+            const match = ftsQuery(query, this.store.termStats(this.project));
+            return match ? this.store.fullText(this.project, match, k) : [];
+          })()
+        : nearest(
+            this.store,
+            this.project,
+            null,
+            offlineEmbed(query, this.store.termStats(this.project)),
+            k,
+            Number.NEGATIVE_INFINITY,
+          );
+    const items = this.store.byRowNumbers(list.map((r) => r.n));
+    return list.flatMap((r) => (items.has(r.n) ? [items.get(r.n) as MemoryItem] : []));
+  }
+
+  list(opts: { kind?: Kind; limit?: number } = {}): MemoryItem[] {
+    return this.store.list(this.project, opts);
+  }
+
+  /** The item an id or unique prefix names, in this project only. */
+  find(prefix: string): MemoryItem | undefined {
+    return this.store.find(this.project, prefix);
+  }
+
+  forget(item: MemoryItem): void {
+    this.store.remove(this.project, [item.id], statTerms);
+  }
+}

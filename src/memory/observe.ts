@@ -1,0 +1,81 @@
+/**
+ * Observations at a session's end, read from its events (the log is the truth): the files it changed,
+ * the outcome of its last test run, and what the gate denied. keel records these itself, so they carry
+ * no "noted by the model" mark; duplicates fold as any item does.
+ */
+import type { Config } from '../config/schema.js';
+import { EventLog } from '../store/event-log.js';
+import type { AddInput } from './memory.js';
+import { openMemory } from './open.js';
+
+const MAX_REASON = 300;
+const MAX_FILES = 30;
+
+function taskTitle(prompt: string): string {
+  const first = prompt.trim().split('\n')[0] ?? '';
+  return first.length > 100 ? `${first.slice(0, 99)}…` : first;
+}
+
+/** What a session's events say worth keeping, as items to add (pure: for tests and for the hook). */
+export function observationsOf(
+  events: Array<{ type: string; data: Record<string, unknown> }>,
+  prompt: string,
+): Array<Omit<AddInput, 'author' | 'sessionId'>> {
+  const task = taskTitle(prompt);
+  const about = task ? ` (task: ${task})` : '';
+  const files = new Set<string>();
+  let tests: { passed: number; failed: number; skipped: number } | undefined;
+  const denials = new Set<string>();
+  for (const { type, data } of events) {
+    if (type === 'tool_result' && data.is_error !== true && Array.isArray(data.files_changed))
+      for (const f of data.files_changed) if (typeof f === 'string') files.add(f);
+    if (type === 'tool_result' && data.tool === 'run_tests') {
+      const t = (data.outcome as { tests?: typeof tests } | undefined)?.tests;
+      if (t && typeof t.passed === 'number' && typeof t.failed === 'number') tests = t;
+    }
+    if (type === 'gate_decision' && data.decision === 'deny' && typeof data.tool === 'string') {
+      const reason = typeof data.reason === 'string' ? data.reason.slice(0, MAX_REASON) : 'denied';
+      denials.add(`Denied ${data.tool}: ${reason}`);
+    }
+  }
+  const out: Array<Omit<AddInput, 'author' | 'sessionId'>> = [];
+  if (files.size) {
+    const list = [...files].sort();
+    const shown =
+      list.slice(0, MAX_FILES).join(', ') +
+      (list.length > MAX_FILES ? `, and ${list.length - MAX_FILES} more` : '');
+    out.push({ kind: 'file_changed', text: `Changed ${shown}${about}`, tags: ['session'] });
+  }
+  if (tests)
+    out.push({
+      kind: 'test_outcome',
+      text: `Tests: ${tests.passed} passed, ${tests.failed} failed, ${tests.skipped} skipped${about}`,
+      tags: [tests.failed ? 'failing' : 'passing'],
+    });
+  for (const d of denials) out.push({ kind: 'gate_denial', text: d, tags: ['gate'] });
+  return out;
+}
+
+/**
+ * Record a finished session's observations in its project's memory. Never throws: memory is a
+ * projection of the log, and a failure here must not turn a finished session into a failed one.
+ */
+export async function observeSession(opts: {
+  sessionId: string;
+  root: string;
+  prompt: string;
+  config: Config;
+  env: NodeJS.ProcessEnv;
+}): Promise<number> {
+  let m: ReturnType<typeof openMemory> | undefined;
+  try {
+    m = openMemory({ dir: opts.root, config: opts.config, env: opts.env, pinned: true });
+    const items = observationsOf(new EventLog(m.db).events(opts.sessionId), opts.prompt);
+    for (const item of items) await m.memory.add({ ...item, author: 'user', sessionId: opts.sessionId });
+    return items.length;
+  } catch {
+    return 0;
+  } finally {
+    m?.close();
+  }
+}

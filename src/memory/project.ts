@@ -1,0 +1,45 @@
+/**
+ * The project a memory belongs to: the repository's first commit, so a moved or re-cloned repository keeps
+ * its memory; outside git (or before the first commit) the canonical folder path.
+ */
+import { realpathSync } from 'node:fs';
+import { discoverRepo, GitError, type Repo, repoAt, runGit } from '../policy/git-runner.js';
+
+export interface ProjectKey {
+  /** `git:<root commit>` or `path:<canonical folder>`. */
+  key: string;
+  /** How the key was found, for `keel memory stats`. */
+  source: 'root-commit' | 'path';
+  /** The repository's top (or the folder) the key was read from. */
+  root: string;
+}
+
+/**
+ * The project key of `dir`. git runs only through the hardened runner, which never starts a program the
+ * repository configures. With several root commits (merged histories) the smallest hash wins, so the key
+ * does not depend on commit dates.
+ */
+export function projectKey(dir: string, opts: { pinned?: boolean } = {}): ProjectKey {
+  const canonical = realpathSync.native(dir);
+  let repo: Repo | undefined;
+  try {
+    repo = opts.pinned ? repoAt(canonical) : discoverRepo(canonical);
+  } catch (err) {
+    if (!(err instanceof GitError)) throw err;
+  }
+  if (repo) {
+    try {
+      const roots = runGit(repo, repo.top, ['rev-list', '--max-parents=0', 'HEAD'])
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => /^[0-9a-f]{40,64}$/.test(l))
+        .sort();
+      if (roots[0]) return { key: `git:${roots[0]}`, source: 'root-commit', root: repo.top };
+    } catch (err) {
+      // no commits yet: HEAD does not resolve
+      if (!(err instanceof GitError)) throw err;
+    }
+    return { key: `path:${repo.top}`, source: 'path', root: repo.top };
+  }
+  return { key: `path:${canonical}`, source: 'path', root: canonical };
+}

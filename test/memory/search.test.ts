@@ -1,0 +1,128 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { countArchived } from '../../src/memory/archive.js';
+import { DIMS, offlineEmbed } from '../../src/memory/embed.js';
+import { Memory } from '../../src/memory/memory.js';
+import { fuse, RRF_K } from '../../src/memory/search.js';
+import { openDb } from '../../src/store/db.js';
+import { tempDir } from '../helpers/tmp.js';
+
+function memory(project = 'git:abc', now?: () => Date) {
+  const db = openDb(':memory:');
+  const dir = join(tempDir('keel-mem-'), 'memory-archive');
+  return { db, dir, mem: new Memory(db, project, { archiveDir: dir, ...(now ? { now } : {}) }) };
+}
+
+const NOTES = [
+  'Prices are shown after rounding to two decimals in the invoice view',
+  'The webhook handler retries three times with backoff before giving up',
+  'lookup_rate in src/rates.ts caches exchange rates for an hour',
+  'STRIPE_WEBHOOK_SECRET must be set or the server refuses to start',
+  'The layout lives in src/render.ts and is rendered on the server',
+  'We decided to keep PostgreSQL for the ledger and SQLite for the cache',
+  'Flaky test: the clock test fails near midnight UTC',
+];
+
+async function seeded() {
+  const m = memory();
+  for (const text of NOTES) await m.mem.add({ kind: 'note', text, author: 'user' });
+  return m;
+}
+
+describe('memory search', () => {
+  it('finds inflected words through the stemmer: round -> rounding, retried -> retries', async () => {
+    const { mem } = await seeded();
+    expect((await mem.search('round', 3))[0]?.item.text).toContain('rounding');
+    expect((await mem.search('retried', 3))[0]?.item.text).toContain('retries');
+  });
+
+  it('finds identifiers whole: paths, snake_case and SCREAMING_CASE', async () => {
+    const { mem } = await seeded();
+    expect((await mem.search('src/render.ts', 3))[0]?.item.text).toContain('src/render.ts');
+    expect((await mem.search('render.ts', 3))[0]?.item.text).toContain('src/render.ts');
+    expect((await mem.search('lookup_rate', 3))[0]?.item.text).toContain('lookup_rate');
+    expect((await mem.search('STRIPE_WEBHOOK_SECRET', 3))[0]?.item.text).toContain('STRIPE_WEBHOOK_SECRET');
+    // the joined form is what makes `lookupRate` (camelCase) find the snake_case name too
+    expect((await mem.search('lookupRate', 3))[0]?.item.text).toContain('lookup_rate');
+  });
+
+  it('ranks by reciprocal rank fusion with k = 60, ties to the older item', () => {
+    const fused = fuse([{ n: 1 }, { n: 2 }], [{ n: 2 }, { n: 3 }]);
+    expect(fused.map((r) => r.n)).toEqual([2, 1, 3]);
+    expect(fused[0]?.score).toBeCloseTo(1 / (RRF_K + 2) + 1 / (RRF_K + 1));
+    expect(fuse([{ n: 5 }], [{ n: 4 }]).map((r) => r.n)).toEqual([4, 5]);
+  });
+
+  it('the vector list finds a note that shares no word with the query (subword features)', async () => {
+    const { mem } = await seeded();
+    const hits = await mem.search('rounded decimal', 5);
+    const hit = hits.find((h) => h.item.text.includes('rounding'));
+    expect(hit?.vector_rank).not.toBeNull();
+  });
+
+  it('is deterministic: the same items and query give the same order and scores', async () => {
+    const a = await seeded();
+    const b = await seeded();
+    const strip = (hits: Awaited<ReturnType<Memory['search']>>) => hits.map((h) => [h.item.text, h.score]);
+    expect(strip(await a.mem.search('webhook secret server', 5))).toEqual(
+      strip(await b.mem.search('webhook secret server', 5)),
+    );
+    const v1 = offlineEmbed('retry the webhook', { count: 3, df: () => 1 });
+    const v2 = offlineEmbed('retry the webhook', { count: 3, df: () => 1 });
+    expect(v1).toHaveLength(DIMS);
+    expect(Array.from(v1)).toEqual(Array.from(v2));
+  });
+
+  it('folds duplicates: same project and text refresh time and tags, no new row', async () => {
+    let t = Date.parse('2026-01-01T00:00:00Z');
+    const { mem } = memory('git:abc', () => new Date(t));
+    const first = await mem.add({
+      kind: 'note',
+      text: 'Use  pnpm, not npm',
+      tags: ['tooling'],
+      author: 'model',
+    });
+    t += 60_000;
+    const again = await mem.add({
+      kind: 'note',
+      text: 'use pnpm, not   npm',
+      tags: ['build'],
+      author: 'user',
+    });
+    expect(again.folded).toBe(true);
+    expect(again.item.id).toBe(first.item.id);
+    expect(again.item.tags).toEqual(['build', 'tooling']);
+    expect(again.item.author).toBe('user');
+    expect(mem.list()).toHaveLength(1);
+    expect(mem.list()[0]?.updated_at).toBe('2026-01-01T00:01:00.000Z');
+  });
+
+  it('keeps projects apart: search and prefix lookup see only their own', async () => {
+    const { db, dir } = memory();
+    const a = new Memory(db, 'git:aaa', { archiveDir: dir });
+    const b = new Memory(db, 'git:bbb', { archiveDir: dir });
+    const { item } = await a.add({ kind: 'note', text: 'the cache is warmed at boot', author: 'user' });
+    expect(await b.search('cache warmed', 5)).toEqual([]);
+    expect(b.find(item.id.slice(0, 4))).toBeUndefined();
+    expect(a.find(item.id.slice(0, 4))?.id).toBe(item.id);
+  });
+
+  it('archives expired items to JSONL (moved, not lost); notes never expire', async () => {
+    let t = Date.parse('2026-01-01T00:00:00Z');
+    const { mem, dir } = memory('git:abc', () => new Date(t));
+    await mem.add({ kind: 'test_outcome', text: 'tests: 3 passed, 1 failed (parser)', author: 'user' });
+    await mem.add({ kind: 'note', text: 'the parser is hand-written', author: 'user' });
+    t += 13 * 86_400_000;
+    expect(mem.archiveExpired()).toBe(0);
+    t += 2 * 86_400_000;
+    expect(mem.archiveExpired()).toBe(1);
+    expect(mem.list().map((i) => i.kind)).toEqual(['note']);
+    expect(await mem.search('passed failed', 5)).toHaveLength(0);
+    const file = join(dir, '2026-01-16.jsonl');
+    expect(existsSync(file)).toBe(true);
+    expect(readFileSync(file, 'utf8')).toContain('3 passed, 1 failed');
+    expect(countArchived(dir, 'git:abc')).toBe(1);
+    expect(countArchived(dir, 'git:other')).toBe(0);
+  });
+});
