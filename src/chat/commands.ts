@@ -215,11 +215,35 @@ export async function runCommand(
       );
       return;
     }
-    case 'memory':
-      screen.lines([
-        'keel has no memory yet: nothing is remembered across sessions (the session log is kept; see /resume)',
+    case 'memory': {
+      // the project's memory: the newest items, or those a search finds (model-written ones are marked)
+      const [{ openMemory }, { injectedLine }] = await Promise.all([
+        import('../memory/open.js'),
+        import('../memory/inject.js'),
       ]);
+      const m = openMemory({ dir: conv.cwd, config: conv.config });
+      try {
+        const items = arg
+          ? (await m.memory.search(arg, 10)).map((h) => h.item)
+          : m.memory.list({ limit: 10 });
+        const head = arg ? `memory matching "${inertLine(arg)}"` : 'newest memory items';
+        screen.lines(
+          items.length
+            ? [
+                style.bold(`${head} (${m.project.key})`),
+                ...items.map((i) => `  ${i.id.slice(0, 8)}  ${inertLine(injectedLine(i).slice(2))}`),
+              ]
+            : [
+                arg
+                  ? 'nothing remembered matches'
+                  : 'nothing remembered for this project yet (keel memory add TEXT)',
+              ],
+        );
+      } finally {
+        m.close();
+      }
       return;
+    }
     case 'exit':
       screen.exit();
       return;

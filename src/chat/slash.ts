@@ -16,7 +16,7 @@ export const COMMANDS = [
   { name: 'diff', args: '', summary: 'the workspace diff against HEAD' },
   { name: 'cost', args: '', summary: "this session's tokens and cost" },
   { name: 'agents', args: '', summary: 'the subagents of this session and their states' },
-  { name: 'memory', args: '', summary: 'what keel remembers for this project' },
+  { name: 'memory', args: '[QUERY]', summary: 'what keel remembers for this project (newest, or a search)' },
   { name: 'exit', args: '', summary: 'leave the chat (the session stays in the log)' },
 ] as const;
 

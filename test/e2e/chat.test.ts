@@ -258,8 +258,11 @@ describe('keel chat in a terminal', () => {
     await pane.waitFor('+# changed');
     pane.type('/agents', 'Enter');
     await pane.waitFor('no subagents in this session');
+    // the first turn's end recorded what it changed; /memory lists it and a search finds it
     pane.type('/memory', 'Enter');
-    await pane.waitFor('keel has no memory yet');
+    await pane.waitFor(/newest memory items[\s\S]*Changed README\.md/);
+    pane.type('/memory nothing-like-this-zzz', 'Enter');
+    await pane.waitFor('nothing remembered matches');
     pane.type('/undo', 'Enter');
     await pane.waitFor('undo these changes? [y/N]');
     pane.type('y');
