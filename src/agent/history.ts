@@ -89,6 +89,10 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
     case 'session_fork':
       state.ended = true;
       break;
+    case 'repo_map':
+      // context before the task, exactly as recorded; it is not the task
+      push({ role: 'user', content: event.text });
+      break;
     case 'user_message':
       if (!state.task) state.task = event.text;
       push({ role: 'user', content: event.text });

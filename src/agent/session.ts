@@ -179,6 +179,19 @@ async function runIn(
       model: model.currentModel(),
       prompt: opts.prompt,
     });
+  // the repo map for a new task (src/graph/), built before the run so the first request carries it
+  const repoMap =
+    reopened || granted
+      ? undefined
+      : await import('../graph/session-map.js').then((m) =>
+          m.sessionRepoMap({
+            dbPath: paths.db,
+            root: scope.root,
+            task: opts.prompt,
+            budget: config.graph.map_tokens,
+            signal: opts.signal,
+          }),
+        );
   const record = (event: SessionEvent): number => {
     const { type, ...data } = event;
     const stored = log.append(sessionId, type, data);
@@ -263,6 +276,7 @@ async function runIn(
       ...(opts.onReasoning ? { onReasoning: opts.onReasoning } : {}),
       ...(reopened ? { resume: reopened.state } : {}),
       ...(opts.inbox ? { inbox: opts.inbox } : {}),
+      ...(repoMap ? { context: [repoMap] } : {}),
       record,
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);
