@@ -85,8 +85,9 @@ export function rankSymbols(input: RankInput): RankedSymbol[] {
     let score = flow.get(`${s.path}\0${s.name}`) ?? 0;
     // a file's own rank breaks ties, so an unreferenced definition in a central file comes before one in a leaf
     score += (rank.get(s.path) ?? 0) * 1e-3;
-    if (namedFiles.has(s.path)) score += top;
-    if (idents.has(s.name)) score += top;
+    // what the task names leads the map: a named identifier first, then the named files' definitions
+    if (namedFiles.has(s.path)) score += 1.5 * top;
+    if (idents.has(s.name)) score += 2 * top;
     return { ...s, score };
   });
   return ranked.sort(

@@ -17,16 +17,19 @@ export async function sessionRepoMap(opts: {
   timeoutMs?: number;
 }): Promise<Extract<SessionEvent, { type: 'repo_map' | 'repo_map_skipped' }> | undefined> {
   if (opts.budget <= 0 || !opts.task) return undefined;
+  let symbols = 0;
   try {
-    await runIndexWorker(opts.dbPath, opts.root, {
+    ({ symbols } = await runIndexWorker(opts.dbPath, opts.root, {
       signal: opts.signal,
       timeoutMs: opts.timeoutMs ?? MAP_INDEX_TIMEOUT_MS,
-    });
+    }));
   } catch (err) {
     if (!(err instanceof IndexError)) throw err;
     // a cancelled session ends on its own; the index written so far stays for the next one
     return { type: 'repo_map_skipped', reason: err.message };
   }
+  // a workspace with no source the graph reads has no map to send, and nothing to note
+  if (symbols === 0) return undefined;
   const db = openDb(opts.dbPath);
   try {
     const map = await buildRepoMap(db, opts.root, opts.task, opts.budget);
