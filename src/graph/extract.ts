@@ -53,6 +53,14 @@ function runtime(): Promise<void> {
   return init;
 }
 
+/** Start loading the parser runtime now (it takes a while), so it overlaps with listing and hashing files. */
+export function warmUp(): void {
+  runtime().catch(() => {
+    // the first parse reports it
+    init = undefined;
+  });
+}
+
 function grammar(id: LanguageId): Promise<Loaded> {
   let entry = loaded.get(id);
   if (!entry) {

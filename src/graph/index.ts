@@ -10,7 +10,7 @@ import { pinWorkspace } from '../policy/git-runner.js';
 import type { Db } from '../store/db.js';
 import { hasBinaryExtension, looksBinary } from '../tools/binary.js';
 import { listFiles } from '../tools/files.js';
-import { extract } from './extract.js';
+import { extract, warmUp } from './extract.js';
 import { languageOf } from './queries.js';
 import { GraphStore } from './store.js';
 
@@ -72,6 +72,7 @@ function readSource(root: string, rel: string): Buffer | undefined {
 export async function indexWorkspace(db: Db, root: string, opts: IndexOptions = {}): Promise<IndexSummary> {
   const started = Date.now();
   const store = new GraphStore(db, root);
+  warmUp();
   const { files, truncated } = await sourceFiles(root, opts.signal);
   const known = store.hashes();
   const present = new Set<string>();
