@@ -179,9 +179,10 @@ async function runIn(
       model: model.currentModel(),
       prompt: opts.prompt,
     });
-  // the repo map for a new task (src/graph/), built before the run so the first request carries it
+  // the repo map for a new task (src/graph/), built before the run so the first request carries it;
+  // not in a fix attempt's throwaway worktree (safetyNet false), whose index rows would outlive it
   const repoMap =
-    reopened || granted
+    reopened || granted || opts.safetyNet === false
       ? undefined
       : await import('../graph/session-map.js').then((m) =>
           m.sessionRepoMap({

@@ -107,9 +107,18 @@ describe('keel graph', () => {
     const server = await model([
       { tool_calls: [{ name: 'find_symbol', arguments: { name: 'helper' } }] },
       {
-        text: 'helper is in src/util.ts',
+        tool_calls: [{ name: 'find_references', arguments: { name: 'helper' } }],
         expect: { last_tool_result_contains: 'src/util.ts:1-3 function helper' },
       },
+      {
+        tool_calls: [{ name: 'file_outline', arguments: { path: 'src/other.ts' } }],
+        expect: { last_tool_result_contains: 'src/app.ts:3\nsrc/other.ts:3' },
+      },
+      {
+        tool_calls: [{ name: 'importers', arguments: { module: 'src/util.ts' } }],
+        expect: { last_tool_result_contains: '2-4 class Other: class Other {\n  3-3 method run: run() {' },
+      },
+      { text: 'helper is in src/util.ts', expect: { last_tool_result_contains: 'src/app.ts\nsrc/other.ts' } },
     ]);
     const run = await keel(
       ['ask', '-m', 'where is helper defined? look at src/app.ts', ...modelFlags(server), '--json'],
