@@ -81,9 +81,10 @@ export async function indexWorkspace(db: Db, root: string, opts: IndexOptions = 
   const flush = () => {
     const writes = pending;
     pending = [];
+    // immediate: a session's event log shares the file, so take the write lock up front and wait for it
     db.transaction(() => {
       for (const write of writes) write();
-    })();
+    }).immediate();
   };
   for (const [i, rel] of files.entries()) {
     opts.signal?.throwIfAborted();

@@ -1,11 +1,15 @@
 /** The repo map a session starts with: index (incrementally, time-capped), rank for the task, fit the budget. */
-import type { SessionEvent } from '../agent/events.js';
 import { openDb } from '../store/db.js';
 import { buildRepoMap } from './map.js';
 import { IndexError, runIndexWorker } from './run-index.js';
 
 /** How long a session waits for the index before it starts without a map. */
 export const MAP_INDEX_TIMEOUT_MS = 3000;
+
+/** What a session records about its map (the shape of agent/'s repo_map events; graph/ never imports agent/). */
+export type RepoMapEvent =
+  | { type: 'repo_map'; text: string; tokens: number; files: string[] }
+  | { type: 'repo_map_skipped'; reason: string };
 
 /** The event to record at session start: the map, or why there is none; undefined when maps are off. */
 export async function sessionRepoMap(opts: {
@@ -15,7 +19,7 @@ export async function sessionRepoMap(opts: {
   budget: number;
   signal: AbortSignal;
   timeoutMs?: number;
-}): Promise<Extract<SessionEvent, { type: 'repo_map' | 'repo_map_skipped' }> | undefined> {
+}): Promise<RepoMapEvent | undefined> {
   if (opts.budget <= 0 || !opts.task) return undefined;
   let symbols = 0;
   try {
