@@ -16,11 +16,17 @@ export class IndexError extends Error {
   }
 }
 
-/** The worker's entry file: beside this module when compiled by tsc, at the bundle's top when bundled. */
+/**
+ * The worker's entry file: beside this module when compiled by tsc, at the bundle's top when bundled,
+ * and the built one when tests run the sources (a worker thread cannot load TypeScript).
+ */
 function workerFile(): string {
-  const candidates = ['./worker.js', '../graph-worker.js', './graph-worker.js'].map((p) =>
-    fileURLToPath(new URL(p, import.meta.url)),
-  );
+  const candidates = [
+    './worker.js',
+    '../graph-worker.js',
+    './graph-worker.js',
+    '../../dist/graph/worker.js',
+  ].map((p) => fileURLToPath(new URL(p, import.meta.url)));
   const found = candidates.find((p) => existsSync(p));
   if (!found)
     throw new IndexError(`the graph worker is missing (looked for ${candidates.join(', ')})`, 'failed');
