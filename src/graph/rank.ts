@@ -20,21 +20,25 @@ export interface RankedSymbol extends SymbolRow {
   score: number;
 }
 
+/** Only this much of a task is read for names: a pasted log must not make ranking slow. */
+const TASK_CHARS = 50_000;
+
 /** What the task names: indexed files (by path or file name) and defined identifiers. */
 export function mentions(task: string, paths: Iterable<string>, names: Set<string>) {
-  const words = new Set(task.match(/[A-Za-z_$][A-Za-z0-9_$]*/g) ?? []);
+  const text = task.slice(0, TASK_CHARS);
+  // path-like words once, so the cost is the task's length plus the number of files
+  const words = new Set(
+    (text.match(/[\w$@./-]+/g) ?? []).map((w) => w.replace(/^[./]+(?=\w)|[.,:;]+$/g, '')),
+  );
   const files = new Set<string>();
   for (const path of paths) {
     const base = path.slice(path.lastIndexOf('/') + 1);
-    if (task.includes(path) || new RegExp(`(^|[^\\w./-])${escapeRegex(base)}($|[^\\w/-])`).test(task))
-      files.add(path);
+    if (words.has(path) || words.has(base)) files.add(path);
   }
-  const idents = new Set([...words].filter((w) => w.length >= 3 && names.has(w)));
+  const idents = new Set(
+    (text.match(/[A-Za-z_$][A-Za-z0-9_$]*/g) ?? []).filter((w) => w.length >= 3 && names.has(w)),
+  );
   return { files, idents };
-}
-
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** Definitions, best first. */

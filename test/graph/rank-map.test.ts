@@ -53,6 +53,11 @@ describe('ranking', () => {
     expect(byName[0]?.name).toBe('leaf3');
     // a file named by its file name alone counts too
     expect(rankSymbols({ symbols, refs, task: 'look at feature2.ts' })[0]?.path).toBe('src/feature2.ts');
+    expect(rankSymbols({ symbols, refs, task: 'see ./src/feature6.ts, then stop' })[0]?.path).toBe(
+      'src/feature6.ts',
+    );
+    // a name inside a longer word is not a mention
+    expect(rankSymbols({ symbols, refs, task: 'rename myfeature2.tsx' })[0]?.name).toBe('core');
   });
 });
 
