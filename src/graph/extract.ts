@@ -123,10 +123,12 @@ export async function extract(language: LanguageId, source: string): Promise<Ext
       if (scope && scopeName) scopes.push({ name: scopeName, start: scope.startIndex, end: scope.endIndex });
       if (def && kind && name) {
         defNames.add(name.startIndex);
+        // `export function f` is one definition: its line starts with the export
+        const whole = def.parent?.type === 'export_statement' ? def.parent : def;
         defs.push({
           name: name.text,
           kind,
-          signature: signatureOf(def),
+          signature: signatureOf(whole),
           startLine: def.startPosition.row + 1,
           endLine: def.endPosition.row + 1,
           ...(parent ? { parent } : {}),

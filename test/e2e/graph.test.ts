@@ -46,7 +46,7 @@ describe('keel graph', () => {
         path: 'src/util.ts',
         name: 'helper',
         kind: 'function',
-        signature: 'export function helper(n: number): number {'.replace('export ', ''),
+        signature: 'export function helper(n: number): number {',
         start_line: 1,
         end_line: 3,
         parent: null,
@@ -56,7 +56,9 @@ describe('keel graph', () => {
       (doc.references as Array<{ path: string; line: number }>).map((r) => `${r.path}:${r.line}`),
     ).toEqual(['src/app.ts:3', 'src/other.ts:3']);
     const text = await keel(['graph', 'query', 'helper'], { cwd: repo, home });
-    expect(text.stdout).toContain('src/util.ts:1-3 function helper  function helper(n: number): number {');
+    expect(text.stdout).toContain(
+      'src/util.ts:1-3 function helper  export function helper(n: number): number {',
+    );
 
     const outline = await keel(['graph', 'query', '--outline', 'src/other.ts', '--json'], {
       cwd: repo,
@@ -80,7 +82,7 @@ describe('keel graph', () => {
     expect(m.tokens as number).toBeGreaterThan(0);
     expect(m.tokens as number).toBeLessThanOrEqual(1000);
     expect((m.files as string[])[0]).toBe('tools/report.py');
-    expect(m.text).toContain('src/util.ts:\n  1: function helper(n: number): number {');
+    expect(m.text).toContain('src/util.ts:\n  1: export function helper(n: number): number {');
     expect(m.text).not.toContain('ignoredByGit');
     const tiny = await keel(['graph', 'map', '--tokens', '45', '--json'], { cwd: repo, home });
     expect(json(tiny.stdout).tokens as number).toBeLessThanOrEqual(45);
@@ -116,7 +118,9 @@ describe('keel graph', () => {
       },
       {
         tool_calls: [{ name: 'importers', arguments: { module: 'src/util.ts' } }],
-        expect: { last_tool_result_contains: '2-4 class Other: class Other {\n  3-3 method run: run() {' },
+        expect: {
+          last_tool_result_contains: '2-4 class Other: export class Other {\n  3-3 method run: run() {',
+        },
       },
       { text: 'helper is in src/util.ts', expect: { last_tool_result_contains: 'src/app.ts\nsrc/other.ts' } },
     ]);

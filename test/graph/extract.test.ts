@@ -28,7 +28,7 @@ describe('extraction per language', () => {
     const { defs, imports, refs } = await extract('typescript', src);
     expect(def(defs, 'load')).toMatchObject({
       kind: 'function',
-      signature: 'function load(path: string): Config {',
+      signature: 'export function load(path: string): Config {',
       startLine: 4,
       endLine: 6,
     });

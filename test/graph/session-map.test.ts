@@ -22,7 +22,7 @@ describe("a session's repo map", () => {
     expect(map?.type).toBe('repo_map');
     if (map?.type !== 'repo_map') return;
     expect(map.files).toEqual(['src/invoice.ts', 'src/price.ts']);
-    expect(map.text).toContain('src/invoice.ts:\n  2: function total(xs: number[]) {');
+    expect(map.text).toContain('src/invoice.ts:\n  2: export function total(xs: number[]) {');
     expect(map.tokens).toBeLessThanOrEqual(1000);
   }, 60_000);
 
