@@ -29,6 +29,9 @@ export const graphTools: ToolFactory = (deps: ToolDeps): Tool[] => {
   const dbPath = keelPaths(deps.env).db;
   let db: Db | undefined;
   let ready: Promise<void> | undefined;
+  // a session that writes changes files between calls: each call then brings the index up to date
+  // (incremental, so a few hundred ms); a read-only session indexes once
+  const acting = deps.policy.mode === 'edit' || deps.policy.mode === 'auto';
   deps.onClose?.(async () => {
     db?.close();
   });
@@ -40,6 +43,7 @@ export const graphTools: ToolFactory = (deps: ToolDeps): Tool[] => {
       ready = undefined;
       throw new ToolError(`could not index the workspace: ${(err as Error).message}`);
     }
+    if (acting) ready = undefined;
     db ??= openDb(dbPath);
     return new GraphStore(db, ctx.cwd);
   };

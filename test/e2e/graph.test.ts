@@ -156,6 +156,31 @@ describe('keel graph', () => {
     expect(events.map((e) => e.type).slice(0, 3)).toEqual(['session_start', 'repo_map', 'user_message']);
   }, 120_000);
 
+  it('in edit mode the tools see what the session wrote', async () => {
+    const repo = gitRepo(SOURCES);
+    const home = keelHome();
+    const server = await model([
+      { tool_calls: [{ name: 'find_symbol', arguments: { name: 'fresh' } }] },
+      {
+        tool_calls: [
+          {
+            name: 'write_file',
+            arguments: { path: 'src/fresh.ts', content: 'export function fresh() {}\n' },
+          },
+        ],
+        expect: { last_tool_result_contains: 'no definition named fresh' },
+      },
+      { tool_calls: [{ name: 'find_symbol', arguments: { name: 'fresh' } }] },
+      { text: 'done', expect: { last_tool_result_contains: 'src/fresh.ts:1-1 function fresh' } },
+    ]);
+    const run = await keel(['edit', '-m', 'add fresh', ...modelFlags(server), '--json'], {
+      cwd: repo,
+      home,
+      timeoutMs: 90_000,
+    });
+    expect(json(run.stdout).code).toBe('COMPLETED');
+  }, 120_000);
+
   it('graph.map_tokens = 0 sends no map', async () => {
     const repo = gitRepo(SOURCES);
     const home = keelHome('[graph]\nmap_tokens = 0\n');
