@@ -27,7 +27,7 @@ function flatten(value: unknown, sources: Record<string, string>, prefix = '', o
 }
 
 /** Print the effective config; exit 2 with the problem when it does not load. */
-export async function showConfig(flags: { cwd?: string; json?: boolean }): Promise<number> {
+export async function showConfig(flags: { cwd?: string; json?: boolean; profile?: string }): Promise<number> {
   let setup: ReturnType<typeof load>;
   try {
     setup = load(flags);

@@ -1,7 +1,7 @@
 /** `keel demo`: the real fix pipeline, offline, on a small buggy project bundled with keel and a scripted model. */
-import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { git, initRepo, KEEL_IDENT } from '../policy/git.js';
 import { exitCodeFor } from './exit-codes.js';
 import { fixDocument } from './fix-command.js';
@@ -12,9 +12,26 @@ import { dim, red, renderEvent } from './render.js';
 
 const DEMO = join(packageRoot(), 'fixtures', 'demo');
 
-/** Copy the demo project to a temporary git repository, fix it, and show the verdict, branch, diff and rationale. */
-export async function runDemo(flags: { json?: boolean }): Promise<number> {
+/**
+ * Copy the demo project to a temporary git repository, fix it, and show the verdict, branch, diff and
+ * rationale. The copy is removed when the demo ends, unless `--keep` asks for it.
+ */
+export async function runDemo(flags: { json?: boolean; keep?: boolean }): Promise<number> {
   const dir = join(mkdtempSync(join(tmpdir(), 'keel-demo-')), 'cart');
+  const made: string[] = [dirname(dir)];
+  try {
+    return await demoIn(dir, flags, made);
+  } finally {
+    // an unverified attempt's worktree (under KEEL_HOME) belongs to the demo copy: it goes with it
+    if (!flags.keep) for (const path of made) rmSync(path, { recursive: true, force: true });
+  }
+}
+
+async function demoIn(
+  dir: string,
+  flags: { json?: boolean; keep?: boolean },
+  made: string[],
+): Promise<number> {
   cpSync(DEMO, dir, { recursive: true, filter: (src) => !src.endsWith('script.json') });
   const identity = ['-c', `user.name=${KEEL_IDENT.name}`, '-c', `user.email=${KEEL_IDENT.email}`];
   initRepo(dir, ['-b', 'main']);
@@ -52,9 +69,15 @@ export async function runDemo(flags: { json?: boolean }): Promise<number> {
           onEvent: renderEvent,
         }),
   });
+  if (result.worktree) made.push(result.worktree);
   const exit = exitCodeFor(result.code);
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ ...fixDocument(result, exit), demo_repo: dir }, null, 2)}\n`);
+    const doc = {
+      ...fixDocument(result, exit),
+      demo_repo: flags.keep ? dir : null,
+      kept: flags.keep === true,
+    };
+    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
     return exit;
   }
   const verdict = result.status === 'verified' ? 'VERIFIED' : `NOT VERIFIED (${result.code})`;
@@ -63,10 +86,13 @@ export async function runDemo(flags: { json?: boolean }): Promise<number> {
     process.stdout.write(
       `branch:    ${result.branch}${result.commit ? ` @ ${result.commit.slice(0, 12)}` : ''}\n`,
     );
-  process.stdout.write(`repo:      ${dir}  (try: git -C ${dir} log --oneline ${result.branch ?? ''})\n`);
+  if (flags.keep)
+    process.stdout.write(`repo:      ${dir}  (try: git -C ${dir} log --oneline ${result.branch ?? ''})\n`);
   if (result.paths) {
     process.stdout.write(`rationale: ${result.paths.rationale}\npr:        ${result.paths.pr}\n\n`);
     process.stdout.write(inert(readFileSync(result.paths.diff, 'utf8')));
   }
+  if (!flags.keep)
+    process.stderr.write(dim(`\nkeel demo: removed the demo copy ${dir} (keep it with keel demo --keep)\n`));
   return exit;
 }

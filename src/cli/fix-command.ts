@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import type { FixResult } from '../fix/run.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { inert, inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load } from './options.js';
+import { type CommonFlags, ConfigError, load, workspace } from './options.js';
 import { dim, red, renderEvent } from './render.js';
 
 export interface FixFlags extends CommonFlags {
@@ -22,12 +22,13 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     const exit = exitCodeFor(code);
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ session_id: null, mode: 'fix', code, exit_code: exit, status: 'failed', summary: message })}\n`,
+        `${JSON.stringify({ session_id: null, mode: 'fix', code, exit_code: exit, error: message, status: 'failed', summary: message })}\n`,
       );
     } else process.stderr.write(`${red('keel fix:')} ${inert(message)}\n`);
     return exit;
   };
-  const given = resolve(flags.repo ?? flags.cwd ?? process.cwd());
+  // from a subfolder, the repository's root (as every verb finds it), so its keel.toml applies
+  const given = workspace({ cwd: flags.repo ?? flags.cwd });
   if (!statSync(given, { throwIfNoEntry: false })?.isDirectory())
     return fail('CONFIG_ERROR', `--repo ${given} is not a folder`);
   // git answers with real paths: a path through a link would not lie inside the repository git names
@@ -46,8 +47,10 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
 
   const controller = new AbortController();
+  // Ctrl+C or a kill ends the run CANCELLED, with its log ended and no branch or worktree left behind
   const onSigint = () => controller.abort();
   process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigint);
   // progress quotes test output, test ids and the model's reasons: one inert line each
   const progress = (message: string) => process.stderr.write(`${dim('keel fix:')} ${inertLine(message)}\n`);
   const { runFix } = await import('../fix/run.js');
@@ -67,6 +70,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     });
   } finally {
     process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
   }
   const exit = exitCodeFor(result.code);
   if (flags.json) {
@@ -96,6 +100,8 @@ export function fixDocument(r: FixResult, exit: number): Record<string, unknown>
     exit_code: exit,
     reason: r.reason,
     summary: r.summary,
+    // a run that ended on a usage, environment or model error is also the one error shape
+    ...(isError(exit) ? { error: r.reason } : {}),
     rounds: r.rounds,
     tokens: { ...r.tokens, total: r.tokens.input + r.tokens.output },
     cost_usd: r.costUsd,
@@ -107,6 +113,7 @@ export function fixDocument(r: FixResult, exit: number): Record<string, unknown>
     verification: r.verification,
     test_command: r.testCommand,
     snapshot: r.snapshot,
+    worktree: r.worktree,
     run_dir: r.paths?.runDir ?? null,
     trace: r.paths?.trace ?? null,
     rationale: r.paths?.rationale ?? null,
@@ -137,9 +144,14 @@ function printVerdict(r: FixResult): void {
       `rationale: ${inertLine(rationale)}\npr:        ${inertLine(pr)}\ndiff:      ${inertLine(diff)}\n`,
     );
   }
-  if (r.status !== 'verified' && r.snapshot?.kind === 'worktree') {
-    process.stdout.write(dim(`the attempt is kept for inspection in ${inertLine(r.snapshot.dir)}\n`));
+  // only a kept attempt is named: an interrupted run or one that never attempted leaves nothing behind
+  if (r.status !== 'verified' && r.worktree) {
+    process.stdout.write(dim(`the attempt is kept for inspection in ${inertLine(r.worktree)}\n`));
   }
 }
 
 export { EXIT };
+
+function isError(exit: number): boolean {
+  return exit === EXIT.usage || exit === EXIT.environment || exit === EXIT.model;
+}

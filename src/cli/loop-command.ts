@@ -1,7 +1,7 @@
 /** `keel loop`: edit, test and review in the current repository until the work passes or stops progressing. */
 import { statSync } from 'node:fs';
 import type { LoopResult } from '../fix/loop.js';
-import { exitCodeFor } from './exit-codes.js';
+import { EXIT, exitCodeFor } from './exit-codes.js';
 import { inert, inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
@@ -78,7 +78,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
   process.stderr.write(
     dim(
       `loop ${result.runId} · ${result.iterations.length} round(s) · ${tokens} tokens${cost}${
-        result.snapshot ? ` · undo all rounds: keel undo ${result.runId}` : ''
+        result.snapshot && result.files.length ? ` · undo all rounds: keel undo ${result.runId}` : ''
       }\n`,
     ),
   );
@@ -93,6 +93,8 @@ export function loopDocument(r: LoopResult, exit: number): Record<string, unknow
     code: r.code,
     exit_code: exit,
     reason: r.reason,
+    // a run that ended on a usage, environment or model error is also the one error shape
+    ...(isError(exit) ? { error: r.reason } : {}),
     ...(r.code === 'BUDGET_EXCEEDED' ? { budget: 'max_iterations' } : {}),
     summary: r.summary,
     // `rounds` means model rounds everywhere in the --json contract; iterations are listed below
@@ -122,4 +124,8 @@ export function loopDocument(r: LoopResult, exit: number): Record<string, unknow
         : {}),
     })),
   };
+}
+
+function isError(exit: number): boolean {
+  return exit === EXIT.usage || exit === EXIT.environment || exit === EXIT.model;
 }

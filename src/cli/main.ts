@@ -1,5 +1,5 @@
 /** The `keel` command line: verbs, flags and help. Each verb's module is loaded only when it runs. */
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { closest } from '../config/closest.js';
 import { keelPaths } from '../config/paths.js';
 import { reportError, wantsJson } from './errors.js';
@@ -73,7 +73,8 @@ function parseFloatArg(value: string): number {
   return n;
 }
 
-function buildProgram(version: string, setExit: (code: number) => void): Command {
+/** The whole command tree (exported so `keel completion` and tests can walk it). */
+export function buildProgram(version: string, setExit: (code: number) => void): Command {
   const program = new Command('keel')
     .description('A local-first coding agent for your own models. Read-only unless you say otherwise.')
     .version(version, '-V, --version')
@@ -129,6 +130,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
   program
     .command('demo')
     .description('run the real fix pipeline offline on a small buggy project, with a scripted model')
+    .option('--keep', 'keep the demo copy in the temporary folder (and print where it is)')
     .option('--json', 'print one JSON document on stdout and nothing else')
     .action(async (opts) => {
       const { runDemo } = await import('./demo-command.js');
@@ -152,8 +154,18 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
       '--allow-test-edits',
       "let the model's edits to existing tests count toward the verdict (for an issue about a wrong test)",
     )
+    .option(
+      '--clean',
+      "remove this repository's kept fix branches, worktrees and run folders (as keel runs prune)",
+    )
+    .option('-y, --yes', 'with --clean: remove without asking')
     .option('--json', 'print one JSON document on stdout and nothing else');
   addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (opts) => {
+    if (opts.clean) {
+      const { cleanRepo } = await import('./runs-command.js');
+      setExit(await cleanRepo(opts));
+      return;
+    }
     const { runFixCommand } = await import('./fix-command.js');
     setExit(await runFixCommand(opts));
   });
@@ -216,6 +228,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .command('show')
     .description('print the effective config and where each value came from (secrets masked)')
     .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--profile <name>', 'show it with [profiles.NAME] applied')
     .option('--json', 'print one JSON document')
     .action(async (opts) => {
       const { showConfig } = await import('./config-command.js');
@@ -228,6 +241,7 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
     .description('recent sessions, newest first')
     .option('-n, --limit <n>', 'how many', parseIntArg, 20)
     .option('--project <dir>', "only this workspace's sessions")
+    .option('--all', "every session, a run's plan and attempts and a loop's rounds too (default: top level)")
     .option('--json', 'print one JSON document')
     .action(async (opts) => {
       const { listSessions } = await import('./sessions-command.js');
@@ -329,6 +343,86 @@ function buildProgram(version: string, setExit: (code: number) => void): Command
         setExit(await runTrustDiff(opts, check));
       });
   }
+
+  // keel review, keel runs (issue 10: runs and review)
+  const review = program
+    .command('review')
+    .description('a read-only review of the current diff by the model (APPROVE exits 0, REVISE exits 2)')
+    .option('--staged', 'review the staged changes (the index against HEAD)')
+    .option('--since <rev>', 'review everything since REV (REV against the working tree)')
+    .option('-C, --cwd <dir>', 'repository folder (default: the current folder)')
+    .option('--profile <name>', 'use [profiles.NAME] from the config')
+    .option('--json', 'print one JSON document on stdout and nothing else');
+  addBudgetOptions(addModelOptions(review), 'for the review').action(async (opts) => {
+    const { runReview } = await import('./review-command.js');
+    setExit(await runReview(opts));
+  });
+  const runs = program
+    .command('runs')
+    .description('fix and loop runs: their verdicts, reports, branches and worktrees');
+  runs
+    .command('list')
+    .description('fix and loop runs, newest first')
+    .option('-n, --limit <n>', 'how many', parseIntArg, 20)
+    .option('--all', 'pruned runs too')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { listRuns } = await import('./runs-command.js');
+      setExit(await listRuns(opts));
+    });
+  runs
+    .command('show')
+    .description("a run's verdict, rationale, PR text, diff and trace (id or unique prefix)")
+    .argument('<id>', 'run id or a unique prefix of it')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { showRun } = await import('./runs-command.js');
+      setExit(await showRun(id, opts));
+    });
+  runs
+    .command('prune')
+    .description("remove runs' kept keel/fix-* branches, worktrees and run folders")
+    .option('--older-than <days>', 'only runs older than DAYS days', parseFloatArg)
+    .option('--all', 'every run')
+    .option('-y, --yes', 'remove without asking')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { pruneRuns } = await import('./runs-command.js');
+      setExit(await pruneRuns(opts));
+    });
+
+  // set-up: `keel init` (src/cli/init-command.ts) and `keel completion` (src/cli/completion.ts)
+  program
+    .command('init')
+    .description('set keel up: choose the server and model, probe it, write the user config (or --project)')
+    .option('--provider <name>', 'openai | ollama')
+    .option(
+      '--base-url <url>',
+      'server URL (http://host:8000/v1 for OpenAI-compatible, http://host:11434 for ollama)',
+    )
+    .option('--model <name>', "model name as the server knows it (checked against the server's list)")
+    .option('-y, --yes', 'ask nothing: take the flags and the defaults')
+    .option('--no-probe', 'write the config without asking the server for its models')
+    .option('--force', 'replace a config file that exists')
+    .option('--project', 'write a commented keel.toml (every key, its default) into the workspace instead')
+    .option(
+      '-C, --cwd <dir>',
+      'workspace folder for --project (default: the repository holding the current folder)',
+    )
+    .option('--json', 'print one JSON document on stdout and nothing else')
+    .action(async (opts) => {
+      const { runInit } = await import('./init-command.js');
+      setExit(await runInit(opts));
+    });
+  program
+    .command('completion')
+    .description('print a completion script for your shell (or --install it where the shell looks)')
+    .addArgument(new Argument('<shell>', 'bash | zsh | fish').choices(['bash', 'zsh', 'fish']))
+    .option('--install', 'write it where that shell looks for completions and print the path')
+    .action(async (shell: 'bash' | 'zsh' | 'fish', opts: { install?: boolean }) => {
+      const { runCompletion } = await import('./completion.js');
+      setExit(await runCompletion(program, shell, opts));
+    });
 
   // the code graph (src/graph/): index, query and the repo map from the shell
   const graph = program

@@ -2,6 +2,8 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, type LoadedConfig, loadConfig, type Raw } from '../config/load.js';
+import { inertLine } from './inert.js';
+import { findWorkspaceRoot, skippedConfigs } from './workspace.js';
 
 export interface CommonFlags {
   cwd?: string;
@@ -41,10 +43,28 @@ export function flagLayer(flags: CommonFlags): Raw {
   };
 }
 
-/** The workspace folder: -C/--cwd, else the current folder. Throws ConfigError when it is not a folder. */
+/**
+ * The workspace: the top of the git repository holding -C/--cwd (else the current folder), or that
+ * folder itself outside any repository (see workspace.ts for where the walk stops). The process keeps
+ * its own working folder, so paths the user types still resolve from where they stand.
+ */
 export function workspace(flags: { cwd?: string }): string {
-  return resolve(flags.cwd ?? process.cwd());
+  const start = resolve(flags.cwd ?? process.cwd());
+  const root = findWorkspaceRoot(start);
+  // a subfolder's keel.toml used to apply from that folder: say once that the root's is the one read
+  if (root !== start && !warnedSkipped) {
+    const skipped = skippedConfigs(start, root);
+    if (skipped.length) {
+      warnedSkipped = true;
+      process.stderr.write(
+        `keel: warning: not reading ${skipped.map(inertLine).join(', ')}: the workspace is the repository root ${inertLine(root)}, and its project config is the one keel reads\n`,
+      );
+    }
+  }
+  return root;
 }
+
+let warnedSkipped = false;
 
 /** The workspace folder, or a ConfigError when it is not one (a typo in -C must not read as "no config here"). */
 export function existingWorkspace(flags: { cwd?: string }): string {

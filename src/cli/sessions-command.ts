@@ -1,6 +1,5 @@
 /** `keel sessions list|show|fork`: read sessions back from the event log, and branch them. */
-import { existsSync, realpathSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
 import { alive, newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
@@ -8,7 +7,7 @@ import { EventLog, SessionLookupError, type SessionRow, type StoredEvent } from 
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load } from './options.js';
+import { type CommonFlags, ConfigError, load, workspace } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red } from './render.js';
 import type { VerbFlags } from './session-command.js';
@@ -61,16 +60,27 @@ function runningPid(log: EventLog, id: string): number | undefined {
   return typeof pid === 'number' && alive(pid) ? pid : undefined;
 }
 
-/** List recent sessions, newest first; `--project` keeps this workspace's. */
+/**
+ * List recent sessions, newest first; `--project` keeps this workspace's. By default only the sessions a
+ * person started (and forks): a run's plan and attempts, a loop's rounds and subagents are counted on their
+ * parent's line, not listed; `--all` lists every session.
+ */
 export async function listSessions(flags: {
   limit: number;
   json?: boolean;
   project?: string;
+  all?: boolean;
 }): Promise<number> {
-  const cwd = flags.project === undefined ? undefined : realpathOr(flags.project);
-  const rows =
+  // sessions record their workspace root, so a subfolder names its repository's sessions
+  const cwd = flags.project === undefined ? undefined : workspace({ cwd: flags.project });
+  const filter = cwd === undefined ? {} : { cwd };
+  const rows: Array<Listed & { children?: number }> =
     withLog((log) =>
-      log.listSessions(flags.limit, cwd === undefined ? {} : { cwd }).map((row) => listed(log, row)),
+      flags.all
+        ? log.listSessions(flags.limit, filter).map((row) => listed(log, row))
+        : log
+            .listTopLevel(flags.limit, filter)
+            .map((row) => ({ ...listed(log, row), children: row.children })),
     ) ?? [];
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ sessions: rows }, null, 2)}\n`);
@@ -86,19 +96,12 @@ export async function listSessions(flags: {
     const parent = s.parent_id
       ? `  ${dim(`<- ${s.parent_id}${s.forked_seq ? `@${s.forked_seq}` : ''}`)}`
       : '';
+    const children = s.children ? `  ${dim(`(+${s.children} session${s.children === 1 ? '' : 's'})`)}` : '';
     process.stdout.write(
-      `${s.id}  ${s.mode.padEnd(4)}  ${s.state.padEnd(19)}  ${cost.padStart(9)}  ${title.length > 50 ? `${title.slice(0, 47)}...` : title}${parent}\n`,
+      `${s.id}  ${s.mode.padEnd(4)}  ${s.state.padEnd(19)}  ${cost.padStart(9)}  ${title.length > 50 ? `${title.slice(0, 47)}...` : title}${parent}${children}\n`,
     );
   }
   return EXIT.ok;
-}
-
-function realpathOr(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
 }
 
 /** `keel sessions fork ID [--at SEQ] [-m TEXT]`: branch a session; with a message, go on in the branch. */

@@ -1,5 +1,5 @@
 /** `keel undo [SESSION]`: put the workspace back as it was before a session's first write. */
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { keelPaths } from '../config/paths.js';
@@ -15,6 +15,7 @@ import {
   UndoRefused,
 } from '../policy/safety-net.js';
 import { isInside } from '../policy/scope.js';
+import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow } from '../store/event-log.js';
 import { EXIT } from './exit-codes.js';
@@ -30,6 +31,8 @@ export interface UndoFlags {
 interface Target {
   session: SessionRow;
   records: SafetyNetRecord[];
+  /** The plan, when finding the target already made it (the default search plans to skip what is undone). */
+  plan?: UndoPlan;
 }
 
 // how far back the default looks for a session of this workspace
@@ -43,26 +46,27 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
     return code;
   };
   const fail = (message: string, code: number, doc: object = {}) =>
-    out({ ...doc, error: message }, `${red('keel:')} ${inertLine(message)}\n`, code);
+    out({ code: errorCode(code), ...doc, error: message }, `${red('keel:')} ${inertLine(message)}\n`, code);
 
-  const cwd = canonical(resolve(flags.cwd ?? process.cwd()));
-  const found = findTarget(sessionId, cwd);
+  const given = resolve(flags.cwd ?? process.cwd());
+  if (!statSync(given, { throwIfNoEntry: false })?.isDirectory())
+    return fail(`workspace ${given} is not a folder`, EXIT.usage);
+  const cwd = canonical(given);
+  let found: Target | string;
+  try {
+    found = findTarget(sessionId, cwd);
+  } catch (err) {
+    return fail(messageOf(err), codeOf(err));
+  }
   if (typeof found === 'string') return fail(found, EXIT.usage);
   const { session } = found;
   const base = { session_id: session.id, cwd: session.cwd };
 
-  // undo runs git only in the repositories the session recorded, each opened at its exact top
-  for (const record of found.records) {
-    if (record.kind === 'git' && existsSync(record.repo) && !openRepoAt(record.repo))
-      return fail(
-        `${record.repo} is no longer the top of a git repository; undo will not guess`,
-        EXIT.failed,
-        base,
-      );
-  }
+  const unopened = openRecorded(found.records);
+  if (unopened) return fail(unopened, EXIT.failed, base);
   let plan: UndoPlan;
   try {
-    plan = planUndo(found.records, session.cwd);
+    plan = found.plan ?? planUndo(found.records, session.cwd);
   } catch (err) {
     return fail(messageOf(err), codeOf(err), base);
   }
@@ -91,9 +95,11 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
   try {
     done = applyUndo(plan);
   } catch (err) {
+    recordUndo(session.id, { applied: false, steps, error: messageOf(err) });
     return fail(`undo stopped: ${messageOf(err)}`, codeOf(err), { ...base, applied: false, steps });
   }
   const kept = plan.keep.map((k) => k.ref);
+  recordUndo(session.id, { applied: true, steps: done, kept, cwd });
   const keptNote = kept.length ? `the session's work is kept at ${[...new Set(kept)].join(', ')}\n` : '';
   return out(
     { ...base, applied: true, steps: done, kept },
@@ -123,18 +129,78 @@ function findTarget(sessionId: string | undefined, cwd: string): Target | string
         return `session ${session.id} has nothing to undo (it saved nothing before writing)`;
       return { session, records };
     }
+    const seen = new Set<string>();
     for (const found of log.listSessions(RECENT)) {
       if (!isInside(cwd, canonical(found.cwd))) continue;
       // a round of `keel loop` belongs to its loop: undoing "the last session" means the whole loop
       const parent = found.parent_id ? log.getSession(found.parent_id) : undefined;
       const session = parent && recordsOf(parent.id).length ? parent : found;
+      if (seen.has(session.id)) continue;
+      seen.add(session.id);
       const records = recordsOf(session.id);
-      if (records.length) return { session, records };
+      // "the last change" is the newest session that changed something and was not undone since
+      if (!records.length || undoneAlready(log, session.id) || !changedSomething(log, session)) continue;
+      const unopened = openRecorded(records);
+      if (unopened) throw new UndoRefused(unopened);
+      // a plan with no steps (the changes are gone already) looks further back; one that refuses (HEAD
+      // moved, a path swapped for a link) stops here and says why
+      const plan = planUndo(records, session.cwd);
+      if (plan.steps.length) return { session, records, plan };
     }
-    return `no recent session in ${cwd} has anything to undo`;
+    return `no recent session in ${cwd} has anything left to undo`;
   } finally {
     db.close();
   }
+}
+
+/** Whether `keel undo` has put this session's changes back already (its log says so). */
+function undoneAlready(log: EventLog, id: string): boolean {
+  return log.events(id).some((e) => e.type === 'undo' && e.data.applied === true);
+}
+
+/**
+ * Whether a session changed something. A session's safety net is taken just before a write or a command,
+ * so its records are the evidence. A loop snapshots before its first round whatever the rounds then do:
+ * its end says which files differ (a loop killed before its end: any round that snapshotted).
+ */
+function changedSomething(log: EventLog, session: SessionRow): boolean {
+  if (session.mode !== 'loop') return true;
+  const end = log.events(session.id).findLast((e) => e.type === 'loop_end');
+  if (end) return Array.isArray(end.data.files) && end.data.files.length > 0;
+  return log.childSessions(session.id).some((c) => log.events(c.id).some((e) => e.type === 'safety_net'));
+}
+
+/** Undo runs git only in the repositories the session recorded, each opened at its exact top; else why not. */
+function openRecorded(records: SafetyNetRecord[]): string | undefined {
+  for (const record of records) {
+    if (record.kind === 'git' && existsSync(record.repo) && !openRepoAt(record.repo))
+      return `${record.repo} is no longer the top of a git repository; undo will not guess`;
+  }
+  return undefined;
+}
+
+/**
+ * Put the undo in the undone session's log and, through the same allow-list as every event, in the audit
+ * chain: who put the work tree back is as much a fact as who changed it.
+ */
+function recordUndo(sessionId: string, data: Record<string, unknown>): void {
+  const paths = keelPaths();
+  const db = openDb(paths.db);
+  const audit = new AuditLog(paths.auditDir);
+  try {
+    new EventLog(db).append(sessionId, 'undo', data);
+    const entry = auditEntryFor({ type: 'undo', ...data }, sessionId);
+    if (entry) audit.append(entry);
+  } finally {
+    audit.close();
+    db.close();
+  }
+}
+
+function errorCode(exit: number): string {
+  if (exit === EXIT.usage) return 'CONFIG_ERROR';
+  if (exit === EXIT.environment) return 'ENVIRONMENT_ERROR';
+  return 'NOT_UNDONE';
 }
 
 async function confirm(question: string): Promise<boolean> {

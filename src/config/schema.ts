@@ -119,11 +119,11 @@ export const configSchema = z.strictObject({
       keep: z.number().gt(0).lt(1).default(0.3),
     })
     .prefault({}),
-  /** Subagents (spawn_agent): how many run at once, and how deep they nest. */
+  /** Subagents (spawn_agent): how many run at once, and how deep they nest (0: no subagent tools at all). */
   agents: z
     .strictObject({
       max_running: positiveInt.default(4),
-      max_depth: positiveInt.default(2),
+      max_depth: z.number().int().min(0).default(2),
     })
     .prefault({}),
   /** The code graph (src/graph/): the repo map's token budget at session start; 0 sends none. */

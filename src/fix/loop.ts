@@ -84,7 +84,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
-  const { runId, paths, db, log, record, close } = openRunLog({
+  const { runId, paths, log, record, close } = openRunLog({
     env,
     mode: 'loop',
     cwd: opts.cwd,
@@ -107,8 +107,8 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   };
   const finish = (code: TerminalCode, reason: string, summary = reason): LoopResult => {
     const files = iterations.at(-1)?.files ?? [];
-    record('loop_end', { code, reason, iterations: iterations.length, files });
-    log.finishSession(runId, code, summary.slice(0, 2000));
+    record('loop_end', { code, reason, iterations: iterations.length, files, cost_usd: cost });
+    log.finishSession(runId, code, summary.slice(0, 2000), cost);
     return {
       runId,
       code,

@@ -52,6 +52,8 @@ export function openRunLog(opts: {
     cwd: opts.cwd,
     provider: opts.config.provider,
     model: opts.config.model,
+    // `keel runs prune` leaves a run alone while its process lives
+    pid: process.pid,
   });
   return {
     runId,

@@ -1,5 +1,5 @@
 /** `keel fix`: snapshot, baseline, plan, attempts, verification, output. Only the verifier mints "verified". */
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
@@ -64,6 +64,8 @@ export interface FixResult {
   costUsd: number | null;
   paths: { runDir: string; trace: string; rationale: string; pr: string; diff: string } | null;
   snapshot: { kind: string; dir: string; linked: string[] } | null;
+  /** Where the kept attempt is to look at (a worktree or a copy), or null when nothing was kept there. */
+  worktree: string | null;
   testCommand: string | null;
 }
 
@@ -74,7 +76,7 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
-  const { runId, paths, db, log, record, close } = openRunLog({
+  const { runId, paths, log, record, close } = openRunLog({
     env,
     mode: 'fix',
     cwd: opts.repo,
@@ -87,14 +89,16 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
   const reportsDir = mkdtempSync(join(tmpdir(), 'keel-fix-'));
   let sandbox: Sandbox | undefined;
   let snapshot: Snapshot | undefined;
-  let attempted = false;
+  // the branch and worktree outlive the run only when they hold a result: a verified fix or a kept attempt
+  let keep = false;
   // the command a user can rerun (detected or given), not keel's invocation with its reporter plumbing
   let userCommand: string | null = null;
 
   const result = (r: Partial<FixResult> & Pick<FixResult, 'code' | 'status' | 'reason'>): FixResult => {
-    // nothing was tried: leave no empty branch or worktree behind in the user's repository
-    const discard = snapshot !== undefined && !attempted;
+    // nothing worth keeping (no attempt ran, or it was interrupted): leave no branch or worktree behind
+    const discard = snapshot !== undefined && !keep;
     if (snapshot && discard) discardSnapshot(snapshot);
+    const worktree = snapshot && !discard && existsSync(snapshot.top) ? snapshot.dir : null;
     const out: FixResult = {
       runId,
       summary: r.reason,
@@ -108,11 +112,21 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       costUsd: cost,
       paths: null,
       snapshot: snapshot ? { kind: snapshot.kind, dir: snapshot.dir, linked: snapshot.linked } : null,
+      worktree,
       testCommand: userCommand,
       ...r,
     };
-    record('fix_end', { code: out.code, status: out.status, reason: out.reason, attempts: out.attempts });
-    log.finishSession(runId, out.code, out.reason);
+    record('fix_end', {
+      code: out.code,
+      status: out.status,
+      reason: out.reason,
+      attempts: out.attempts,
+      branch: out.branch,
+      commit: out.commit,
+      worktree: out.worktree,
+      cost_usd: out.costUsd,
+    });
+    log.finishSession(runId, out.code, out.reason, out.costUsd);
     return out;
   };
 
@@ -126,6 +140,8 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
     record('fix_snapshot', {
       kind: snapshot.kind,
       dir: snapshot.dir,
+      top: snapshot.top,
+      repo: snapshot.repo ?? null,
       branch: snapshot.branch,
       base: snapshot.base,
       linked: snapshot.linked,
@@ -158,6 +174,12 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       progress(`baseline: \`${suite.detected.command}\` runs ${steps.join(', ')}`);
     }
     const before = await runTests();
+    if (opts.signal.aborted)
+      return result({
+        code: 'CANCELLED',
+        status: 'failed',
+        reason: 'interrupted while running the baseline',
+      });
     const base = summarizeBaseline(before);
     record('fix_baseline', {
       command: before.command,
@@ -251,7 +273,6 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       why: 'no attempt was made',
     };
     let attempts = 0;
-    attempted = true;
     for (let attempt = 1; attempt <= opts.maxAttempts; attempt++) {
       attempts = attempt;
       progress(`attempt ${attempt} of ${opts.maxAttempts}: editing in the snapshot`);
@@ -294,6 +315,11 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
         // the attempt's diff stays what the model wrote
         guard.restore();
       }
+      if (opts.signal.aborted) {
+        rollback(snapshot);
+        const why = `interrupted while verifying attempt ${attempt}`;
+        return finish('CANCELLED', 'failed', why, attempts - 1, last, before, plan, shown);
+      }
       verdict = withTestEdits(verdict, guard.edits, countEdits, guard.unsafe);
       record('fix_verdict', { attempt, ...verdict, files: diff.files });
       last = {
@@ -324,6 +350,9 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
     if (err instanceof RunError) return result({ code: err.code, status: 'failed', reason: err.message });
     if (err instanceof SandboxError)
       return result({ code: 'ENVIRONMENT_ERROR', status: 'failed', reason: err.message });
+    // git refusing (a broken repository, a locked index) is the environment, said in one line
+    if (err instanceof GitError)
+      return result({ code: 'ENVIRONMENT_ERROR', status: 'failed', reason: firstLine(err.message) });
     throw err;
   } finally {
     await sandbox?.close();
@@ -385,6 +414,10 @@ export async function runFix(opts: FixOptions): Promise<FixResult> {
       events,
       ...(status === 'failed' ? { failure: reason } : {}),
     });
+    // kept: a verified fix's commit, or an unverified attempt (committed, or left in the worktree when git could not)
+    keep =
+      commit !== null ||
+      (last.files.length > 0 && (code === 'VERIFICATION_FAILED' || code === 'ENVIRONMENT_ERROR'));
     // a verified fix lives on its branch; the worktree folder is only scaffolding
     if (status === 'verified' && snapshot.kind === 'worktree') removeWorktree(snapshot);
     const out = result({

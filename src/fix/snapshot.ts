@@ -1,6 +1,7 @@
 /** The snapshot a fix works in: a git worktree on a new branch, or a copy; the user's checkout is never touched. */
 import { cpSync, existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { RunError } from '../agent/terminal.js';
 import { findRepo, GitError, git, gitTry, initRepo, KEEL_IDENT, openRepoAt } from '../policy/git.js';
 
 /** Folders a project's tests need that git does not hold: linked (not copied) into the snapshot. */
@@ -69,7 +70,13 @@ export function createSnapshot(given: string, runId: string, slug: string, workt
     commitAll(dir, 'keel: snapshot of the folder before the fix');
     return { kind: 'copy', dir, top: dir, source, ...linkDependencies(source, dir) };
   }
-  const base = git(repo, ['rev-parse', 'HEAD']).trim();
+  // the fix branch starts at HEAD: a repository without a commit has nothing to branch from
+  const base = gitTry(repo, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'])?.trim();
+  if (!base)
+    throw new RunError(
+      'ENVIRONMENT_ERROR',
+      `${repo} has no commits yet: keel fix works on a branch from HEAD; commit your work first (git add -A && git commit)`,
+    );
   const short = runId.slice(-6);
   const branch = `keel/fix-${slug}-${short}`;
   // the runner's overrides keep the repository's post-checkout hook and smudge filters from running here

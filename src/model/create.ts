@@ -1,6 +1,7 @@
 /** Building the model client from config: providers, keys, timeouts, retries and the fallback chain. */
 import { isAbsolute, resolve } from 'node:path';
 import { apiKeyFor, ConfigError } from '../config/load.js';
+import { keelPaths } from '../config/paths.js';
 import type { Config, ModelRef, ProviderName } from '../config/schema.js';
 import { ModelClient, type ModelEntry } from './chain.js';
 import { createOllamaProvider } from './ollama.js';
@@ -30,7 +31,10 @@ export function createModelClient(
   opts: CreateModelClientOptions = {},
 ): ModelClient {
   if (!config.model && config.provider !== 'scripted') {
-    throw new ConfigError('no model configured: set `model` in keel.toml, KEEL_MODEL, or pass --model');
+    // the first thing a new user sees: say where the setting lives and the one command that writes it
+    throw new ConfigError(
+      `no model configured: run \`keel init\` to write ${keelPaths(env).userConfig}, or set \`model\` there or in keel.toml, KEEL_MODEL, or --model`,
+    );
   }
   const cwd = opts.cwd ?? process.cwd();
   let scripted: Provider | undefined;

@@ -336,6 +336,15 @@ export function auditEntryFor(
       return { ...base, ...pick(event, ['code', 'status', 'reason', 'attempts', 'iterations', 'files']) };
     case 'session_resume':
       return { ...base, ...pick(event, ['run', 'mode', 'provider', 'model']) };
+    case 'review_verdict':
+      // what `keel review` decided about which diff; the reasons stay in the log
+      return { ...base, ...pick(event, ['verdict', 'readable', 'kind', 'base', 'files']) };
+    case 'run_pruned':
+      // what `keel runs prune` removed of a run: branch names and folders, nothing else
+      return { ...base, ...pick(event, ['removed', 'skipped']) };
+    case 'undo':
+      // what `keel undo` did to a session's changes: its steps name paths, never contents
+      return { ...base, ...pick(event, ['applied', 'steps', 'kept', 'cwd', 'error']) };
     case 'compaction':
       // which part of the history the model now sees as a summary; the summary's text stays in the log
       return {

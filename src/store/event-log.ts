@@ -198,6 +198,33 @@ export class EventLog {
       .all(parentId) as SessionRow[];
   }
 
+  /** Sessions of these modes (`fix`, `loop`: the runs), newest first. */
+  listByMode(modes: string[], limit: number): SessionRow[] {
+    if (!modes.length) return [];
+    return this.db
+      .prepare(
+        `SELECT * FROM sessions WHERE mode IN (${modes.map(() => '?').join(', ')})
+         ORDER BY created_at DESC, id DESC LIMIT ?`,
+      )
+      .all(...modes, limit) as SessionRow[];
+  }
+
+  /**
+   * Sessions nobody else started (no parent, or a fork a person made), newest first, each with how many
+   * sessions it started itself (a run's plan and attempts, a loop's rounds, subagents).
+   */
+  listTopLevel(limit: number, filter: { cwd?: string } = {}): Array<SessionRow & { children: number }> {
+    const where = `(s.parent_id IS NULL OR s.forked_seq IS NOT NULL)${filter.cwd === undefined ? '' : ' AND s.cwd = ?'}`;
+    return this.db
+      .prepare(
+        `SELECT s.*, (SELECT COUNT(*) FROM sessions c WHERE c.parent_id = s.id AND c.forked_seq IS NULL) AS children
+         FROM sessions s WHERE ${where} ORDER BY s.created_at DESC, s.id DESC LIMIT ?`,
+      )
+      .all(...(filter.cwd === undefined ? [] : [filter.cwd]), limit) as Array<
+      SessionRow & { children: number }
+    >;
+  }
+
   events(sessionId: string): StoredEvent[] {
     const rows = this.db
       .prepare('SELECT session_id, seq, ts, type, data FROM events WHERE session_id = ? ORDER BY seq')

@@ -1,7 +1,8 @@
 /** `keel fix` end to end: when there is nothing to fix, when the tests cannot run, installed deps, pytest. */
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { git, writeFiles } from '../helpers/tmp.js';
+import { git, tempDir, writeFiles } from '../helpers/tmp.js';
 import {
   branchCommits,
   dirtyCheckout,
@@ -13,7 +14,7 @@ import {
   planTurns,
   reportFilesExist,
 } from './fix-harness.js';
-import { chatBodies, model, requestMessages } from './harness.js';
+import { chatBodies, keel, keelHome, model, modelFlags, requestMessages } from './harness.js';
 
 describe('keel fix: nothing to fix, or no way to tell', () => {
   it('a target that already passes exits 0 without calling the model, and says why', async () => {
@@ -68,6 +69,94 @@ describe('keel fix: nothing to fix, or no way to tell', () => {
     expect(doc.summary).toContain('--test-command');
     expect(modelPosts(server)).toBe(0);
     expect(leftovers(repo)).toEqual({ branches: [], worktrees: 0 });
+  });
+});
+
+describe('keel fix: what an interrupted or impossible run leaves', () => {
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    '%s during an attempt exits 130 and leaves no branch, no worktree, and no "attempt is kept"',
+    async (signal) => {
+      const repo = fixtureRepo('stats');
+      const home = keelHome();
+      // the plan, then an attempt whose model never answers
+      const server = await model([
+        ...planTurns('src/stats.js', '1. Divide by the length.'),
+        { hang: true, text: 'never sent' },
+      ]);
+      const run = await keel(['fix', '--repo', repo, ...modelFlags(server), '--issue', 'mean is wrong'], {
+        cwd: home,
+        home,
+        timeoutMs: 25_000,
+        onSpawn: (child) => {
+          const poll = setInterval(() => {
+            if (chatBodies(server).length < 3) return;
+            clearInterval(poll);
+            child.kill(signal);
+          }, 50);
+          child.on('close', () => clearInterval(poll));
+        },
+      });
+
+      expect(run.code, run.stderr).toBe(130);
+      expect(run.stdout).toContain('NOT VERIFIED (CANCELLED)');
+      expect(run.stdout).not.toContain('kept');
+      expect(run.stdout).not.toContain('branch:');
+      expect(leftovers(repo)).toEqual({ branches: [], worktrees: 0 });
+      expect(readdirSync(join(home, 'worktrees'))).toEqual([]);
+    },
+  );
+
+  it('Ctrl+C during the baseline exits 130 without calling the model, and leaves nothing', async () => {
+    const repo = fixtureRepo('stats');
+    const home = keelHome();
+    const server = await model([{ text: 'never asked' }]);
+    const args = ['fix', '--repo', repo, ...modelFlags(server), '--issue', 'x', '--test-command', 'sleep 30'];
+    const run = await keel(args, {
+      cwd: home,
+      home,
+      onSpawn: (child) => {
+        child.stderr?.on('data', (d: Buffer) => {
+          if (d.toString().includes('baseline: running')) setTimeout(() => child.kill('SIGINT'), 300);
+        });
+      },
+    });
+    expect(run.code, run.stderr).toBe(130);
+    expect(run.stdout).toContain('NOT VERIFIED (CANCELLED): interrupted while running the baseline');
+    expect(modelPosts(server)).toBe(0);
+    expect(leftovers(repo)).toEqual({ branches: [], worktrees: 0 });
+  });
+
+  it('a repository with no commits is one line, exit 3, and the run ends with its code', async () => {
+    const repo = tempDir('keel-empty-');
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFiles(repo, { 'package.json': '{"scripts":{"test":"node --test"}}\n' });
+    const home = keelHome();
+    const server = await model([{ text: 'never asked' }]);
+    const run = await keel(['fix', '--repo', repo, ...modelFlags(server), '--issue', 'x'], {
+      cwd: home,
+      home,
+    });
+
+    expect(run.code).toBe(3);
+    expect(run.stderr).not.toMatch(/^\s+at /m);
+    expect(run.stdout).toContain(`NOT VERIFIED (ENVIRONMENT_ERROR): ${repo} has no commits yet`);
+    expect(modelPosts(server)).toBe(0);
+    const json = await keel(['fix', '--repo', repo, ...modelFlags(server), '--issue', 'x', '--json'], {
+      cwd: home,
+      home,
+    });
+    expect(json.code).toBe(3);
+    const doc = JSON.parse(json.stdout);
+    expect(doc).toMatchObject({ code: 'ENVIRONMENT_ERROR', exit_code: 3, status: 'failed' });
+    expect(doc.error).toContain('has no commits yet');
+    const listed = JSON.parse((await keel(['sessions', 'list', '--json'], { cwd: home, home })).stdout)
+      .sessions as Array<{ mode: string; state: string }>;
+    expect(listed.filter((s) => s.mode === 'fix').map((s) => s.state)).toEqual([
+      'ENVIRONMENT_ERROR',
+      'ENVIRONMENT_ERROR',
+    ]);
+    expect(existsSync(join(home, 'worktrees'))).toBe(true);
+    expect(readdirSync(join(home, 'worktrees'))).toEqual([]);
   });
 });
 

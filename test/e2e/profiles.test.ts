@@ -48,6 +48,19 @@ describe('config profiles', () => {
     });
   });
 
+  it('keel config show --profile NAME shows the config with that profile applied', async () => {
+    const repo = gitRepo();
+    const home = keelHome('model = "base-model"\n[profiles.fast]\nmodel = "small-model"\n');
+    const base = JSON.parse((await keel(['config', 'show', '--json'], { cwd: repo, home })).stdout);
+    expect(base.config.model).toBe('base-model');
+    const show = await keel(['config', 'show', '--profile', 'fast', '--json'], { cwd: repo, home });
+    expect(show.code).toBe(0);
+    expect(JSON.parse(show.stdout).config).toMatchObject({ profile: 'fast', model: 'small-model' });
+    const missing = await keel(['config', 'show', '--profile', 'nope'], { cwd: repo, home });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('profile "nope" (chosen by --profile) is not defined');
+  });
+
   it('a profile no file defines exits 2 naming it and the profiles that exist', async () => {
     const repo = gitRepo();
     const home = keelHome('[profiles.work]\nmodel = "w"\n');

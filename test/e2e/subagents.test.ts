@@ -125,6 +125,28 @@ describe('subagents', () => {
     );
   });
 
+  it('agents.max_depth = 0 offers no subagent tools at all (and their prompt tokens are saved)', async () => {
+    const repo = gitRepo();
+    const server = await model([{ text: 'ok' }, { text: 'ok' }]);
+    await keel(['ask', ...modelFlags(server), 'hi'], { cwd: repo, home: keelHome() });
+    await keel(['ask', ...modelFlags(server), 'hi'], {
+      cwd: repo,
+      home: keelHome('[agents]\nmax_depth = 0\n'),
+    });
+    const [withAgents, without] = chatBodies(server).map(offeredTools);
+    expect(withAgents).toContain('spawn_agent');
+    expect(without).toEqual([
+      'read_file',
+      'list_dir',
+      'glob',
+      'grep',
+      'find_symbol',
+      'find_references',
+      'file_outline',
+      'importers',
+    ]);
+  });
+
   it('Ctrl+C on the parent ends its children, each with its own terminal code in the log', async () => {
     const repo = gitRepo();
     const home = keelHome();

@@ -167,3 +167,67 @@ describe('the safety net in repositories that hold other repositories or names g
     expect(statSync(big).size).toBe(20 * 1024 ** 3);
   });
 });
+
+describe('keel undo finds the change still there', () => {
+  it('after a keel loop that changed nothing, undo undoes the earlier edit, and the undo is in the audit chain', async () => {
+    const repo = gitRepo({ 'app.js': 'const a = 1;\n' });
+    const home = keelHome();
+    const server = await model([
+      {
+        tool_calls: [
+          {
+            name: 'edit_file',
+            arguments: { path: 'app.js', old_string: 'const a = 1;', new_string: 'const a = 2;' },
+          },
+        ],
+      },
+      { text: 'done' },
+      // the loop's one round: the model looks and changes nothing
+      { text: 'nothing to change' },
+    ]);
+    const edit = await keel(['edit', ...modelFlags(server), 'change a'], { cwd: repo, home });
+    expect(edit.code, edit.stderr).toBe(0);
+    const editId = (lastSessionEvents(home)[0] as { session_id: string }).session_id;
+    const loop = await keel(
+      ['loop', ...modelFlags(server), '--test-command', 'true', '--max-iterations', '1', '-m', 'look around'],
+      { cwd: repo, home },
+    );
+    expect(loop.code, loop.stderr).toBe(0);
+    expect(readFileSync(join(repo, 'app.js'), 'utf8')).toBe('const a = 2;\n');
+
+    const undo = await keel(['undo', '--yes', '--json'], { cwd: repo, home });
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    expect(JSON.parse(undo.stdout)).toMatchObject({ session_id: editId, applied: true });
+    expect(readFileSync(join(repo, 'app.js'), 'utf8')).toBe('const a = 1;\n');
+    // undone now: nothing is left to undo, and it says so
+    const again = await keel(['undo', '--yes'], { cwd: repo, home });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('has anything left to undo');
+
+    const tail = await keel(['audit', 'tail', '-n', '200', '--json'], { cwd: repo, home });
+    const lines = JSON.parse(tail.stdout).lines as Array<{
+      type: string;
+      session_id: string;
+      applied?: boolean;
+    }>;
+    expect(lines.filter((l) => l.type === 'undo')).toEqual([
+      expect.objectContaining({ session_id: editId, applied: true }),
+    ]);
+    expect((await keel(['audit', 'verify'], { cwd: repo, home })).code).toBe(0);
+  });
+
+  it('a -C folder that does not exist is a usage error naming it', async () => {
+    const home = keelHome();
+    const missing = join(home, 'no-such-folder');
+    const run = await keel(['undo', '-C', missing], { cwd: home, home });
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(`keel: workspace ${missing} is not a folder`);
+    const json = await keel(['undo', '-C', missing, '--json'], { cwd: home, home });
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toEqual({
+      code: 'CONFIG_ERROR',
+      exit_code: 2,
+      error: `workspace ${missing} is not a folder`,
+    });
+  });
+});
