@@ -83,7 +83,8 @@ export function graphQuery(
     if (!name && !flags.outline) throw new ConfigError('keel graph query: give a NAME, or --outline FILE');
     let file: string | undefined;
     if (flags.outline) {
-      const abs = resolve(root, flags.outline);
+      // a path the user types resolves from where they stand (-C, else the current folder), like other verbs
+      const abs = resolve(resolve(flags.cwd ?? process.cwd()), flags.outline);
       let real = abs;
       try {
         real = realpathSync.native(abs);

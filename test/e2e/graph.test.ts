@@ -69,6 +69,13 @@ describe('keel graph', () => {
       'run',
     ]);
 
+    // from a subfolder: the workspace is the repository root, and a typed path resolves from where one stands
+    const sub = await keel(['graph', 'query', '--outline', 'other.ts', '--json'], {
+      cwd: `${repo}/src`,
+      home,
+    });
+    expect(json(sub.stdout)).toMatchObject({ path: 'src/other.ts' });
+
     const ignored = await keel(['graph', 'query', 'ignoredByGit', '--json'], { cwd: repo, home });
     expect(ignored.code).toBe(1);
     expect(json(ignored.stdout).definitions).toEqual([]);
