@@ -25,7 +25,11 @@ const englishOnlyZod = {
 };
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: { main: new URL('../dist/cli/main.js', import.meta.url).pathname },
+  entryPoints: {
+    main: new URL('../dist/cli/main.js', import.meta.url).pathname,
+    // the code graph's indexer runs in a worker thread, which needs a file of its own
+    'graph-worker': new URL('../dist/graph/worker.js', import.meta.url).pathname,
+  },
   outdir,
   bundle: true,
   splitting: true,

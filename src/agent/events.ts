@@ -47,6 +47,10 @@ export type SessionEvent =
     }
   /** A compaction that could not be done (the summary request failed); the run goes on without it. */
   | { type: 'compaction_failed'; trigger: 'threshold' | 'overflow' | 'manual'; error: string }
+  /** The repo map sent at session start, exactly as the model gets it, with what it covers. */
+  | { type: 'repo_map'; text: string; tokens: number; files: string[] }
+  /** No repo map this session: the index was not ready in time, or nothing fit the budget. */
+  | { type: 'repo_map_skipped'; reason: string }
   | { type: 'user_message'; text: string }
   | {
       type: 'model_request';

@@ -89,6 +89,14 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
     case 'session_fork':
       state.ended = true;
       break;
+    case 'repo_map': {
+      // context, not the task: it goes with the system prompt, so the first user message stays the task
+      const system = state.messages[0];
+      if (system?.role === 'system')
+        state.messages[0] = { ...system, content: `${system.content}\n\n${event.text}` };
+      else push({ role: 'system', content: event.text });
+      break;
+    }
     case 'user_message':
       if (!state.task) state.task = event.text;
       push({ role: 'user', content: event.text });

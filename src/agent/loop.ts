@@ -89,6 +89,8 @@ export interface SessionOptions {
   memory?: string;
   /** Messages sent to this session while it runs (a parent steering its subagent), read before each request. */
   inbox?(): string[];
+  /** Context for a new session (the repo map), recorded right after session_start, before the task. */
+  context?: SessionEvent[];
 }
 
 export interface SessionResult {
@@ -182,6 +184,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           config.pricing,
         ) !== null,
     });
+    for (const event of opts.context ?? []) record(event);
   }
   const hookBase = { session_id: opts.sessionId, cwd: scope.root, mode: mode };
   /** Run the hooks for a tool-less event; every verdict is recorded. */

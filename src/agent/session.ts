@@ -183,6 +183,20 @@ async function runIn(
     });
   // memory for a new session's task (src/memory/inject.ts), recorded right after the start it is part of
   let injected: Awaited<ReturnType<typeof sessionInjection>>;
+  // the repo map for a new task (src/graph/), built before the run so the first request carries it;
+  // not in a fix attempt's throwaway worktree (safetyNet false), whose index rows would outlive it
+  const repoMap =
+    reopened || granted || opts.safetyNet === false
+      ? undefined
+      : await import('../graph/session-map.js').then((m) =>
+          m.sessionRepoMap({
+            dbPath: paths.db,
+            root: scope.root,
+            task: opts.prompt,
+            budget: config.graph.map_tokens,
+            signal: opts.signal,
+          }),
+        );
   const record = (event: SessionEvent): number => {
     const { type, ...data } = event;
     const stored = log.append(sessionId, type, data);
@@ -273,6 +287,7 @@ async function runIn(
       ...(reopened ? { resume: reopened.state } : {}),
       ...(opts.inbox ? { inbox: opts.inbox } : {}),
       ...(injected ? { memory: injected.text } : {}),
+      ...(repoMap ? { context: [repoMap] } : {}),
       record,
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);

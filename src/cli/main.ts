@@ -488,6 +488,43 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
     async (opts) => setExit(await (await memoryVerbs()).memoryStats(opts)),
   );
 
+  // the code graph (src/graph/): index, query and the repo map from the shell
+  const graph = program
+    .command('graph')
+    .description('the code graph: definitions, references and the repo map');
+  graph
+    .command('index')
+    .description('index the workspace (incremental: only changed files are parsed)')
+    .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { graphIndex } = await import('./graph-command.js');
+      setExit(await graphIndex(opts));
+    });
+  graph
+    .command('query')
+    .description('where a name is defined (--refs: and used), or a file outline (--outline FILE)')
+    .argument('[name]', 'a function, class, method or type name')
+    .option('--refs', 'list its references too')
+    .option('--outline <file>', "a file's definitions instead")
+    .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--json', 'print one JSON document')
+    .action(async (name: string | undefined, opts) => {
+      const { graphQuery } = await import('./graph-command.js');
+      setExit(await graphQuery(name, opts));
+    });
+  graph
+    .command('map')
+    .description('the repo map a session would start with, for a task')
+    .argument('[task...]', 'the task (its files and names lead the map)')
+    .option('--tokens <n>', 'token budget (default graph.map_tokens)', parseIntArg)
+    .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--json', 'print one JSON document')
+    .action(async (task: string[], opts) => {
+      const { graphMap } = await import('./graph-command.js');
+      setExit(await graphMap(task.join(' ') || undefined, opts));
+    });
+
   const dev = program.command('dev').description('tools for developing against keel');
   dev
     .command('mock-server')

@@ -113,10 +113,11 @@ export async function runVerb(
   let outcome: SessionOutcome;
   try {
     const { agentTools } = await import('../agent/subagents.js');
+    const { graphTools } = await import('../graph/tools.js');
     outcome = await startSession({
       mode,
       prompt,
-      tools: [agentTools, (await import('../memory/tools.js')).memoryTools],
+      tools: [agentTools, graphTools, (await import('../memory/tools.js')).memoryTools],
       // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
       ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
       loaded: setup.loaded,

@@ -303,6 +303,7 @@ const RULES: Record<keyof Config, Rule> = {
   }),
   loop_threshold: limit('loop_threshold'),
   agents: limits<Config['agents']>('agents', { max_running: true, max_depth: true }),
+  graph: free, // the repo map is context from files the read tools show anyway; budgets bound its cost
   compaction: free, // when older turns are summarized: context only, spending is bounded by the budgets
   fallback_models: fallbackModels,
   roles: anyChange('roles'), // a review model could send the diff to another host

@@ -126,6 +126,12 @@ export const configSchema = z.strictObject({
       max_depth: z.number().int().min(0).default(2),
     })
     .prefault({}),
+  /** The code graph (src/graph/): the repo map's token budget at session start; 0 sends none. */
+  graph: z
+    .strictObject({
+      map_tokens: z.number().int().nonnegative().default(1000),
+    })
+    .prefault({}),
   /** The same tool call (name and arguments) repeated this many times ends the run. */
   loop_threshold: positiveInt.default(3),
   fallback_models: z.array(modelRefSchema).default([]),

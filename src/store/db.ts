@@ -65,6 +65,38 @@ const MIGRATIONS: string[] = [
      df INTEGER NOT NULL,
      PRIMARY KEY (project, term)
    ) WITHOUT ROWID;`,
+  // code graph (src/graph/): files by canonical workspace root with their content hash; a file's rows go with it
+  `CREATE TABLE graph_files (
+     id INTEGER PRIMARY KEY,
+     root TEXT NOT NULL,
+     path TEXT NOT NULL,
+     hash TEXT NOT NULL,
+     language TEXT NOT NULL,
+     UNIQUE (root, path)
+   );
+   CREATE TABLE graph_symbols (
+     file_id INTEGER NOT NULL REFERENCES graph_files(id) ON DELETE CASCADE,
+     name TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     signature TEXT NOT NULL,
+     start_line INTEGER NOT NULL,
+     end_line INTEGER NOT NULL,
+     parent TEXT
+   );
+   CREATE INDEX graph_symbols_file ON graph_symbols(file_id);
+   CREATE INDEX graph_symbols_name ON graph_symbols(name);
+   CREATE TABLE graph_refs (
+     file_id INTEGER NOT NULL REFERENCES graph_files(id) ON DELETE CASCADE,
+     name TEXT NOT NULL,
+     line INTEGER NOT NULL
+   );
+   CREATE INDEX graph_refs_file ON graph_refs(file_id);
+   CREATE INDEX graph_refs_name ON graph_refs(name);
+   CREATE TABLE graph_imports (
+     file_id INTEGER NOT NULL REFERENCES graph_files(id) ON DELETE CASCADE,
+     module TEXT NOT NULL
+   );
+   CREATE INDEX graph_imports_file ON graph_imports(file_id);`,
 ];
 
 /** Open (creating if needed) keel's database and bring its schema up to date. */

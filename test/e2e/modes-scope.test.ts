@@ -37,6 +37,10 @@ describe('modes and scope, through the real binary', () => {
       'send_message',
       'list_agents',
       'close_agent',
+      'find_symbol',
+      'find_references',
+      'file_outline',
+      'importers',
       'remember',
       'recall',
     ]);

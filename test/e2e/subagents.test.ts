@@ -135,7 +135,16 @@ describe('subagents', () => {
     });
     const [withAgents, without] = chatBodies(server).map(offeredTools);
     expect(withAgents).toContain('spawn_agent');
-    expect(without).toEqual(['read_file', 'list_dir', 'glob', 'grep']);
+    expect(without).toEqual([
+      'read_file',
+      'list_dir',
+      'glob',
+      'grep',
+      'find_symbol',
+      'find_references',
+      'file_outline',
+      'importers',
+    ]);
   });
 
   it('Ctrl+C on the parent ends its children, each with its own terminal code in the log', async () => {

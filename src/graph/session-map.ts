@@ -1,0 +1,45 @@
+/** The repo map a session starts with: index (incrementally, time-capped), rank for the task, fit the budget. */
+import { openDb } from '../store/db.js';
+import { buildRepoMap } from './map.js';
+import { IndexError, runIndexWorker } from './run-index.js';
+
+/** How long a session waits for the index before it starts without a map. */
+export const MAP_INDEX_TIMEOUT_MS = 3000;
+
+/** What a session records about its map (the shape of agent/'s repo_map events; graph/ never imports agent/). */
+export type RepoMapEvent =
+  | { type: 'repo_map'; text: string; tokens: number; files: string[] }
+  | { type: 'repo_map_skipped'; reason: string };
+
+/** The event to record at session start: the map, or why there is none; undefined when maps are off. */
+export async function sessionRepoMap(opts: {
+  dbPath: string;
+  root: string;
+  task: string;
+  budget: number;
+  signal: AbortSignal;
+  timeoutMs?: number;
+}): Promise<RepoMapEvent | undefined> {
+  if (opts.budget <= 0 || !opts.task) return undefined;
+  let symbols = 0;
+  try {
+    ({ symbols } = await runIndexWorker(opts.dbPath, opts.root, {
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs ?? MAP_INDEX_TIMEOUT_MS,
+    }));
+  } catch (err) {
+    if (!(err instanceof IndexError)) throw err;
+    // a cancelled session ends on its own; the index written so far stays for the next one
+    return { type: 'repo_map_skipped', reason: err.message };
+  }
+  // a workspace with no source the graph reads has no map to send, and nothing to note
+  if (symbols === 0) return undefined;
+  const db = openDb(opts.dbPath);
+  try {
+    const map = await buildRepoMap(db, opts.root, opts.task, opts.budget);
+    if (!map) return { type: 'repo_map_skipped', reason: `no definitions fit in ${opts.budget} tokens` };
+    return { type: 'repo_map', text: map.text, tokens: map.tokens, files: map.files };
+  } finally {
+    db.close();
+  }
+}
