@@ -135,16 +135,9 @@ describe('subagents', () => {
     });
     const [withAgents, without] = chatBodies(server).map(offeredTools);
     expect(withAgents).toContain('spawn_agent');
-    expect(without).toEqual([
-      'read_file',
-      'list_dir',
-      'glob',
-      'grep',
-      'find_symbol',
-      'find_references',
-      'file_outline',
-      'importers',
-    ]);
+    const agentNames = ['spawn_agent', 'wait_agent', 'send_message', 'list_agents', 'close_agent'];
+    expect(without).toEqual(withAgents?.filter((name) => !agentNames.includes(name)));
+    expect(without).toContain('read_file');
   });
 
   it('Ctrl+C on the parent ends its children, each with its own terminal code in the log', async () => {
