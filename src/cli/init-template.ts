@@ -80,6 +80,9 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 # max_running = 4                           # how many run at once
 # max_depth = 2                             # how deep they nest
 
+# [graph]                                   # the code graph (keel graph)
+# map_tokens = 1000                         # the repo map in a new session's system prompt; 0: none
+
 # [memory]                                  # what earlier sessions left (keel memory)
 # inject_tokens = 600                       # [trust] to raise: memory in a new session's system prompt; 0: none
 #   e.g. embedding_model = "nomic-embed-text" # embeddings from the same server; default: the offline embedder

@@ -393,6 +393,8 @@ describe('keel chat in a terminal', () => {
     await pane.waitFor(READY);
     pane.type('look around', 'Enter');
     await pane.waitFor('working');
+    // typed while the model is answering (a message typed before the first request goes with it)
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
     pane.type('also look at the tests', 'Enter');
     await pane.waitFor('queued for the next step');
     await pane.waitFor('steered fine');

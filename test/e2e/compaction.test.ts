@@ -20,6 +20,9 @@ function bigFile(mark: string): string {
 const usage = { usage: { prompt_tokens: 100, completion_tokens: 10 } };
 const read = (path: string) => ({ tool_calls: [{ name: 'read_file', arguments: { path } }], ...usage });
 const files = { 'f1.txt': bigFile('FIRST'), 'f2.txt': bigFile('SECOND'), 'f3.txt': bigFile('THIRD') };
+// the system prompt and 15 tool schemas (ask mode) are about 1,400 tokens: the threshold (0.8 of this) falls between
+// the second file's result and the third's, so the third read is the turn that passes it
+const WINDOW = 4500;
 const SUMMARY = 'SUMMARY: read f1.txt, f2.txt and f3.txt; all hold numbered values.';
 
 describe('compaction', () => {
@@ -35,10 +38,13 @@ describe('compaction', () => {
       { text: 'Still compacted.', ...usage },
     ]);
     const task = 'read the three files and tell me what they hold';
-    const run = await keel(['ask', ...modelFlags(server), '--context-window', '4000', '--json', task], {
-      cwd: repo,
-      home,
-    });
+    const run = await keel(
+      ['ask', ...modelFlags(server), '--context-window', String(WINDOW), '--json', task],
+      {
+        cwd: repo,
+        home,
+      },
+    );
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).summary).toBe('All three files hold numbered values.');
 
@@ -47,7 +53,7 @@ describe('compaction', () => {
     expect(compaction?.data).toMatchObject({ trigger: 'threshold', summary: SUMMARY });
     const before = compaction?.data.tokens_before as number;
     const after = compaction?.data.tokens_after as number;
-    expect(before).toBeGreaterThan(0.8 * 4000);
+    expect(before).toBeGreaterThan(0.8 * WINDOW);
     // two of the three big reads (about 1,700 tokens) are gone from the history
     expect(after).toBeLessThan(before - 1500);
     const requests = events.filter((e) => e.type === 'model_request').map((e) => e.data.est_tokens as number);
@@ -68,10 +74,13 @@ describe('compaction', () => {
     expect(next[3]?.content).toContain('THIRD line 109');
 
     // a resumed session sees the compacted history, as the log says it was sent
-    const again = await keel(['-c', ...modelFlags(server), '--context-window', '4000', '-m', 'and now?'], {
-      cwd: repo,
-      home,
-    });
+    const again = await keel(
+      ['-c', ...modelFlags(server), '--context-window', String(WINDOW), '-m', 'and now?'],
+      {
+        cwd: repo,
+        home,
+      },
+    );
     expect(again.code).toBe(0);
     const resumed = requestMessages(bodies.length === 6 ? bodies[5] : chatBodies(server)[5]);
     expect(resumed[1]?.content).toContain(SUMMARY);
