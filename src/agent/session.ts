@@ -185,18 +185,22 @@ async function runIn(
   let injected: Awaited<ReturnType<typeof sessionInjection>>;
   // the repo map for a new task (src/graph/), built before the run so the first request carries it;
   // not in a fix attempt's throwaway worktree (safetyNet false), whose index rows would outlive it
-  const repoMap =
+  // started now, awaited just before the run: it overlaps the sandbox and test set-up below
+  const repoMapLoading =
     reopened || granted || opts.safetyNet === false
       ? undefined
-      : await import('../graph/session-map.js').then((m) =>
-          m.sessionRepoMap({
-            dbPath: paths.db,
-            root: scope.root,
-            task: opts.prompt,
-            budget: config.graph.map_tokens,
-            signal: opts.signal,
-          }),
-        );
+      : import('../graph/session-map.js')
+          .then((m) =>
+            m.sessionRepoMap({
+              dbPath: paths.db,
+              root: scope.root,
+              task: opts.prompt,
+              budget: config.graph.map_tokens,
+              signal: opts.signal,
+            }),
+          )
+          // a map that cannot be built is a note in the log, never the end of a session (or an unhandled rejection)
+          .catch((err: Error) => ({ type: 'repo_map_skipped' as const, reason: err.message }));
   const record = (event: SessionEvent): number => {
     const { type, ...data } = event;
     const stored = log.append(sessionId, type, data);
@@ -266,6 +270,7 @@ async function runIn(
   const topLevel = !opts.parentId && !granted;
   if (topLevel && !reopened)
     injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env });
+  const repoMap = await repoMapLoading;
   try {
     const result = await runSession({
       policy,

@@ -72,9 +72,11 @@ function readSource(root: string, rel: string): Buffer | undefined {
 export async function indexWorkspace(db: Db, root: string, opts: IndexOptions = {}): Promise<IndexSummary> {
   const started = Date.now();
   const store = new GraphStore(db, root);
-  warmUp();
-  const { files, truncated } = await sourceFiles(root, opts.signal);
   const known = store.hashes();
+  // the parser runtime takes hundreds of ms to load: start it beside the listing only when this is a
+  // first index (every file will be parsed); a session start with nothing changed never pays for it
+  if (known.size === 0) warmUp();
+  const { files, truncated } = await sourceFiles(root, opts.signal);
   const present = new Set<string>();
   let parsed = 0;
   let pending: Array<() => void> = [];

@@ -2,7 +2,13 @@
  * The repo map: the best-ranked definitions rendered as a compact outline (a file, then its
  * symbols' signatures with line numbers), as many as fit a token budget.
  */
-import { estimateTokens, loadTokenizer } from '../model/tokens.js';
+import { estimateTokens, tokenizerLoaded } from '../model/tokens.js';
+
+/** Tokens of a map: o200k when it is loaded already, else characters / 3, which code rarely beats. */
+function measure(text: string): number {
+  return tokenizerLoaded() ? estimateTokens(text) : Math.ceil(text.length / 3);
+}
+
 import type { Db } from '../store/db.js';
 import { type RankedSymbol, rankSymbols } from './rank.js';
 import { GraphStore } from './store.js';
@@ -42,7 +48,7 @@ export function fitMap(ranked: RankedSymbol[], budget: number): RepoMap | undefi
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
     const { text, files } = renderMap(ranked.slice(0, mid));
-    const tokens = estimateTokens(text);
+    const tokens = measure(text);
     if (tokens <= budget) {
       best = { text, tokens, files, symbols: mid };
       lo = mid;
@@ -59,7 +65,7 @@ export async function buildRepoMap(
   budget: number,
 ): Promise<RepoMap | undefined> {
   if (budget <= 0) return undefined;
-  await loadTokenizer();
+  // no o200k load here (about 300 ms at every session start): fitted by a count that errs high instead
   const store = new GraphStore(db, root);
   const ranked = rankSymbols({ symbols: store.allSymbols(), refs: store.refCounts(), task });
   return fitMap(ranked, budget);
