@@ -38,7 +38,7 @@ export interface IndexOptions {
 }
 
 /** The workspace's files the graph reads: source languages it knows, outside skipped folders. */
-async function sourceFiles(
+export async function sourceFiles(
   root: string,
   signal?: AbortSignal,
 ): Promise<{ files: string[]; truncated: boolean }> {

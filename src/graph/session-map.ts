@@ -1,7 +1,12 @@
 /** The repo map a session starts with: index (incrementally, time-capped), rank for the task, fit the budget. */
 import { openDb } from '../store/db.js';
+import { indexWorkspace, sourceFiles } from './index.js';
 import { buildRepoMap } from './map.js';
 import { IndexError, runIndexWorker } from './run-index.js';
+import { GraphStore } from './store.js';
+
+/** Up to this many indexed files, a session refreshes the index in its own thread (unchanged files cost a hash). */
+const IN_PROCESS_FILES = 300;
 
 /** How long a session waits for the index before it starts without a map. */
 export const MAP_INDEX_TIMEOUT_MS = 3000;
@@ -23,11 +28,24 @@ export async function sessionRepoMap(opts: {
   if (opts.budget <= 0 || !opts.task) return undefined;
   let symbols = 0;
   try {
-    ({ symbols } = await runIndexWorker(opts.dbPath, opts.root, {
-      signal: opts.signal,
-      timeoutMs: opts.timeoutMs ?? MAP_INDEX_TIMEOUT_MS,
-    }));
+    const db = openDb(opts.dbPath);
+    let known: number;
+    try {
+      known = new GraphStore(db, opts.root).counts().files;
+      // a workspace with no source the graph reads has no map: found out without starting a worker
+      if (known === 0 && (await sourceFiles(opts.root, opts.signal)).files.length === 0) return undefined;
+      // a small index already built is brought up to date in-process: a worker costs more than the work
+      if (known > 0 && known <= IN_PROCESS_FILES) ({ symbols } = await indexWorkspace(db, opts.root, opts));
+    } finally {
+      db.close();
+    }
+    if (known === 0 || known > IN_PROCESS_FILES)
+      ({ symbols } = await runIndexWorker(opts.dbPath, opts.root, {
+        signal: opts.signal,
+        timeoutMs: opts.timeoutMs ?? MAP_INDEX_TIMEOUT_MS,
+      }));
   } catch (err) {
+    if (opts.signal.aborted) return { type: 'repo_map_skipped', reason: 'indexing was interrupted' };
     if (!(err instanceof IndexError)) throw err;
     // a cancelled session ends on its own; the index written so far stays for the next one
     return { type: 'repo_map_skipped', reason: err.message };
