@@ -411,7 +411,8 @@ describe('keel chat in a terminal', () => {
     pane.type('look around', 'Enter');
     await pane.waitFor('working');
     // typed while the model is answering (a message typed before the first request goes with it)
-    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
+    // a loaded CI machine has taken over 15 s to reach the first request here: wait longer, it is not what is tested
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'), 45_000);
     pane.type('also look at the tests', 'Enter');
     await pane.waitFor('queued for the next step');
     await pane.waitFor('steered fine');
@@ -422,7 +423,7 @@ describe('keel chat in a terminal', () => {
     expect(steer).toBeGreaterThan(types.indexOf('tool_result'));
     expect(types.lastIndexOf('model_request')).toBeGreaterThan(steer);
     expect(ends(events)).toEqual(['COMPLETED']);
-  });
+  }, 90_000);
 
   it('Ctrl+C stops the turn (its run ends CANCELLED) and a second Ctrl+C leaves', async () => {
     const server = await model([{ hang: true }]);
@@ -431,7 +432,8 @@ describe('keel chat in a terminal', () => {
     const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
     await pane.waitFor(READY);
     await send(pane, 'take forever');
-    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
+    // a loaded CI machine has taken over 15 s to reach the first request here: wait longer, it is not what is tested
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'), 45_000);
     pane.keys('C-c');
     await pane.waitFor(/CANCELLED/);
     expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
@@ -439,7 +441,7 @@ describe('keel chat in a terminal', () => {
     expect(pane.screen()).not.toContain('[keel exited');
     pane.keys('C-c');
     await pane.waitFor('[keel exited 0]');
-  });
+  }, 90_000);
 
   it('Ctrl+C at an approval prompt is a no, and the turn still ends CANCELLED', async () => {
     const server = await model([
@@ -465,11 +467,12 @@ describe('keel chat in a terminal', () => {
     const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
     await pane.waitFor(READY);
     await send(pane, 'take forever');
-    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
+    // a loaded CI machine has taken over 15 s to reach the first request here: wait longer, it is not what is tested
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'), 45_000);
     pane.keys('C-c', 'C-c');
     await pane.waitFor('[keel exited 0]');
     expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
-  });
+  }, 90_000);
 
   it('--continue reopens the newest session with its transcript, and the next turn goes on in it', async () => {
     const server = await model([
