@@ -108,24 +108,31 @@ export const graphTools: ToolFactory = (deps: ToolDeps): Tool[] => {
     },
   };
 
-  const importersSchema = z.object({
-    module: z
-      .string()
-      .min(1)
-      .describe("a module name ('react', 'os') or a file of the workspace ('src/a.ts')"),
-  });
+  // DESIGN.md's contract: `name` (a module: 'react', 'os') or `path` (a file of the workspace)
+  const importersSchema = z
+    .object({
+      name: z.string().min(1).optional().describe("a module name ('react', 'os')"),
+      path: z.string().min(1).optional().describe("a file of the workspace ('src/a.ts')"),
+    })
+    .refine((a) => (a.name === undefined) !== (a.path === undefined), {
+      message: 'give one of name (a module) or path (a workspace file)',
+    });
   const importers: Tool<typeof importersSchema> = {
     name: 'importers',
-    description: 'List the files that import a module or a workspace file.',
+    description: 'List the files that import a module (name) or a workspace file (path).',
     effect: 'read',
     schema: importersSchema,
+    // a file is a path like any other: the gate checks it against the scope
+    paths: (args) => (args.path === undefined ? [] : [{ path: args.path, access: 'read' }]),
     async execute(args, ctx) {
       const store = await storeFor(ctx);
-      const asFile = store.outline(args.module) !== undefined;
-      // a file argument is a path like any other: it must be inside the scope
-      if (asFile) ctx.resolve(args.module, 'read');
-      const files = importersOf(store.imports(), args.module, asFile);
-      if (!files.length) return { output: `no file imports ${args.module}` };
+      const file =
+        args.path === undefined
+          ? undefined
+          : relative(ctx.cwd, ctx.resolve(args.path, 'read')).split('\\').join('/');
+      const target = file ?? args.name ?? '';
+      const files = importersOf(store.imports(), target, file !== undefined);
+      if (!files.length) return { output: `no file imports ${target}` };
       const shown = files.slice(0, MAX_IMPORTERS);
       return { output: shown.join('\n') + more(shown.length, MAX_IMPORTERS) };
     },

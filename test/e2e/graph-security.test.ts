@@ -38,7 +38,7 @@ describe('the code graph against a hostile repository', () => {
     const home = keelHome();
     const server = await model([
       { tool_calls: [{ name: 'file_outline', arguments: { path } }] },
-      { tool_calls: [{ name: 'importers', arguments: { module: path } }] },
+      { tool_calls: [{ name: 'importers', arguments: { path } }] },
       { text: 'done' },
     ]);
     const run = await keel(['ask', '-m', 'outline it', ...modelFlags(server), '--json'], {

@@ -124,7 +124,7 @@ describe('keel graph', () => {
         expect: { last_tool_result_contains: 'src/app.ts:3\nsrc/other.ts:3' },
       },
       {
-        tool_calls: [{ name: 'importers', arguments: { module: 'src/util.ts' } }],
+        tool_calls: [{ name: 'importers', arguments: { path: 'src/util.ts' } }],
         expect: {
           last_tool_result_contains: '2-4 class Other: export class Other {\n  3-3 method run: run() {',
         },
