@@ -103,26 +103,35 @@ const MIGRATIONS: string[] = [
 export function openDb(path: string): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
+  // first, so that every statement below waits for another process (two keel processes opening a
+  // fresh KEEL_HOME at once) instead of failing at once with SQLITE_BUSY
+  db.pragma('busy_timeout = 5000');
   db.pragma('journal_mode = WAL');
   // NORMAL keeps every committed event across a process crash (SIGKILL); only power loss can cost the tail.
   db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
   migrate(db);
   return db;
 }
 
+function schemaVersion(db: Db): number {
+  const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
+  return row?.version ?? 0;
+}
+
 function migrate(db: Db): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
-  const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
-  const current = row?.version ?? 0;
-  if (current > MIGRATIONS.length) {
-    throw new Error(
+  const tooNew = (current: number) =>
+    new Error(
       `database schema version ${current} is newer than this keel understands (${MIGRATIONS.length}); upgrade keel`,
     );
-  }
-  if (current === MIGRATIONS.length) return;
+  const seen = schemaVersion(db);
+  if (seen > MIGRATIONS.length) throw tooNew(seen);
+  if (seen === MIGRATIONS.length) return;
   db.transaction(() => {
+    // read again under the write lock: another process may have migrated while this one waited for it
+    const current = schemaVersion(db);
+    if (current > MIGRATIONS.length) throw tooNew(current);
     for (let v = current; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v] as string);
     db.exec('DELETE FROM schema_version');
     db.prepare('INSERT INTO schema_version (version) VALUES (?)').run(MIGRATIONS.length);

@@ -399,61 +399,47 @@ describe('keel chat in a terminal', () => {
     expect(sent).not.toContain('outside secret');
   });
 
-  // OPEN DEFECT: in full CI runs this turn sometimes never reaches its first model request (even in 45 s;
-  // alone it takes under 1 s); skipped under CI until found, it runs everywhere else (see the closing note)
-  it.skipIf(process.env.CI === 'true')(
-    'delivers a message typed during a turn at the next step',
-    async () => {
-      const server = await model([
-        { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'README.md' } }], delay_ms: 1500 },
-        { text: 'steered fine', expect: { last_user_contains: 'also look at the tests' } },
-      ]);
-      const repo = gitRepo();
-      const home = keelHome();
-      const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
-      await pane.waitFor(READY);
-      pane.type('look around', 'Enter');
-      await pane.waitFor('working');
-      // typed while the model is answering (a message typed before the first request goes with it)
-      // a loaded CI machine has taken over 15 s to reach the first request here: wait longer, it is not what is tested
-      await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'), 45_000);
-      pane.type('also look at the tests', 'Enter');
-      await pane.waitFor('queued for the next step');
-      await pane.waitFor('steered fine');
-      expect(pane.screen()).toContain('steering delivered: also look at the tests');
-      const events = lastSessionEvents(home);
-      const types = events.map((e) => (e.type === 'user_message' ? `user:${e.data.text}` : e.type));
-      const steer = types.indexOf('user:also look at the tests');
-      expect(steer).toBeGreaterThan(types.indexOf('tool_result'));
-      expect(types.lastIndexOf('model_request')).toBeGreaterThan(steer);
-      expect(ends(events)).toEqual(['COMPLETED']);
-    },
-    90_000,
-  );
+  it('delivers a message typed during a turn at the next step', async () => {
+    const server = await model([
+      { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'README.md' } }], delay_ms: 1500 },
+      { text: 'steered fine', expect: { last_user_contains: 'also look at the tests' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    pane.type('look around', 'Enter');
+    await pane.waitFor('working');
+    // typed while the model is answering (a message typed before the first request goes with it)
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
+    pane.type('also look at the tests', 'Enter');
+    await pane.waitFor('queued for the next step');
+    await pane.waitFor('steered fine');
+    expect(pane.screen()).toContain('steering delivered: also look at the tests');
+    const events = lastSessionEvents(home);
+    const types = events.map((e) => (e.type === 'user_message' ? `user:${e.data.text}` : e.type));
+    const steer = types.indexOf('user:also look at the tests');
+    expect(steer).toBeGreaterThan(types.indexOf('tool_result'));
+    expect(types.lastIndexOf('model_request')).toBeGreaterThan(steer);
+    expect(ends(events)).toEqual(['COMPLETED']);
+  }, 90_000);
 
-  // OPEN DEFECT: in full CI runs this turn sometimes never reaches its first model request (even in 45 s;
-  // alone it takes under 1 s); skipped under CI until found, it runs everywhere else (see the closing note)
-  it.skipIf(process.env.CI === 'true')(
-    'Ctrl+C stops the turn (its run ends CANCELLED) and a second Ctrl+C leaves',
-    async () => {
-      const server = await model([{ hang: true }]);
-      const repo = gitRepo();
-      const home = keelHome();
-      const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
-      await pane.waitFor(READY);
-      await send(pane, 'take forever');
-      // a loaded CI machine has taken over 15 s to reach the first request here: wait longer, it is not what is tested
-      await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'), 45_000);
-      pane.keys('C-c');
-      await pane.waitFor(/CANCELLED/);
-      expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
-      // still in the chat: the prompt takes input
-      expect(pane.screen()).not.toContain('[keel exited');
-      pane.keys('C-c');
-      await pane.waitFor('[keel exited 0]');
-    },
-    90_000,
-  );
+  it('Ctrl+C stops the turn (its run ends CANCELLED) and a second Ctrl+C leaves', async () => {
+    const server = await model([{ hang: true }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    await send(pane, 'take forever');
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
+    pane.keys('C-c');
+    await pane.waitFor(/CANCELLED/);
+    expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
+    // still in the chat: the prompt takes input
+    expect(pane.screen()).not.toContain('[keel exited');
+    pane.keys('C-c');
+    await pane.waitFor('[keel exited 0]');
+  }, 90_000);
 
   it('Ctrl+C at an approval prompt is a no, and the turn still ends CANCELLED', async () => {
     const server = await model([
@@ -472,25 +458,18 @@ describe('keel chat in a terminal', () => {
     expect(pane.screen()).not.toContain('[keel exited');
   });
 
-  // OPEN DEFECT: in full CI runs this turn sometimes never reaches its first model request (even in 45 s;
-  // alone it takes under 1 s); skipped under CI until found, it runs everywhere else (see the closing note)
-  it.skipIf(process.env.CI === 'true')(
-    'Ctrl+C twice during a turn leaves at once, with the log complete',
-    async () => {
-      const server = await model([{ hang: true }]);
-      const repo = gitRepo();
-      const home = keelHome();
-      const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
-      await pane.waitFor(READY);
-      await send(pane, 'take forever');
-      // a loaded CI machine has taken over 15 s to reach the first request here: wait longer, it is not what is tested
-      await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'), 45_000);
-      pane.keys('C-c', 'C-c');
-      await pane.waitFor('[keel exited 0]');
-      expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
-    },
-    90_000,
-  );
+  it('Ctrl+C twice during a turn leaves at once, with the log complete', async () => {
+    const server = await model([{ hang: true }]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(READY);
+    await send(pane, 'take forever');
+    await eventually(() => lastSessionEvents(home).some((e) => e.type === 'model_request'));
+    pane.keys('C-c', 'C-c');
+    await pane.waitFor('[keel exited 0]');
+    expect(ends(lastSessionEvents(home))).toEqual(['CANCELLED']);
+  }, 90_000);
 
   it('--continue reopens the newest session with its transcript, and the next turn goes on in it', async () => {
     const server = await model([
