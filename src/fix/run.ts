@@ -1,4 +1,5 @@
 /** `keel fix`: snapshot, baseline, plan, attempts, verification, output. Only the verifier mints "verified". */
+
 import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import { describeRun, findSuite, type TestSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
 import { baseline as summarizeBaseline, type Verdict, verify, withTestEdits } from '../verify/verifier.js';
+import { observeFix } from './observe.js';
 import { writeReport } from './report.js';
 import { openRunLog } from './run-log.js';
 import {
@@ -69,8 +71,18 @@ export interface FixResult {
   testCommand: string | null;
 }
 
-/** Run a fix to its verdict. Throws RunError only for problems before there is anything to report. */
+/**
+ * Run a fix to its verdict, and keep the verdict in the project's memory for later sessions.
+ * Throws RunError only for problems before there is anything to report.
+ */
 export async function runFix(opts: FixOptions): Promise<FixResult> {
+  const result = await runToVerdict(opts);
+  const env = opts.env ?? process.env;
+  await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
+  return result;
+}
+
+async function runToVerdict(opts: FixOptions): Promise<FixResult> {
   // the wall budget is the whole run's, baseline included
   const runStarted = Date.now();
   const env = opts.env ?? process.env;

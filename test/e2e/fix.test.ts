@@ -63,6 +63,20 @@ describe('keel fix: a verified fix', () => {
     expect(git(repo, 'show', '--name-only', '--format=', branch).trim()).toBe('src/stats.js');
 
     expect(reportFilesExist(doc)).toBe(true);
+    // the verdict is kept in the project's memory for the next session, written by keel, not the model
+    const memory = JSON.parse((await keel(['memory', 'list', '--json'], { cwd: repo, home })).stdout) as {
+      items: Array<{ kind: string; text: string; author: string; session_id: string; tags: string[] }>;
+    };
+    const verdicts = memory.items.filter((i) => i.kind === 'fix_verdict');
+    expect(verdicts).toHaveLength(1);
+    expect(verdicts[0]).toMatchObject({
+      author: 'user',
+      session_id: doc.session_id,
+      tags: ['fix', 'verified'],
+    });
+    expect(verdicts[0]?.text).toMatch(
+      /^Fix verified after 1 attempt: .*\(task: mean\(\) of \[2, 4, 6\] returns 3, not 4\); files: src\/stats\.js$/,
+    );
     expect(readFileSync(doc.diff ?? '', 'utf8')).toContain('+  return sum(values) / values.length;');
     expect(readFileSync(doc.rationale ?? '', 'utf8')).toContain('VERIFIED');
     expect(readFileSync(doc.rationale ?? '', 'utf8')).toContain(TARGET);
