@@ -4,7 +4,7 @@
  * built from that state alone, so a session reopened from its log goes on exactly where it stopped.
  */
 import { createHash } from 'node:crypto';
-import type { Config, Mode } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
 import { costUsd } from '../model/cost.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
 import { estimateRequestTokens } from '../model/tokens.js';
