@@ -116,7 +116,6 @@ export function reopen(log: EventLog, id: string): { row: SessionRow; state: Ses
 /** Run a session in `cwd` and return its outcome; every event is in the store before it takes effect. */
 export async function startSession(opts: StartOptions): Promise<SessionOutcome> {
   const env = opts.env ?? process.env;
-  const { config } = opts.loaded;
   const paths = keelPaths(env);
   const db = openDb(paths.db);
   const log = new EventLog(db);
