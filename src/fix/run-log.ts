@@ -28,9 +28,11 @@ export function openRunLog(opts: {
   cwd: string;
   config: Config;
   prompt: string;
+  /** The run's id when the caller must know it before the run ends (keel serve answers with it). */
+  runId?: string;
 }): RunLog {
   const paths = keelPaths(opts.env);
-  const runId = newSessionId();
+  const runId = opts.runId ?? newSessionId();
   const db = openDb(paths.db);
   const log = new EventLog(db);
   log.createSession({

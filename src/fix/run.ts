@@ -48,6 +48,8 @@ export interface FixOptions {
   onProgress?(message: string): void;
   onText?(text: string): void;
   onEvent?(event: SessionEvent): void;
+  /** The run's id (default: a fresh one), for a caller that answers with it before the run ends. */
+  runId?: string;
 }
 
 export interface FixResult {
@@ -94,6 +96,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     cwd: opts.repo,
     config,
     prompt: opts.issue,
+    ...(opts.runId ? { runId: opts.runId } : {}),
   });
   const tokens = { input: 0, output: 0 };
   let cost: number | null = 0;

@@ -232,6 +232,14 @@ export class EventLog {
     return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as Record<string, unknown> }));
   }
 
+  /** One stored event, or undefined. */
+  event(sessionId: string, seq: number): StoredEvent | undefined {
+    const row = this.db
+      .prepare('SELECT session_id, seq, ts, type, data FROM events WHERE session_id = ? AND seq = ?')
+      .get(sessionId, seq) as (Omit<StoredEvent, 'data'> & { data: string }) | undefined;
+    return row && { ...row, data: JSON.parse(row.data) as Record<string, unknown> };
+  }
+
   /** The last seq of a session's log (0 when it has none). */
   lastSeq(sessionId: string): number {
     return (
