@@ -9,10 +9,10 @@
  */
 import { createHash } from 'node:crypto';
 import { httpFetch } from '../model/http-fetch.js';
-import { contentWords, identifierTerms } from './text-features.js';
+import { contentWords, identifierTerms, stem } from './text-features.js';
 
-/** Dimensions of an offline vector (256 int8 values: 256 bytes an item). */
-export const DIMS = 256;
+/** Dimensions of an offline vector (512 int8 values: 512 bytes an item; fewer made unrelated features collide). */
+export const DIMS = 512;
 
 /** Document frequencies of words in the project: how IDF is worked out. */
 export interface TermStats {
@@ -54,7 +54,8 @@ export function offlineEmbed(text: string, stats: TermStats): Float32Array {
   };
   for (const [w, n] of tf) {
     const weight = (1 + Math.log(n)) * idf(stats, w);
-    add(`w:${w}`, weight);
+    // the word by its stem, so inflections meet in one feature as they do in the full-text index
+    add(`w:${stem(w)}`, weight);
     const padded = `<${w}>`;
     const grams: string[] = [];
     for (const size of [3, 4])

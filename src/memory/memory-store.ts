@@ -247,6 +247,21 @@ export class MemoryStore {
     return `${max}:${row?.df ?? 0}`;
   }
 
+  /** Items of the project whose offline vector is not `bytes` long (written by an older embedder). */
+  staleVectors(project: string, bytes: number): Array<{ n: number; text: string }> {
+    return this.db
+      .prepare('SELECT n, text FROM memory_items WHERE project = ? AND length(vec) != ? ORDER BY n')
+      .all(project, bytes) as Array<{ n: number; text: string }>;
+  }
+
+  /** Replace offline vectors (row number and bytes) in one transaction. */
+  setVectors(rows: VectorRow[]): void {
+    const stmt = this.db.prepare('UPDATE memory_items SET vec = ? WHERE n = ?');
+    this.db.transaction(() => {
+      for (const r of rows) stmt.run(r.vec, r.n);
+    })();
+  }
+
   /** Every offline vector of the project (or endpoint vector of `model`), in row order. */
   vectors(project: string, model: string | null): VectorRow[] {
     if (model === null)

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { countArchived } from '../../src/memory/archive.js';
 import { DIMS, offlineEmbed } from '../../src/memory/embed.js';
 import { Memory } from '../../src/memory/memory.js';
-import { fuse, RRF_K } from '../../src/memory/search.js';
+import { fuse, VECTOR_WEIGHT } from '../../src/memory/search.js';
 import { openDb } from '../../src/store/db.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -47,11 +47,26 @@ describe('memory search', () => {
     expect((await mem.search('lookupRate', 3))[0]?.item.text).toContain('lookup_rate');
   });
 
-  it('ranks by reciprocal rank fusion with k = 60, ties to the older item', () => {
-    const fused = fuse([{ n: 1 }, { n: 2 }], [{ n: 2 }, { n: 3 }]);
-    expect(fused.map((r) => r.n)).toEqual([2, 1, 3]);
-    expect(fused[0]?.score).toBeCloseTo(1 / (RRF_K + 2) + 1 / (RRF_K + 1));
-    expect(fuse([{ n: 5 }], [{ n: 4 }]).map((r) => r.n)).toEqual([4, 5]);
+  it('fuses by normalized scores: bm25 (negated) over its best + 0.5 x cosine over its best, ties to the older item', () => {
+    // bm25() is lower-is-better: -4 is the better full-text match
+    const fused = fuse(
+      [
+        { n: 1, score: -4 },
+        { n: 2, score: -2 },
+      ],
+      [
+        { n: 2, score: 0.8 },
+        { n: 3, score: 0.4 },
+      ],
+    );
+    expect(fused.map((r) => r.n)).toEqual([1, 2, 3]);
+    expect(fused[0]?.score).toBeCloseTo(1);
+    expect(fused[1]?.score).toBeCloseTo(2 / 4 + VECTOR_WEIGHT * 1);
+    expect(fused[2]?.score).toBeCloseTo(VECTOR_WEIGHT * 0.5);
+    expect(fused[1]).toMatchObject({ bm25Rank: 2, vectorRank: 1 });
+    // a strong word match is not outranked by a weak vector match, as rank fusion would let it be
+    expect(fuse([{ n: 7, score: -3 }], [{ n: 4, score: 0.2 }]).map((r) => r.n)).toEqual([7, 4]);
+    expect(fuse([{ n: 5, score: -1 }], [{ n: 4, score: 0.9 }], 1).map((r) => r.n)).toEqual([4, 5]);
   });
 
   it('the vector list finds a note that shares no word with the query (subword features)', async () => {
