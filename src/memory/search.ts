@@ -5,7 +5,7 @@
  */
 import type { TermStats } from './embed.js';
 import type { MemoryStore, VectorRow } from './memory-store.js';
-import { contentWords, identifierTerms } from './text-features.js';
+import { camelWords, contentWords, identifierTerms } from './text-features.js';
 
 /** How much the vector list counts next to BM25 in the fused score (BM25's best counts 1). */
 export const VECTOR_WEIGHT = 0.5;
@@ -17,13 +17,15 @@ const COMMON_FROM = 1000;
 const COMMON_SHARE = 0.05;
 
 /**
- * The FTS5 query for a text: every content word OR every identifier (whole, in the idents column).
+ * The FTS5 query for a text: every content word and camelCase part OR every identifier (whole, in the
+ * idents column).
  * With `stats`, words most items have are dropped when rarer ones remain (they add little to BM25 and
  * make it score a large share of the corpus); the vector list still sees them.
  */
 export function ftsQuery(text: string, stats?: TermStats): string | undefined {
   const quote = (t: string) => `"${t.replace(/"/g, '')}"`;
-  let words = [...new Set(contentWords(text))];
+  // camelCase parts as words too: `webhookSecret` finds LEDGER_WEBHOOK_SECRET, whose words are in the text
+  let words = [...new Set([...contentWords(text), ...camelWords(text)])];
   if (stats && stats.count >= COMMON_FROM) {
     const rare = words.filter((w) => stats.df(w) <= COMMON_SHARE * stats.count);
     if (rare.length) words = rare;

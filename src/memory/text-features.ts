@@ -45,6 +45,11 @@ function isIdentifier(token: string): boolean {
   );
 }
 
+/** The camelCase parts of a text's mixed-case identifiers, as plain words: `webhookSecret` -> webhook, secret. */
+export function camelWords(text: string): string[] {
+  return (text.match(IDENT) ?? []).filter((t) => /\p{Ll}\p{Lu}/u.test(t)).flatMap(camelParts);
+}
+
 /**
  * The identifier terms of a text: each identifier joined, its base name joined (for paths), and its
  * camelCase parts (the index's own tokenizer already splits on separators, not on case).

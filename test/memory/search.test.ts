@@ -76,6 +76,44 @@ describe('memory search', () => {
     expect(hit?.vector_rank).not.toBeNull();
   });
 
+  it('runs each arm alone, and hybrid finds an identifier and a paraphrase that BM25 alone misses', async () => {
+    const { mem } = memory();
+    for (const text of [
+      'fetch_rates_bulk splits currency pairs into chunks of twenty',
+      'All timestamps are shown in the merchant time zone',
+      'The webhook handler retries three times with backoff',
+      'Payouts skip weekends and bank holidays',
+    ])
+      await mem.add({ kind: 'note', text, author: 'user' });
+    const texts = async (query: string, arm: 'bm25' | 'vector' | 'hybrid') =>
+      (await mem.search(query, 3, { arm })).map((h) => h.item.text);
+    // an identifier typed without its separators, and "timezone" for "time zone": no word in common
+    for (const [query, want] of [
+      ['fetchrate', 'fetch_rates_bulk'],
+      ['timezone handling', 'time zone'],
+    ] as const) {
+      expect(await texts(query, 'bm25')).toEqual([]);
+      expect((await texts(query, 'vector'))[0]).toContain(want);
+      expect((await texts(query, 'hybrid'))[0]).toContain(want);
+    }
+    // the arms really are one list each: BM25 alone has no vector ranks, vectors alone no BM25 ranks
+    const bm25 = await mem.search('webhook retries', 3, { arm: 'bm25' });
+    expect(bm25[0]?.item.text).toContain('retries');
+    expect(bm25.every((h) => h.vector_rank === null && h.bm25_rank !== null)).toBe(true);
+    const vectors = await mem.search('webhook retries', 3, { arm: 'vector' });
+    expect(vectors.every((h) => h.bm25_rank === null && h.vector_rank !== null)).toBe(true);
+    const hybrid = await mem.search('webhook retries', 3);
+    expect(hybrid[0]).toMatchObject({ bm25_rank: 1, vector_rank: 1 });
+  });
+
+  it('finds a SCREAMING_CASE name from its camelCase form through BM25 too', async () => {
+    const { mem } = memory();
+    await mem.add({ kind: 'note', text: 'LEDGER_WEBHOOK_SECRET must be set before start', author: 'user' });
+    await mem.add({ kind: 'note', text: 'Payouts skip weekends', author: 'user' });
+    const hits = await mem.search('webhookSecret', 3, { arm: 'bm25' });
+    expect(hits[0]?.item.text).toContain('LEDGER_WEBHOOK_SECRET');
+  });
+
   it('is deterministic: the same items and query give the same order and scores', async () => {
     const a = await seeded();
     const b = await seeded();
