@@ -103,18 +103,12 @@ export function nearest(
   const m = matrixFor(store, project, model, query.length);
   const count = m.ns.length;
   if (!count || limit <= 0) return [];
-  const scale = m.int8 ? 1 / 127 : 1;
-  const data = m.int8 ?? (m.float as Float32Array);
-  const acc = new Float32Array(count);
-  for (let j = 0; j < m.dims; j++) {
-    const q = (query[j] as number) * scale;
-    if (q === 0) continue;
-    const base = j * count;
-    for (let i = 0; i < count; i++) acc[i] = (acc[i] as number) + q * (data[base + i] as number);
-  }
-  // the best `limit`, kept sorted (best first); most items fall below the floor and cost one comparison
+  const acc = m.int8 ? int8Scores(m.int8, count, query) : floatScores(m.float as Float32Array, count, query);
+  const unit = m.int8 ? INT8_UNIT : 1;
+  // the best `limit`, kept sorted (best first), in the accumulator's units; most items fall below the
+  // floor and cost one comparison
   const best: Array<{ n: number; score: number }> = [];
-  let floor = minSimilarity;
+  let floor = minSimilarity * unit;
   for (let i = 0; i < count; i++) {
     const dot = acc[i] as number;
     if (dot < floor || (best.length === limit && dot === floor)) continue;
@@ -124,7 +118,38 @@ export function nearest(
     if (best.length > limit) best.pop();
     if (best.length === limit) floor = Math.max(floor, (best[limit - 1] as { score: number }).score);
   }
+  for (const b of best) b.score /= unit;
   return best;
+}
+
+/**
+ * Similarities against int8 columns, in integers: the query is scaled to int16 steps (the error, under
+ * 1/32767 of a unit, is far below the int8 storage's), so the inner loop is an Int32 multiply-add that
+ * cannot overflow (a unit query's steps sum to at most 32767 x sqrt(dims), times 127, < 2^31).
+ * Returned in those units: divide by INT8_UNIT for a cosine.
+ */
+function int8Scores(data: Int8Array, count: number, query: Float32Array): Int32Array {
+  const acc = new Int32Array(count);
+  for (let j = 0; j < query.length; j++) {
+    const q = Math.round((query[j] as number) * 32767);
+    if (q === 0) continue;
+    const column = data.subarray(j * count, (j + 1) * count);
+    for (let i = 0; i < count; i++) acc[i] = ((acc[i] as number) + q * (column[i] as number)) | 0;
+  }
+  return acc;
+}
+
+const INT8_UNIT = 127 * 32767;
+
+function floatScores(data: Float32Array, count: number, query: Float32Array): Float64Array {
+  const acc = new Float64Array(count);
+  for (let j = 0; j < query.length; j++) {
+    const q = query[j] as number;
+    if (q === 0) continue;
+    const column = data.subarray(j * count, (j + 1) * count);
+    for (let i = 0; i < count; i++) acc[i] = (acc[i] as number) + q * (column[i] as number);
+  }
+  return acc;
 }
 
 export interface Ranked {

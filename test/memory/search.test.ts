@@ -114,6 +114,33 @@ describe('memory search', () => {
     expect(hits[0]?.item.text).toContain('LEDGER_WEBHOOK_SECRET');
   });
 
+  it("keeps BM25 to the project even when another project's items crowd the index's top", async () => {
+    const db = openDb(':memory:');
+    const dir = join(tempDir('keel-mem-'), 'memory-archive');
+    const a = new Memory(db, 'git:a', { archiveDir: dir });
+    const b = new Memory(db, 'git:b', { archiveDir: dir });
+    await b.add({ kind: 'note', text: 'webhook retries in project b', author: 'user' });
+    // past the index-alone fast path's depth (8 x 50 rows): the joined query has to answer
+    for (let i = 0; i < 450; i++) await a.add({ kind: 'note', text: `webhook retries ${i}`, author: 'user' });
+    await b.add({ kind: 'note', text: 'the webhook of b', author: 'user' });
+    const hits = await b.search('webhook', 10, { arm: 'bm25' });
+    expect(hits.map((h) => h.item.text).sort()).toEqual(['the webhook of b', 'webhook retries in project b']);
+    expect((await a.search('webhook', 60, { arm: 'bm25' })).every((h) => h.item.project === 'git:a')).toBe(
+      true,
+    );
+    expect(await a.search('webhook', 60, { arm: 'bm25' })).toHaveLength(50);
+  });
+
+  it("re-embeds an older embedder's vectors (another length) on the first search", async () => {
+    const { db } = await seeded();
+    db.prepare('UPDATE memory_items SET vec = zeroblob(256)').run();
+    const again = new Memory(db, 'git:abc', { archiveDir: join(tempDir('keel-mem-'), 'a') });
+    const hits = await again.search('webhook handler', 3, { arm: 'vector' });
+    expect(hits[0]?.item.text).toContain('webhook handler');
+    const lengths = db.prepare('SELECT DISTINCT length(vec) AS l FROM memory_items').all();
+    expect(lengths).toEqual([{ l: DIMS }]);
+  });
+
   it('is deterministic: the same items and query give the same order and scores', async () => {
     const a = await seeded();
     const b = await seeded();
