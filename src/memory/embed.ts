@@ -2,8 +2,8 @@
  * Embedders: the offline one (always there, deterministic) and one on the configured endpoint
  * (Ollama `/api/embed`, OpenAI-compatible `/v1/embeddings`) when `memory.embedding_model` is set.
  *
- * The offline embedder hashes features into DIMS signed buckets: each content word, its identifier
- * forms, and the character 3- and 4-grams of each word (so `retried` lands near `retries` and `round`
+ * The offline embedder hashes features into DIMS signed buckets: each content word (by its stem, see
+ * text-features.ts), its identifier forms, and the character 3- and 4-grams of each word (so `retried` lands near `retries` and `round`
  * near `rounding`), weighted by sublinear term frequency times the word's IDF in the project's items,
  * then L2-normalized. Plain word hashing has neither the IDF nor the subword features.
  */
