@@ -175,7 +175,7 @@ export class Memory {
   /**
    * The best `k` items for a query, fused from BM25 and vector similarity (see search.ts). `arm` runs one
    * list alone through the same code (for the retrieval benchmark and tests): `bm25` or `vector`, ranked
-   * by that list's reciprocal rank only.
+   * by that list's score alone (normalized to its best, as in the fusion).
    */
   async search(query: string, k = 10, opts: { arm?: SearchArm } = {}): Promise<SearchHit[]> {
     const arm = opts.arm ?? 'hybrid';
