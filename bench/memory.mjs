@@ -68,8 +68,8 @@ async function measure(label) {
     const query = [0, 1, 2].map(() => source[Math.floor(rand() * (source.length - 1))]).join(' ');
     for (const [name, run] of [
       ['hybrid', () => memory.search(query, 10)],
-      ['bm25', () => memory.searchOne(query, 'bm25', 50)],
-      ['vector', () => memory.searchOne(query, 'vector', 50)],
+      ['bm25', () => memory.search(query, 50, { arm: 'bm25' })],
+      ['vector', () => memory.search(query, 50, { arm: 'vector' })],
     ]) {
       const t = performance.now();
       await run();

@@ -2,17 +2,17 @@
  * Embedders: the offline one (always there, deterministic) and one on the configured endpoint
  * (Ollama `/api/embed`, OpenAI-compatible `/v1/embeddings`) when `memory.embedding_model` is set.
  *
- * The offline embedder hashes features into DIMS signed buckets: each content word, its identifier
- * forms, and the character 3- and 4-grams of each word (so `retried` lands near `retries` and `round`
+ * The offline embedder hashes features into DIMS signed buckets: each content word (by its stem, see
+ * text-features.ts), its identifier forms, and the character 3- and 4-grams of each word (so `retried` lands near `retries` and `round`
  * near `rounding`), weighted by sublinear term frequency times the word's IDF in the project's items,
  * then L2-normalized. Plain word hashing has neither the IDF nor the subword features.
  */
 import { createHash } from 'node:crypto';
 import { httpFetch } from '../model/http-fetch.js';
-import { contentWords, identifierTerms } from './text-features.js';
+import { contentWords, identifierTerms, stem } from './text-features.js';
 
-/** Dimensions of an offline vector (256 int8 values: 256 bytes an item). */
-export const DIMS = 256;
+/** Dimensions of an offline vector (512 int8 values: 512 bytes an item; fewer made unrelated features collide). */
+export const DIMS = 512;
 
 /** Document frequencies of words in the project: how IDF is worked out. */
 export interface TermStats {
@@ -54,7 +54,8 @@ export function offlineEmbed(text: string, stats: TermStats): Float32Array {
   };
   for (const [w, n] of tf) {
     const weight = (1 + Math.log(n)) * idf(stats, w);
-    add(`w:${w}`, weight);
+    // the word by its stem, so inflections meet in one feature as they do in the full-text index
+    add(`w:${stem(w)}`, weight);
     const padded = `<${w}>`;
     const grams: string[] = [];
     for (const size of [3, 4])

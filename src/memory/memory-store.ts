@@ -222,8 +222,31 @@ export class MemoryStore {
     };
   }
 
-  /** The BM25 best `limit` rows of the project for an FTS5 query (bm25 is lower-is-better). */
+  /**
+   * The BM25 best `limit` rows of the project for an FTS5 query (bm25 is lower-is-better).
+   *
+   * Joining every match to memory_items to check its project cost most of the time (a common word
+   * matches tens of thousands of rows, each a table lookup), so the index is asked alone first, for
+   * the best rows of all projects, and only those are checked. When at least `limit` of the global
+   * best `depth` rows are this project's, they are exactly its best `limit`: any item of the project
+   * ranked lower globally is ranked lower here too. Otherwise (other projects' items crowd the top)
+   * the joined query answers.
+   */
   fullText(project: string, match: string, limit: number): Array<{ n: number; score: number }> {
+    const alone = this.db.prepare(
+      `SELECT rowid AS n, bm25(memory_fts, 1.0, 2.0, 1.0) AS score FROM memory_fts
+       WHERE memory_fts MATCH ? ORDER BY score, rowid LIMIT ?`,
+    );
+    for (const depth of [limit, limit * 8]) {
+      const top = alone.all(match, depth) as Array<{ n: number; score: number }>;
+      const mine = this.inProject(
+        project,
+        top.map((r) => r.n),
+      );
+      const kept = top.filter((r) => mine.has(r.n));
+      // fewer rows than asked: that was every match there is, and `kept` is all of the project's
+      if (kept.length >= limit || top.length < depth) return kept.slice(0, limit);
+    }
     return this.db
       .prepare(
         `SELECT f.rowid AS n, bm25(memory_fts, 1.0, 2.0, 1.0) AS score
@@ -232,6 +255,15 @@ export class MemoryStore {
          ORDER BY score, f.rowid LIMIT ?`,
       )
       .all(match, project, limit) as Array<{ n: number; score: number }>;
+  }
+
+  /** Which of these row numbers are the project's items. */
+  private inProject(project: string, ns: number[]): Set<number> {
+    if (!ns.length) return new Set();
+    const rows = this.db
+      .prepare(`SELECT n FROM memory_items WHERE project = ? AND n IN (SELECT value FROM json_each(?))`)
+      .all(project, JSON.stringify(ns)) as Array<{ n: number }>;
+    return new Set(rows.map((r) => r.n));
   }
 
   /**
@@ -245,6 +277,21 @@ export class MemoryStore {
       .prepare('SELECT df FROM memory_terms WHERE project = ? AND term = ?')
       .get(project, ITEMS) as { df: number } | undefined;
     return `${max}:${row?.df ?? 0}`;
+  }
+
+  /** Items of the project whose offline vector is not `bytes` long (written by an older embedder). */
+  staleVectors(project: string, bytes: number): Array<{ n: number; text: string }> {
+    return this.db
+      .prepare('SELECT n, text FROM memory_items WHERE project = ? AND length(vec) != ? ORDER BY n')
+      .all(project, bytes) as Array<{ n: number; text: string }>;
+  }
+
+  /** Replace offline vectors (row number and bytes) in one transaction. */
+  setVectors(rows: VectorRow[]): void {
+    const stmt = this.db.prepare('UPDATE memory_items SET vec = ? WHERE n = ?');
+    this.db.transaction(() => {
+      for (const r of rows) stmt.run(r.vec, r.n);
+    })();
   }
 
   /** Every offline vector of the project (or endpoint vector of `model`), in row order. */

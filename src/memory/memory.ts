@@ -7,12 +7,14 @@ import type { Config } from '../config/schema.js';
 import type { Db } from '../store/db.js';
 import { archiveItems } from './archive.js';
 import {
+  DIMS,
   type EndpointSettings,
   endpointEmbed,
   floatBlob,
   offlineEmbed,
   quantize,
   statTerms,
+  type TermStats,
 } from './embed.js';
 import { type Author, expiryFor, type Kind, type MemoryItem } from './items.js';
 import { MemoryStore } from './memory-store.js';
@@ -21,6 +23,9 @@ import { identifierTerms } from './text-features.js';
 
 /** Below this cosine an offline vector match is noise (shared n-grams of unrelated words). */
 const OFFLINE_MIN_SIMILARITY = 0.1;
+
+/** Which lists a search reads: both, fused (the default), or one alone. */
+export type SearchArm = 'hybrid' | 'bm25' | 'vector';
 
 export interface AddInput {
   kind: Kind;
@@ -77,6 +82,7 @@ export class Memory {
   readonly store: MemoryStore;
   /** What went wrong without failing anything (an embedding endpoint that did not answer). */
   readonly warnings: string[] = [];
+  private upgraded = false;
 
   constructor(
     db: Db,
@@ -166,23 +172,16 @@ export class Memory {
     return { item, folded: false };
   }
 
-  /** The best `k` items for a query, fused from BM25 and vector similarity (see search.ts). */
-  async search(query: string, k = 10): Promise<SearchHit[]> {
+  /**
+   * The best `k` items for a query, fused from BM25 and vector similarity (see search.ts). `arm` runs one
+   * list alone through the same code (for the retrieval benchmark and tests): `bm25` or `vector`, ranked
+   * by that list's score alone (normalized to its best, as in the fusion).
+   */
+  async search(query: string, k = 10, opts: { arm?: SearchArm } = {}): Promise<SearchHit[]> {
+    const arm = opts.arm ?? 'hybrid';
     const stats = this.store.termStats(this.project);
-    const match = ftsQuery(query, stats);
-    const bm25 = match ? this.store.fullText(this.project, match, CANDIDATES) : [];
-    const model = this.opts.embedding?.model ?? null;
-    const endpoint = model ? (await this.endpointVectors([query]))?.[0] : undefined;
-    const vectors = endpoint
-      ? nearest(this.store, this.project, model, endpoint, CANDIDATES, Number.NEGATIVE_INFINITY)
-      : nearest(
-          this.store,
-          this.project,
-          null,
-          offlineEmbed(query, stats),
-          CANDIDATES,
-          OFFLINE_MIN_SIMILARITY,
-        );
+    const bm25 = arm === 'vector' ? [] : this.fullText(query, stats);
+    const vectors = arm === 'bm25' ? [] : await this.vectorList(query, stats);
     const ranked = fuse(bm25, vectors).slice(0, k);
     const items = this.store.byRowNumbers(ranked.map((r) => r.n));
     return ranked.flatMap((r) => {
@@ -193,24 +192,37 @@ export class Memory {
     });
   }
 
-  /** BM25 alone and vectors alone, for the benchmark's comparison. */
-  async searchOne(query: string, which: 'bm25' | 'vector', k = 10): Promise<MemoryItem[]> {
-    const list =
-      which === 'bm25'
-        ? (() => {
-            const match = ftsQuery(query, this.store.termStats(this.project));
-            return match ? this.store.fullText(this.project, match, k) : [];
-          })()
-        : nearest(
-            this.store,
-            this.project,
-            null,
-            offlineEmbed(query, this.store.termStats(this.project)),
-            k,
-            Number.NEGATIVE_INFINITY,
-          );
-    const items = this.store.byRowNumbers(list.map((r) => r.n));
-    return list.flatMap((r) => (items.has(r.n) ? [items.get(r.n) as MemoryItem] : []));
+  private fullText(query: string, stats: TermStats): Array<{ n: number; score: number }> {
+    const match = ftsQuery(query, stats);
+    return match ? this.store.fullText(this.project, match, CANDIDATES) : [];
+  }
+
+  private async vectorList(query: string, stats: TermStats): Promise<Array<{ n: number; score: number }>> {
+    this.upgradeVectors(stats);
+    const model = this.opts.embedding?.model ?? null;
+    const endpoint = model ? (await this.endpointVectors([query]))?.[0] : undefined;
+    return endpoint
+      ? nearest(this.store, this.project, model, endpoint, CANDIDATES, Number.NEGATIVE_INFINITY)
+      : nearest(
+          this.store,
+          this.project,
+          null,
+          offlineEmbed(query, stats),
+          CANDIDATES,
+          OFFLINE_MIN_SIMILARITY,
+        );
+  }
+
+  /**
+   * Re-embed, once per object, the items whose offline vector an older embedder wrote (another length):
+   * they would otherwise drop out of the vector list. Their IDF is today's, as it would be for a new item.
+   */
+  private upgradeVectors(stats: TermStats): void {
+    if (this.upgraded) return;
+    this.upgraded = true;
+    const stale = this.store.staleVectors(this.project, DIMS);
+    if (stale.length)
+      this.store.setVectors(stale.map((r) => ({ n: r.n, vec: quantize(offlineEmbed(r.text, stats)) })));
   }
 
   list(opts: { kind?: Kind; limit?: number } = {}): MemoryItem[] {

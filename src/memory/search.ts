@@ -1,15 +1,14 @@
 /**
  * Hybrid search: BM25 over the full-text index and cosine similarity over the vectors, fused by
- * reciprocal rank: score(d) = sum over the two lists of 1 / (60 + rank(d)), ranks from 1 (BM25 ordered
- * by FTS5's bm25(), where lower is better; vectors by similarity, higher is better). Ranks, not raw
- * scores, so neither scale needs normalizing. Equal scores fall back to the older item first.
+ * normalized scores (see `fuse`): score(d) = bm25(d) / bm25(best) + 0.5 * cos(d) / cos(best), with FTS5's
+ * bm25() negated (it is lower-is-better). Equal scores fall back to the older item first.
  */
 import type { TermStats } from './embed.js';
 import type { MemoryStore, VectorRow } from './memory-store.js';
-import { contentWords, identifierTerms } from './text-features.js';
+import { camelWords, contentWords, identifierTerms } from './text-features.js';
 
-/** Reciprocal rank fusion's constant (Cormack et al. 2009): how little the first ranks dominate. */
-export const RRF_K = 60;
+/** How much the vector list counts next to BM25 in the fused score (BM25's best counts 1). */
+export const VECTOR_WEIGHT = 0.5;
 /** How deep each list is read before fusing. */
 export const CANDIDATES = 50;
 
@@ -18,13 +17,15 @@ const COMMON_FROM = 1000;
 const COMMON_SHARE = 0.05;
 
 /**
- * The FTS5 query for a text: every content word OR every identifier (whole, in the idents column).
+ * The FTS5 query for a text: every content word and camelCase part OR every identifier (whole, in the
+ * idents column).
  * With `stats`, words most items have are dropped when rarer ones remain (they add little to BM25 and
  * make it score a large share of the corpus); the vector list still sees them.
  */
 export function ftsQuery(text: string, stats?: TermStats): string | undefined {
   const quote = (t: string) => `"${t.replace(/"/g, '')}"`;
-  let words = [...new Set(contentWords(text))];
+  // camelCase parts as words too: `webhookSecret` finds LEDGER_WEBHOOK_SECRET, whose words are in the text
+  let words = [...new Set([...contentWords(text), ...camelWords(text)])];
   if (stats && stats.count >= COMMON_FROM) {
     const rare = words.filter((w) => stats.df(w) <= COMMON_SHARE * stats.count);
     if (rare.length) words = rare;
@@ -35,6 +36,11 @@ export function ftsQuery(text: string, stats?: TermStats): string | undefined {
   return all.length ? all.join(' OR ') : undefined;
 }
 
+/**
+ * A project's vectors for one model, column-major (dimension by dimension, each column one value per
+ * item): a sparse query (a few words touch a few dozen of the offline embedder's dimensions) reads only
+ * its own columns, each a sequential run, instead of every item's whole row.
+ */
 interface Matrix {
   version: string;
   ns: Int32Array;
@@ -46,7 +52,7 @@ interface Matrix {
 // per store, project and model: the vectors as one typed array, reloaded only when items come or go
 const matrices = new WeakMap<MemoryStore, Map<string, Matrix>>();
 
-function matrixFor(store: MemoryStore, project: string, model: string | null): Matrix {
+function matrixFor(store: MemoryStore, project: string, model: string | null, dims: number): Matrix {
   let byKey = matrices.get(store);
   if (!byKey) {
     byKey = new Map();
@@ -55,23 +61,25 @@ function matrixFor(store: MemoryStore, project: string, model: string | null): M
   const key = `${project}\0${model ?? ''}`;
   const version = store.vectorVersion(project);
   const cached = byKey.get(key);
-  if (cached?.version === version) return cached;
-  const rows: VectorRow[] = store.vectors(project, model);
+  if (cached?.version === version && cached.dims === dims) return cached;
+  const width = model === null ? dims : dims * 4;
+  // a vector of another length (another model, or an older embedder) is left out, never misread
+  const rows: VectorRow[] = store.vectors(project, model).filter((r) => r.vec.length === width);
+  const count = rows.length;
   const ns = Int32Array.from(rows.map((r) => r.n));
   let m: Matrix;
   if (model === null) {
-    const dims = rows[0]?.vec.length ?? 0;
-    const int8 = new Int8Array(rows.length * dims);
+    const int8 = new Int8Array(count * dims);
     rows.forEach((r, i) => {
-      int8.set(new Int8Array(r.vec.buffer, r.vec.byteOffset, dims), i * dims);
+      const row = new Int8Array(r.vec.buffer, r.vec.byteOffset, dims);
+      for (let j = 0; j < dims; j++) int8[j * count + i] = row[j] as number;
     });
     m = { version, ns, dims, int8 };
   } else {
-    const dims = Math.floor((rows[0]?.vec.length ?? 0) / 4);
-    const float = new Float32Array(rows.length * dims);
+    const float = new Float32Array(count * dims);
     rows.forEach((r, i) => {
-      const copy = new Uint8Array(r.vec);
-      if (copy.length / 4 === dims) float.set(new Float32Array(copy.buffer), i * dims);
+      const row = new Float32Array(new Uint8Array(r.vec).buffer);
+      for (let j = 0; j < dims; j++) float[j * count + i] = row[j] as number;
     });
     m = { version, ns, dims, float };
   }
@@ -81,7 +89,8 @@ function matrixFor(store: MemoryStore, project: string, model: string | null): M
 
 /**
  * The `limit` rows most similar to `query` (a unit vector), best first, at least `minSimilarity`.
- * Brute force over one typed array: 100k items of 256 int8 values is a few tens of millions of multiply-adds.
+ * Brute force over the column-major matrix: each of the query's non-zero dimensions adds its column,
+ * scaled, into one accumulator of a float per item; then one pass keeps the best.
  */
 export function nearest(
   store: MemoryStore,
@@ -91,33 +100,56 @@ export function nearest(
   limit: number,
   minSimilarity: number,
 ): Array<{ n: number; score: number }> {
-  const m = matrixFor(store, project, model);
-  if (m.dims !== query.length) return [];
-  const best: Array<{ n: number; score: number }> = [];
-  let floor = minSimilarity;
+  const m = matrixFor(store, project, model, query.length);
   const count = m.ns.length;
-  const dims = m.dims;
-  const scale = m.int8 ? 1 / 127 : 1;
-  const data = m.int8 ?? (m.float as Float32Array);
-  // a short query touches few dimensions: only those count in a dot product (6x fewer multiplies for three words)
-  const nz: number[] = [];
-  for (let j = 0; j < dims; j++) if (query[j] !== 0) nz.push(j);
-  const at = Int32Array.from(nz);
-  const qv = Float64Array.from(nz, (j) => (query[j] as number) * scale);
-  const width = at.length;
+  if (!count || limit <= 0) return [];
+  const acc = m.int8 ? int8Scores(m.int8, count, query) : floatScores(m.float as Float32Array, count, query);
+  const unit = m.int8 ? INT8_UNIT : 1;
+  // the best `limit`, kept sorted (best first), in the accumulator's units; most items fall below the
+  // floor and cost one comparison
+  const best: Array<{ n: number; score: number }> = [];
+  let floor = minSimilarity * unit;
   for (let i = 0; i < count; i++) {
-    let dot = 0;
-    const base = i * dims;
-    for (let j = 0; j < width; j++) dot += (qv[j] as number) * (data[base + (at[j] as number)] as number);
-    if (dot < floor) continue;
-    const entry = { n: m.ns[i] as number, score: dot };
+    const dot = acc[i] as number;
+    if (dot < floor || (best.length === limit && dot === floor)) continue;
     let slot = best.length;
     while (slot > 0 && (best[slot - 1] as { score: number }).score < dot) slot--;
-    best.splice(slot, 0, entry);
+    best.splice(slot, 0, { n: m.ns[i] as number, score: dot });
     if (best.length > limit) best.pop();
     if (best.length === limit) floor = Math.max(floor, (best[limit - 1] as { score: number }).score);
   }
+  for (const b of best) b.score /= unit;
   return best;
+}
+
+/**
+ * Similarities against int8 columns, in integers: the query is scaled to int16 steps (the error, under
+ * 1/32767 of a unit, is far below the int8 storage's), so the inner loop is an Int32 multiply-add that
+ * cannot overflow (a unit query's steps sum to at most 32767 x sqrt(dims), times 127, < 2^31).
+ * Returned in those units: divide by INT8_UNIT for a cosine.
+ */
+function int8Scores(data: Int8Array, count: number, query: Float32Array): Int32Array {
+  const acc = new Int32Array(count);
+  for (let j = 0; j < query.length; j++) {
+    const q = Math.round((query[j] as number) * 32767);
+    if (q === 0) continue;
+    const column = data.subarray(j * count, (j + 1) * count);
+    for (let i = 0; i < count; i++) acc[i] = ((acc[i] as number) + q * (column[i] as number)) | 0;
+  }
+  return acc;
+}
+
+const INT8_UNIT = 127 * 32767;
+
+function floatScores(data: Float32Array, count: number, query: Float32Array): Float64Array {
+  const acc = new Float64Array(count);
+  for (let j = 0; j < query.length; j++) {
+    const q = query[j] as number;
+    if (q === 0) continue;
+    const column = data.subarray(j * count, (j + 1) * count);
+    for (let i = 0; i < count; i++) acc[i] = (acc[i] as number) + q * (column[i] as number);
+  }
+  return acc;
 }
 
 export interface Ranked {
@@ -128,17 +160,36 @@ export interface Ranked {
   vectorRank?: number;
 }
 
-/** Fuse two ranked lists (best first) by reciprocal rank; deterministic for equal inputs. */
-export function fuse(bm25: Array<{ n: number }>, vectors: Array<{ n: number }>, k = RRF_K): Ranked[] {
+/**
+ * Fuse the two lists (each best first) by normalized scores:
+ *   score(d) = bm25(d) / bm25(best) + VECTOR_WEIGHT * cos(d) / cos(best)
+ * where bm25(d) is FTS5's bm25() negated (it is negative, lower is better; negated, higher is better and
+ * the best is 1 after dividing) and cos(d) the cosine similarity; a list an item is not in adds 0.
+ * Dividing by each list's best puts both on a 0..1 scale while keeping how far apart their items are
+ * (rank fusion keeps only the order, so a weak vector match counted as much as a strong word match).
+ * Equal scores fall back to the older item first. Deterministic for equal inputs.
+ */
+export function fuse(
+  bm25: Array<{ n: number; score: number }>,
+  vectors: Array<{ n: number; score: number }>,
+  weight = VECTOR_WEIGHT,
+): Ranked[] {
   const out = new Map<number, Ranked>();
-  const take = (list: Array<{ n: number }>, field: 'bm25Rank' | 'vectorRank') =>
-    list.forEach(({ n }, i) => {
+  const take = (
+    list: Array<{ n: number; score: number }>,
+    field: 'bm25Rank' | 'vectorRank',
+    scoreOf: (s: number) => number,
+    w: number,
+  ) => {
+    const top = list.length ? scoreOf((list[0] as { score: number }).score) : 0;
+    list.forEach(({ n, score }, i) => {
       const r = out.get(n) ?? { n, score: 0 };
-      r.score += 1 / (k + i + 1);
+      r.score += top > 0 ? (w * scoreOf(score)) / top : 0;
       r[field] = i + 1;
       out.set(n, r);
     });
-  take(bm25, 'bm25Rank');
-  take(vectors, 'vectorRank');
+  };
+  take(bm25, 'bm25Rank', (s) => -s, 1);
+  take(vectors, 'vectorRank', (s) => s, weight);
   return [...out.values()].sort((a, b) => b.score - a.score || a.n - b.n);
 }

@@ -45,6 +45,11 @@ function isIdentifier(token: string): boolean {
   );
 }
 
+/** The camelCase parts of a text's mixed-case identifiers, as plain words: `webhookSecret` -> webhook, secret. */
+export function camelWords(text: string): string[] {
+  return (text.match(IDENT) ?? []).filter((t) => /\p{Ll}\p{Lu}/u.test(t)).flatMap(camelParts);
+}
+
 /**
  * The identifier terms of a text: each identifier joined, its base name joined (for paths), and its
  * camelCase parts (the index's own tokenizer already splits on separators, not on case).
@@ -61,4 +66,31 @@ export function identifierTerms(text: string): string[] {
     if (/\p{Ll}\p{Lu}/u.test(token)) out.push(...camelParts(token));
   }
   return out;
+}
+
+const VOWEL = /[aeiouy]/;
+
+/**
+ * A light English suffix stripper for the offline embedder, close to what FTS5's porter tokenizer does
+ * for the common cases, so a word and its inflections share a feature: retried, retries and retrying
+ * -> retri; rounded, rounding and rounds -> round; locked -> lock; caches and cache -> cach. Short words
+ * and words without a vowel before the suffix are left alone.
+ */
+export function stem(word: string): string {
+  let w = word;
+  if (w.length <= 3 || /\d/.test(w)) return w;
+  if (w.endsWith('sses')) w = w.slice(0, -2);
+  else if (w.endsWith('ies') || w.endsWith('ied')) w = `${w.slice(0, -3)}i`;
+  else if (w.endsWith('s') && !/(ss|us|is)$/.test(w)) w = w.slice(0, -1);
+  for (const suffix of ['ing', 'ed']) {
+    const rest = w.slice(0, -suffix.length);
+    if (w.endsWith(suffix) && rest.length >= 3 && VOWEL.test(rest)) {
+      // undouble a final consonant: stopped -> stop (but not fall, pass, buzz)
+      w = /([^aeiouylsz])\1$/.test(rest) ? rest.slice(0, -1) : rest;
+      break;
+    }
+  }
+  if (w.length > 4 && w.endsWith('e')) w = w.slice(0, -1);
+  if (w.length > 3 && /[^aeiou]y$/.test(w)) w = `${w.slice(0, -1)}i`;
+  return w;
 }

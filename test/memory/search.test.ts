@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { countArchived } from '../../src/memory/archive.js';
 import { DIMS, offlineEmbed } from '../../src/memory/embed.js';
 import { Memory } from '../../src/memory/memory.js';
-import { fuse, RRF_K } from '../../src/memory/search.js';
+import { fuse, VECTOR_WEIGHT } from '../../src/memory/search.js';
 import { openDb } from '../../src/store/db.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -47,11 +47,26 @@ describe('memory search', () => {
     expect((await mem.search('lookupRate', 3))[0]?.item.text).toContain('lookup_rate');
   });
 
-  it('ranks by reciprocal rank fusion with k = 60, ties to the older item', () => {
-    const fused = fuse([{ n: 1 }, { n: 2 }], [{ n: 2 }, { n: 3 }]);
-    expect(fused.map((r) => r.n)).toEqual([2, 1, 3]);
-    expect(fused[0]?.score).toBeCloseTo(1 / (RRF_K + 2) + 1 / (RRF_K + 1));
-    expect(fuse([{ n: 5 }], [{ n: 4 }]).map((r) => r.n)).toEqual([4, 5]);
+  it('fuses by normalized scores: bm25 (negated) over its best + 0.5 x cosine over its best, ties to the older item', () => {
+    // bm25() is lower-is-better: -4 is the better full-text match
+    const fused = fuse(
+      [
+        { n: 1, score: -4 },
+        { n: 2, score: -2 },
+      ],
+      [
+        { n: 2, score: 0.8 },
+        { n: 3, score: 0.4 },
+      ],
+    );
+    expect(fused.map((r) => r.n)).toEqual([1, 2, 3]);
+    expect(fused[0]?.score).toBeCloseTo(1);
+    expect(fused[1]?.score).toBeCloseTo(2 / 4 + VECTOR_WEIGHT * 1);
+    expect(fused[2]?.score).toBeCloseTo(VECTOR_WEIGHT * 0.5);
+    expect(fused[1]).toMatchObject({ bm25Rank: 2, vectorRank: 1 });
+    // a strong word match is not outranked by a weak vector match, as rank fusion would let it be
+    expect(fuse([{ n: 7, score: -3 }], [{ n: 4, score: 0.2 }]).map((r) => r.n)).toEqual([7, 4]);
+    expect(fuse([{ n: 5, score: -1 }], [{ n: 4, score: 0.9 }], 1).map((r) => r.n)).toEqual([4, 5]);
   });
 
   it('the vector list finds a note that shares no word with the query (subword features)', async () => {
@@ -59,6 +74,71 @@ describe('memory search', () => {
     const hits = await mem.search('rounded decimal', 5);
     const hit = hits.find((h) => h.item.text.includes('rounding'));
     expect(hit?.vector_rank).not.toBeNull();
+  });
+
+  it('runs each arm alone, and hybrid finds an identifier and a paraphrase that BM25 alone misses', async () => {
+    const { mem } = memory();
+    for (const text of [
+      'fetch_rates_bulk splits currency pairs into chunks of twenty',
+      'All timestamps are shown in the merchant time zone',
+      'The webhook handler retries three times with backoff',
+      'Payouts skip weekends and bank holidays',
+    ])
+      await mem.add({ kind: 'note', text, author: 'user' });
+    const texts = async (query: string, arm: 'bm25' | 'vector' | 'hybrid') =>
+      (await mem.search(query, 3, { arm })).map((h) => h.item.text);
+    // an identifier typed without its separators, and "timezone" for "time zone": no word in common
+    for (const [query, want] of [
+      ['fetchrate', 'fetch_rates_bulk'],
+      ['timezone handling', 'time zone'],
+    ] as const) {
+      expect(await texts(query, 'bm25')).toEqual([]);
+      expect((await texts(query, 'vector'))[0]).toContain(want);
+      expect((await texts(query, 'hybrid'))[0]).toContain(want);
+    }
+    // the arms really are one list each: BM25 alone has no vector ranks, vectors alone no BM25 ranks
+    const bm25 = await mem.search('webhook retries', 3, { arm: 'bm25' });
+    expect(bm25[0]?.item.text).toContain('retries');
+    expect(bm25.every((h) => h.vector_rank === null && h.bm25_rank !== null)).toBe(true);
+    const vectors = await mem.search('webhook retries', 3, { arm: 'vector' });
+    expect(vectors.every((h) => h.bm25_rank === null && h.vector_rank !== null)).toBe(true);
+    const hybrid = await mem.search('webhook retries', 3);
+    expect(hybrid[0]).toMatchObject({ bm25_rank: 1, vector_rank: 1 });
+  });
+
+  it('finds a SCREAMING_CASE name from its camelCase form through BM25 too', async () => {
+    const { mem } = memory();
+    await mem.add({ kind: 'note', text: 'LEDGER_WEBHOOK_SECRET must be set before start', author: 'user' });
+    await mem.add({ kind: 'note', text: 'Payouts skip weekends', author: 'user' });
+    const hits = await mem.search('webhookSecret', 3, { arm: 'bm25' });
+    expect(hits[0]?.item.text).toContain('LEDGER_WEBHOOK_SECRET');
+  });
+
+  it("keeps BM25 to the project even when another project's items crowd the index's top", async () => {
+    const db = openDb(':memory:');
+    const dir = join(tempDir('keel-mem-'), 'memory-archive');
+    const a = new Memory(db, 'git:a', { archiveDir: dir });
+    const b = new Memory(db, 'git:b', { archiveDir: dir });
+    await b.add({ kind: 'note', text: 'webhook retries in project b', author: 'user' });
+    // past the index-alone fast path's depth (8 x 50 rows): the joined query has to answer
+    for (let i = 0; i < 450; i++) await a.add({ kind: 'note', text: `webhook retries ${i}`, author: 'user' });
+    await b.add({ kind: 'note', text: 'the webhook of b', author: 'user' });
+    const hits = await b.search('webhook', 10, { arm: 'bm25' });
+    expect(hits.map((h) => h.item.text).sort()).toEqual(['the webhook of b', 'webhook retries in project b']);
+    expect((await a.search('webhook', 60, { arm: 'bm25' })).every((h) => h.item.project === 'git:a')).toBe(
+      true,
+    );
+    expect(await a.search('webhook', 60, { arm: 'bm25' })).toHaveLength(50);
+  });
+
+  it("re-embeds an older embedder's vectors (another length) on the first search", async () => {
+    const { db } = await seeded();
+    db.prepare('UPDATE memory_items SET vec = zeroblob(256)').run();
+    const again = new Memory(db, 'git:abc', { archiveDir: join(tempDir('keel-mem-'), 'a') });
+    const hits = await again.search('webhook handler', 3, { arm: 'vector' });
+    expect(hits[0]?.item.text).toContain('webhook handler');
+    const lengths = db.prepare('SELECT DISTINCT length(vec) AS l FROM memory_items').all();
+    expect(lengths).toEqual([{ l: DIMS }]);
   });
 
   it('is deterministic: the same items and query give the same order and scores', async () => {
