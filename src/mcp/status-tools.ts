@@ -29,6 +29,13 @@ function canonical(path: string): string {
   }
 }
 
+/** A run's tokens as `--json` reports them: input, output and their total. */
+function tokensOf(value: unknown): { input: number; output: number; total: number } | null {
+  const t = value as { input?: unknown; output?: unknown } | undefined;
+  if (typeof t?.input !== 'number' || typeof t.output !== 'number') return null;
+  return { input: t.input, output: t.output, total: t.input + t.output };
+}
+
 export function registerStatusTools(server: McpServer, ctx: McpContext): void {
   const ofProject = (row: SessionRow) => isInside(canonical(row.cwd), ctx.root);
 
@@ -65,7 +72,7 @@ export function registerStatusTools(server: McpServer, ctx: McpContext): void {
       provider: row.provider,
       model: row.model,
       rounds: end?.rounds ?? null,
-      tokens: end?.tokens ?? null,
+      tokens: tokensOf(end?.tokens),
       cost_usd: row.cost_usd,
       files_changed: end?.files_changed ?? [],
       events: events.length,
