@@ -4,6 +4,7 @@ import { closest } from '../config/closest.js';
 import { keelPaths } from '../config/paths.js';
 import { reportError, wantsJson } from './errors.js';
 import { EXIT } from './exit-codes.js';
+import { mcpCommand } from './mcp-command.js';
 
 const SESSION_VERBS = [
   { name: 'ask', mode: 'ask', summary: 'answer a question about the code (read-only)' },
@@ -448,6 +449,8 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
       const { runChat } = await import('../chat/chat-command.js');
       setExit(await runChat(opts));
     });
+
+  program.addCommand(mcpCommand(setExit).copyInheritedSettings(program));
 
   const memory = program
     .command('memory')
