@@ -4,6 +4,7 @@ import { closest } from '../config/closest.js';
 import { keelPaths } from '../config/paths.js';
 import { reportError, wantsJson } from './errors.js';
 import { EXIT } from './exit-codes.js';
+import { listToolsCommand } from './mcp-list-tools.js';
 
 const SESSION_VERBS = [
   { name: 'ask', mode: 'ask', summary: 'answer a question about the code (read-only)' },
@@ -448,6 +449,9 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
       const { runChat } = await import('../chat/chat-command.js');
       setExit(await runChat(opts));
     });
+
+  // temporary until `keel mcp` (serving) lands: the merger joins list-tools under it
+  program.command('mcp').description('MCP servers keel uses as tools').addCommand(listToolsCommand(setExit));
 
   const memory = program
     .command('memory')
