@@ -2,6 +2,7 @@
  * MCP servers as tools, through the real binary: fixture servers written with the SDK (bundled into the
  * repository, where the sandbox can see them), a scripted model calling `mcp__<server>__<tool>` over the wire.
  */
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -68,11 +69,19 @@ describe('MCP servers as tools', () => {
     const server = await model([
       { tool_calls: [{ name: 'mcp__fx__echo', arguments: { text: 'hi there' } }] },
       { tool_calls: [{ name: 'mcp__fx__write_note', arguments: { note: 'from mcp' } }] },
+      { tool_calls: [{ name: 'mcp__fx__probe', arguments: {} }] },
       { text: 'done' },
     ]);
+    // the check at the end can fail: a fixture server started by hand is seen
+    const direct = spawn('node', ['mcp/normal.cjs'], { cwd: repo, stdio: 'pipe' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(fixtureProcesses(repo).length).toBeGreaterThan(0);
+    direct.kill('SIGKILL');
+    await new Promise((r) => direct.once('close', r));
     const run = await keel(['edit', ...modelFlags(server), '-m', 'use the fixture'], {
       cwd: repo,
       home,
+      env: { OPENAI_API_KEY: 'sk-not-for-servers' },
       timeoutMs: 60_000,
     });
     expect(run.stderr).not.toContain('warning');
@@ -92,8 +101,10 @@ describe('MCP servers as tools', () => {
     expect(JSON.stringify(bodies[1])).toContain('echo: hi there');
     expect(JSON.stringify(bodies[2])).toContain('wrote 8 characters');
     expect(readFileSync(join(repo, 'notes.txt'), 'utf8')).toBe('from mcp');
+    // in the sandbox: HOME on its private /tmp, and none of keel's secrets in its environment
+    expect(JSON.stringify(bodies[3])).toContain('home=/tmp/home key=hidden');
     const starts = lastSessionEvents(home).filter((e) => e.type === 'gate_decision');
-    expect(starts.map((e) => (e.data as { decision: string }).decision)).toEqual(['allow', 'allow']);
+    expect(starts.map((e) => (e.data as { decision: string }).decision)).toEqual(['allow', 'allow', 'allow']);
     expect(fixtureProcesses(repo)).toEqual([]);
   }, 90_000);
 
@@ -224,6 +235,37 @@ command = ["sh", "-c", "echo 'no MCP tools here' >&2; exit 2"]
     expect(fixtureProcesses(repo)).toEqual([]);
   }, 120_000);
 
+  it('with no sandbox a server that is not all read-only starts only when shell is opted in', async () => {
+    const repo = await repoWithServers();
+    const config = `sandbox = "none"\n${stdioServer('fx', 'normal', 'read_only_tools = ["echo"]')}`;
+    const refusedModel = await model([{ text: 'none' }]);
+    const refused = await keel(['edit', ...modelFlags(refusedModel), '-m', 'look'], {
+      cwd: repo,
+      home: keelHome(config),
+      timeoutMs: 60_000,
+    });
+    expect(refused.code, refused.stderr).toBe(0);
+    expect(refused.stderr).toMatch(
+      /warning: mcp server "fx" needs a sandbox and none can run here .*allow_shell/,
+    );
+    expect(offeredTools(chatBodies(refusedModel)[0]).filter((t) => t.startsWith('mcp__'))).toEqual([]);
+
+    const allowedModel = await model([
+      { tool_calls: [{ name: 'mcp__fx__probe', arguments: {} }] },
+      { text: 'ok' },
+    ]);
+    const allowed = await keel(['edit', ...modelFlags(allowedModel), '-m', 'look'], {
+      cwd: repo,
+      home: keelHome(`allow_shell = true\n${config}`),
+      env: { OPENAI_API_KEY: 'sk-not-for-servers' },
+      timeoutMs: 60_000,
+    });
+    expect(allowed.code, allowed.stderr).toBe(0);
+    // unsandboxed, but still without keel's secrets
+    expect(JSON.stringify(chatBodies(allowedModel)[1])).toMatch(/home=\/tmp\/keel-home-\w+ key=hidden/);
+    expect(fixtureProcesses(repo)).toEqual([]);
+  }, 90_000);
+
   it("a project keel.toml's servers are ignored until keel trust", async () => {
     const repo = await repoWithServers();
     writeFileSync(join(repo, 'keel.toml'), stdioServer('proj', 'normal', 'read_only_tools = ["echo"]'));
@@ -269,6 +311,12 @@ command = ["sh", "-c", "echo 'no MCP tools here' >&2; exit 2"]
           server_tool: 'write_note',
           effect: 'exec',
           description: 'Write a note to notes.txt in the workspace.',
+        },
+        {
+          name: 'mcp__fx__probe',
+          server_tool: 'probe',
+          effect: 'exec',
+          description: 'Say where the server runs: its HOME and whether it sees an API key.',
         },
       ],
     });
