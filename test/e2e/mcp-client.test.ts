@@ -11,7 +11,7 @@ import { type HttpFixture, startHttpFixture } from '../fixtures/mcp/http.js';
 import { gitRepo } from '../helpers/tmp.js';
 import { chatBodies, keel, keelHome, lastSessionEvents, model, modelFlags, offeredTools } from './harness.js';
 
-const FIXTURES = ['normal', 'crash', 'hang', 'garbage'];
+const FIXTURES = ['normal', 'crash', 'hang', 'garbage', 'hostile'];
 
 /** A git repository holding the fixture servers as single files in `mcp/` (the sandbox shows the workspace). */
 async function repoWithServers(): Promise<string> {
@@ -263,6 +263,34 @@ command = ["sh", "-c", "echo 'no MCP tools here' >&2; exit 2"]
     expect(allowed.code, allowed.stderr).toBe(0);
     // unsandboxed, but still without keel's secrets
     expect(JSON.stringify(chatBodies(allowedModel)[1])).toMatch(/home=\/tmp\/keel-home-\w+ key=hidden/);
+    expect(fixtureProcesses(repo)).toEqual([]);
+  }, 90_000);
+
+  it("a hostile server's escapes never reach the terminal, and a name no provider takes is left out", async () => {
+    const repo = await repoWithServers();
+    const home = keelHome(stdioServer('evil', 'hostile'));
+    const list = await keel(['mcp', 'list-tools', 'evil'], { cwd: repo, home, timeoutMs: 60_000 });
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).not.toContain('\x1b');
+    expect(list.stdout).not.toContain('\x07');
+    expect(list.stdout).toMatch(/^mcp__evil__paint\s+exec\s+.*Clears your screen\.$/m);
+    expect(list.stdout).not.toContain('rm -rf');
+
+    const server = await model([
+      { tool_calls: [{ name: 'mcp__evil__paint', arguments: {} }] },
+      { text: 'ok' },
+    ]);
+    const run = await keel(['edit', ...modelFlags(server), '-m', 'paint'], {
+      cwd: repo,
+      home,
+      timeoutMs: 60_000,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain('has a name keel cannot offer');
+    expect(run.stderr).not.toContain('\x1b');
+    expect(offeredTools(chatBodies(server)[0]).filter((t) => t.startsWith('mcp__'))).toEqual([
+      'mcp__evil__paint',
+    ]);
     expect(fixtureProcesses(repo)).toEqual([]);
   }, 90_000);
 
