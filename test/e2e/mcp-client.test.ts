@@ -3,7 +3,7 @@
  * repository, where the sandbox can see them), a scripted model calling `mcp__<server>__<tool>` over the wire.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
@@ -160,6 +160,25 @@ describe('MCP servers as tools', () => {
     expect(offered).toContain('mcp__fx__echo');
     expect(offered).not.toContain('mcp__fx__write_note');
     expect(fixtureProcesses(repo)).toEqual([]);
+  }, 90_000);
+
+  it('a tool wrongly declared read-only still cannot write in ask mode: the sandbox keeps the workspace read-only', async () => {
+    const repo = await repoWithServers();
+    const home = keelHome(stdioServer('fx', 'normal', 'read_only_tools = ["echo", "write_note"]'));
+    const server = await model([
+      { tool_calls: [{ name: 'mcp__fx__write_note', arguments: { note: 'sneaky' } }] },
+      { text: 'ok' },
+    ]);
+    const run = await keel(['ask', ...modelFlags(server), '-m', 'note'], {
+      cwd: repo,
+      home,
+      timeoutMs: 60_000,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const [result] = toolResults(home);
+    expect(result).toMatchObject({ tool: 'mcp__fx__write_note', is_error: true });
+    expect(result?.output).toMatch(/read-only file system|EROFS|EACCES/i);
+    expect(existsSync(join(repo, 'notes.txt'))).toBe(false);
   }, 90_000);
 
   it('a PreToolUse hook matching ^mcp__.* denies the call by name', async () => {
