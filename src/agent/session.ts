@@ -271,12 +271,14 @@ async function runIn(
     injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env });
   const repoMap = await repoMapLoading;
   try {
+    // MCP servers list their tools now (src/tools/mcp.ts); one that fails is skipped with a warning
+    const extraTools = (await Promise.all((opts.tools ?? []).map((factory) => factory(deps)))).flat();
     const result = await runSession({
       policy,
       prompt: opts.prompt,
       config,
       model,
-      tools: new ToolRegistry([...builtinTools(), ...(opts.tools ?? []).flatMap((factory) => factory(deps))]),
+      tools: new ToolRegistry([...builtinTools(), ...extraTools]),
       signal: opts.signal,
       sessionId,
       ...(sandboxExec ? { sandboxExec } : {}),

@@ -49,6 +49,17 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 #   e.g. timeout_s = 10                     # exit 0 allows, exit 2 denies with stderr as the reason; else denies
 #   e.g. approver = false                   # true: its allow lets the shell tool it names run without a sandbox
 
+# --- MCP servers [trust]: their tools become mcp__<name>__<tool>; none by default ---
+#   e.g. [[mcp_servers]]
+#   e.g. name = "docs"                      # lowercase letters, digits, _ and -
+#   e.g. command = ["node", "tools/docs-server.js"]  # stdio: an argv array, run in the sandbox (or url, not both)
+#   e.g. url = "http://127.0.0.1:7000/mcp"  # Streamable HTTP instead of command
+#   e.g. bearer_token_env = "DOCS_TOKEN"    # with url: the variable holding the bearer token
+#   e.g. env = { DOCS_DIR = "docs" }        # more variables for a stdio server
+#   e.g. read_only_tools = ["search"]       # effect read (offered in ask mode); ["*"]: all; the rest are exec
+#   e.g. startup_timeout_s = 10             # listing its tools at session start; a server that misses it is skipped
+#   e.g. tool_timeout_s = 60                # one call; a call past it is a tool error
+
 # --- other models [trust]; none by default ---
 #   e.g. [[fallback_models]]                # tried in order when the model fails; each: model, provider?, base_url?, api_key_env?, context_window?
 #   e.g. model = "qwen2.5-coder:7b"

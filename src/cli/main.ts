@@ -5,6 +5,7 @@ import { keelPaths } from '../config/paths.js';
 import { reportError, wantsJson } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { mcpCommand } from './mcp-command.js';
+import { listToolsCommand } from './mcp-list-tools.js';
 
 const SESSION_VERBS = [
   { name: 'ask', mode: 'ask', summary: 'answer a question about the code (read-only)' },
@@ -450,7 +451,12 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
       setExit(await runChat(opts));
     });
 
-  program.addCommand(mcpCommand(setExit).copyInheritedSettings(program));
+  // `keel mcp` serves keel over MCP (src/mcp/); `keel mcp list-tools NAME` shows a configured server's tools
+  program.addCommand(
+    mcpCommand(setExit)
+      .copyInheritedSettings(program)
+      .addCommand(listToolsCommand(setExit).copyInheritedSettings(program)),
+  );
 
   const memory = program
     .command('memory')

@@ -140,6 +140,15 @@ const hooks: Rule = (before, after, push) => {
   for (const item of a) if (!b.includes(item)) push(['hooks'], true, `hooks: removed ${item}`);
 };
 
+/** MCP servers run programs or reach hosts, so a new or changed server widens; one removed narrows. */
+const mcpServers: Rule = (before, after, push) => {
+  const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => JSON.stringify(x)) : []);
+  const a = list(before.mcp_servers);
+  const b = list(after.mcp_servers);
+  for (const item of b) if (!a.includes(item)) push(['mcp_servers'], true, `mcp_servers: added ${item}`);
+  for (const item of a) if (!b.includes(item)) push(['mcp_servers'], false, `mcp_servers: removed ${item}`);
+};
+
 /** More fallback models send the session to more endpoints; fewer narrow. */
 const fallbackModels: Rule = (before, after, push) => {
   const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => JSON.stringify(x)) : []);
@@ -281,6 +290,7 @@ const RULES: Record<keyof Config, Rule> = {
   allow_shell: flag('allow_shell', true),
   approvals,
   hooks,
+  mcp_servers: mcpServers,
   sandbox,
   sandbox_network: flag('sandbox_network', true),
   sandbox_env: names('sandbox_env'),

@@ -60,6 +60,38 @@ export const hookSchema = z.strictObject({
   approver: z.boolean().default(false),
 });
 
+/** An MCP server whose tools the session offers as `mcp__<name>__<tool>` (src/tools/mcp.ts). */
+export const mcpServerSchema = z
+  .strictObject({
+    /** Part of every tool name, so letters, digits, `_` and `-` only. */
+    name: z.string().regex(/^[a-z0-9_-]+$/, 'must be lowercase letters, digits, _ or -'),
+    /** argv of a stdio server, never a shell string. */
+    command: z.array(z.string().min(1)).min(1).optional(),
+    /** A Streamable HTTP server. */
+    url: serverUrl.optional(),
+    /** Name of the variable holding the bearer token for `url` (never the token itself). */
+    bearer_token_env: z.string().min(1).optional(),
+    /** More variables for a stdio server, name = value. */
+    env: z.record(z.string(), z.string()).default({}),
+    /** Tools that only read (effect read, offered in ask mode); `["*"]`: all of them. Others are exec. */
+    read_only_tools: z.array(z.string().min(1)).default([]),
+    startup_timeout_s: positive.default(10),
+    tool_timeout_s: positive.default(60),
+  })
+  .superRefine((server, ctx) => {
+    if ((server.command === undefined) === (server.url === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        message: `mcp server "${server.name}" needs exactly one of command or url`,
+      });
+    if (server.bearer_token_env !== undefined && server.url === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `mcp server "${server.name}": bearer_token_env goes with url only`,
+      });
+  });
+export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+
 export const SANDBOXES = ['auto', 'bwrap', 'docker', 'none'] as const;
 export type SandboxKind = (typeof SANDBOXES)[number];
 
@@ -81,6 +113,17 @@ export const configSchema = z.strictObject({
   /** When keel asks a person before a call (src/policy/approvals.ts); unset: shell outside the sandbox. */
   approvals: z.enum(APPROVALS).optional(),
   hooks: z.array(hookSchema).default([]),
+  /** MCP servers whose tools sessions offer; a project config's need trust (they run programs). */
+  mcp_servers: z
+    .array(mcpServerSchema)
+    .default([])
+    .superRefine((servers, ctx) => {
+      const seen = new Set<string>();
+      for (const { name } of servers) {
+        if (seen.has(name)) ctx.addIssue({ code: 'custom', message: `mcp server "${name}" is listed twice` });
+        seen.add(name);
+      }
+    }),
   /** Where shell commands run: a sandbox, or none (then shell needs allow_shell or an approver hook naming it). */
   sandbox: z.enum(SANDBOXES).default('auto'),
   sandbox_network: z.boolean().default(false),

@@ -12,7 +12,7 @@ import type { SandboxKind } from '../config/schema.js';
 import type { ExecResult } from '../tools/types.js';
 import { commandArgv, type OutputListener } from './exec.js';
 import { snapshotProtected, sweepProtected } from './protected-names.js';
-import { bwrapRunner, probeBwrap, SANDBOX_HOME } from './sandbox-bwrap.js';
+import { bwrapArgs, bwrapRunner, probeBwrap, protectedPaths, SANDBOX_HOME } from './sandbox-bwrap.js';
 import { DEFAULT_DOCKER_IMAGE, DockerContainer, dockerLimitReport, probeDocker } from './sandbox-docker.js';
 import {
   findProgram,
@@ -48,7 +48,20 @@ export interface Sandbox {
   limits(): LimitReport;
   /** Run a shell string (`/bin/sh -c`) or an argv in the workspace root; never rejects on a failing command. */
   run(command: string | string[], opts: SandboxRunOptions): Promise<ExecResult>;
+  /**
+   * A long-lived process (an MCP server) confined like `run`'s commands: the argv, environment and folder to
+   * spawn it with, and the cleanup once it exited. Only bwrap has one; elsewhere it is undefined.
+   */
+  spawnSpec?(argv: string[]): SpawnSpec;
   close(): Promise<void>;
+}
+
+/** How to spawn a confined long-lived process yourself (its stdio stays yours). */
+export interface SpawnSpec {
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+  cleanup(): Promise<void>;
 }
 
 export interface SandboxOptions {
@@ -209,6 +222,7 @@ class HostSandbox implements Sandbox {
   private readonly hostLimits: HostLimits;
   private readonly env: Record<string, string>;
   private readonly runner: ((argv: string[], opts: SandboxRunOptions) => Promise<ExecResult>) | undefined;
+  private readonly spawner: ((argv: string[]) => string[]) | undefined;
   private readonly opts: BaseOptions;
   private toolchains: string[] = [];
   private closed = false;
@@ -247,7 +261,18 @@ class HostSandbox implements Sandbox {
       const readOnly = opts.protectedDirs.filter((p) => !inState(p));
       const bwrap = bwrapRunner(bin, layout, this.hostLimits, readOnly);
       this.runner = (argv, run) => bwrap.run(argv, this.env, run.timeoutS, run.signal, run.onOutput);
+      this.spawner = (argv) => [
+        bin,
+        ...bwrapArgs({ ...layout, readOnly: protectedPaths(opts.root, opts.writable, readOnly) }, argv),
+      ];
     }
+  }
+
+  spawnSpec(argv: string[]): SpawnSpec {
+    if (!this.spawner) throw new Error('only a bwrap sandbox can host a long-lived process');
+    if (this.closed) throw new Error('the sandbox is closed');
+    const limited = this.hostLimits.wrap(this.spawner(argv));
+    return { argv: limited.argv, env: { ...this.env }, cwd: this.root, cleanup: limited.cleanup };
   }
 
   describe(): string {

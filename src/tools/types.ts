@@ -113,5 +113,8 @@ export interface ToolDeps {
   onClose?(fn: () => Promise<void>): void;
 }
 
-/** Makes a session's tools from its dependencies: MCP, memory and subagent tools need no field of their own on the context. */
-export type ToolFactory = (deps: ToolDeps) => Tool[];
+/**
+ * Makes a session's tools from its dependencies: MCP, memory and subagent tools need no field of their own
+ * on the context. Async for tools found at session start (an MCP server's list).
+ */
+export type ToolFactory = (deps: ToolDeps) => Tool[] | Promise<Tool[]>;

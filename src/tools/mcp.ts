@@ -1,0 +1,221 @@
+/**
+ * MCP servers as tools: each `[[mcp_servers]]` entry is connected at session start, its tools listed
+ * within `startup_timeout_s` and offered as `mcp__<server>__<tool>` under the same gate as any tool. A
+ * stdio server runs in the bwrap sandbox (workspace writable only in modes that write) unless all its
+ * tools are declared read-only; with no sandbox it runs only when shell is opted in (allow_shell). A
+ * server that cannot start is skipped with a warning; every client is closed when the session ends.
+ */
+import { keelPaths, protectedStatePaths } from '../config/paths.js';
+import type { Config, McpServerConfig } from '../config/schema.js';
+import type { Policy } from '../policy/policy.js';
+import type { Sandbox } from '../policy/sandbox.js';
+import { McpConnection, McpServerError, type SpawnPlan } from './mcp-connect.js';
+import { type ListedTool, mcpEffect, mcpTool, mcpToolName, shortDescription } from './mcp-tool.js';
+import type { Effect, Tool, ToolFactory } from './types.js';
+
+export { McpServerError } from './mcp-connect.js';
+
+/** Where a server's process may run, decided once per session. */
+interface Confinement {
+  /** The bwrap sandbox for servers that are not all read-only; undefined when none can run here. */
+  sandbox: Sandbox | undefined;
+  /** Why there is none, for the warning. */
+  why: string;
+}
+
+/** Everything connecting needs besides the server itself. */
+export interface ConnectContext {
+  config: Config;
+  env: NodeJS.ProcessEnv;
+  /** The workspace root; stdio servers start there. */
+  root: string;
+  /** Folders a sandboxed server may write (empty in modes that only read). */
+  writable: string[];
+  /** Run a server with no sandbox when none can run here (allow_shell). */
+  allowUnsandboxed: boolean;
+  confinement: () => Promise<Confinement>;
+}
+
+/** Whether every tool of the server is declared read-only (`read_only_tools = ["*"]`). */
+export function allReadOnly(server: McpServerConfig): boolean {
+  return server.read_only_tools.includes('*');
+}
+
+/** A lazily built bwrap sandbox shared by the session's servers, and a closer for it. */
+export function confinementFor(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  root: string,
+  writable: string[],
+): { get: () => Promise<Confinement>; close: () => Promise<void> } {
+  let made: Promise<Confinement> | undefined;
+  const get = () => {
+    made ??= (async (): Promise<Confinement> => {
+      if (config.sandbox === 'none') return { sandbox: undefined, why: 'the config says sandbox = "none"' };
+      if (config.sandbox === 'docker')
+        return { sandbox: undefined, why: 'a docker sandbox cannot host a long-lived server' };
+      const { createSandbox } = await import('../policy/sandbox.js');
+      try {
+        const sandbox = await createSandbox({
+          kind: 'bwrap',
+          root,
+          writable,
+          network: config.sandbox_network,
+          limits: config.sandbox_limits,
+          env,
+          passEnv: config.sandbox_env,
+          protectedDirs: protectedStatePaths(keelPaths(env)),
+        });
+        return { sandbox, why: '' };
+      } catch (err) {
+        return { sandbox: undefined, why: (err as Error).message };
+      }
+    })();
+    return made;
+  };
+  return {
+    get,
+    close: async () => {
+      const c = await made;
+      await c?.sandbox?.close();
+    },
+  };
+}
+
+/** How to reach a server: its URL and token, or the argv to spawn (confined or not); throws McpServerError. */
+async function planFor(
+  server: McpServerConfig,
+  ctx: ConnectContext,
+): Promise<SpawnPlan | { url: string; token?: string }> {
+  if (server.url) {
+    if (!server.bearer_token_env) return { url: server.url };
+    const token = ctx.env[server.bearer_token_env];
+    if (!token)
+      throw new McpServerError(
+        `mcp server "${server.name}": the variable ${server.bearer_token_env} (bearer_token_env) is not set`,
+      );
+    return { url: server.url, token };
+  }
+  const argv = server.command ?? [];
+  const { sandboxEnv } = await import('../policy/sandbox.js');
+  if (allReadOnly(server)) {
+    // declared read-only as a whole: it runs as the user, but still without keel's secrets in its environment
+    return {
+      argv,
+      env: { ...sandboxEnv(ctx.env, ctx.env.HOME, { pass: ctx.config.sandbox_env }), ...server.env },
+      cwd: ctx.root,
+    };
+  }
+  const { sandbox, why } = await ctx.confinement();
+  if (sandbox?.spawnSpec) {
+    const spec = sandbox.spawnSpec(argv);
+    return { argv: spec.argv, env: { ...spec.env, ...server.env }, cwd: spec.cwd, cleanup: spec.cleanup };
+  }
+  if (!ctx.allowUnsandboxed)
+    throw new McpServerError(
+      `mcp server "${server.name}" needs a sandbox and none can run here (${why}); set allow_shell = true to run it without one, or read_only_tools = ["*"] if it only reads`,
+    );
+  return {
+    argv,
+    env: { ...sandboxEnv(ctx.env, ctx.env.HOME, { pass: ctx.config.sandbox_env }), ...server.env },
+    cwd: ctx.root,
+  };
+}
+
+/** Connect to a server and list its tools, all within its startup timeout; throws McpServerError. */
+export async function openServer(
+  server: McpServerConfig,
+  ctx: ConnectContext,
+): Promise<{ conn: McpConnection; tools: ListedTool[] }> {
+  const conn = await McpConnection.open(server, await planFor(server, ctx));
+  try {
+    const listed = await conn.guard(
+      conn.client.listTools(undefined, { timeout: server.startup_timeout_s * 1000 }),
+    );
+    return { conn, tools: listed.tools as ListedTool[] };
+  } catch (err) {
+    await conn.close();
+    if (err instanceof McpServerError) throw err;
+    throw new McpServerError(
+      `mcp server "${server.name}" could not list its tools: ${(err as Error).message}`,
+    );
+  }
+}
+
+/** One row of `keel mcp list-tools`. */
+export interface ToolRow {
+  name: string;
+  server_tool: string;
+  effect: Effect;
+  description: string;
+}
+
+/** The tools a server offers as keel names them; names keel cannot use are left out. */
+export function toolRows(server: McpServerConfig, tools: ListedTool[]): ToolRow[] {
+  return tools.flatMap((t) => {
+    const name = mcpToolName(server.name, t.name);
+    return name
+      ? [
+          {
+            name,
+            server_tool: t.name,
+            effect: mcpEffect(server, t.name),
+            description: shortDescription(t.description),
+          },
+        ]
+      : [];
+  });
+}
+
+/** The session's MCP tools; `warn` gets one line per server or tool left out (the face decides how to show it). */
+export function mcpTools(warn: (line: string) => void): ToolFactory {
+  return async (deps) => {
+    const { config } = deps.loaded;
+    if (config.mcp_servers.length === 0) return [];
+    const policy: Policy = deps.policy;
+    const writing = policy.mode === 'edit' || policy.mode === 'auto';
+    const confinement = confinementFor(
+      config,
+      deps.env,
+      policy.scope.root,
+      writing ? [...policy.scope.writable] : [],
+    );
+    const ctx: ConnectContext = {
+      config,
+      env: deps.env,
+      root: policy.scope.root,
+      writable: writing ? [...policy.scope.writable] : [],
+      allowUnsandboxed: policy.allowShell,
+      confinement: confinement.get,
+    };
+    // a mode that only reads offers no exec tool: a server with no read-only tool need not start at all
+    const servers = config.mcp_servers.filter((s) => writing || s.read_only_tools.length > 0);
+    const opened = await Promise.all(
+      servers.map((server) =>
+        openServer(server, ctx).catch((err: Error) => {
+          warn(`${err.message}; its tools are left out`);
+          return undefined;
+        }),
+      ),
+    );
+    const conns = opened.filter((o) => o !== undefined).map((o) => o.conn);
+    deps.onClose?.(async () => {
+      await Promise.all(conns.map((c) => c.close()));
+      await confinement.close();
+    });
+    const tools = new Map<string, Tool>();
+    for (const entry of opened) {
+      if (!entry) continue;
+      for (const listed of entry.tools) {
+        const name = mcpToolName(entry.conn.server.name, listed.name);
+        // a server listing one name twice must not end the session (the registry refuses duplicates)
+        if (name && !tools.has(name)) tools.set(name, mcpTool(entry.conn, listed, name));
+        else if (!name)
+          warn(
+            `mcp server "${entry.conn.server.name}": tool ${JSON.stringify(listed.name)} has a name keel cannot offer; left out`,
+          );
+      }
+    }
+    return [...tools.values()];
+  };
+}
