@@ -165,10 +165,14 @@ export class Conversation {
     this.controller = controller;
     view.turnStart(prompt);
     view.status();
-    const [{ startSession, newSessionId }, { agentTools }] = await Promise.all([
-      import('../agent/session.js'),
-      import('../agent/subagents.js'),
-    ]);
+    const [{ startSession, newSessionId }, { agentTools }, { graphTools }, { memoryTools }, { mcpTools }] =
+      await Promise.all([
+        import('../agent/session.js'),
+        import('../agent/subagents.js'),
+        import('../graph/tools.js'),
+        import('../memory/tools.js'),
+        import('../tools/mcp.js'),
+      ]);
     if (!this.sessionId) this.sessionId = newSessionId();
     const options: StartOptions = {
       mode: this.mode,
@@ -176,7 +180,8 @@ export class Conversation {
       loaded: this.loaded,
       cwd: this.opts.cwd,
       signal: controller.signal,
-      tools: [agentTools],
+      // the same tools as a one-shot session: memory, the code graph, configured MCP servers
+      tools: [agentTools, graphTools, memoryTools, mcpTools((line) => view.notice(line, 'error'))],
       ...(this.stored ? { resume: this.sessionId } : { id: this.sessionId }),
       ...(this.opts.env ? { env: this.opts.env } : {}),
       onText: (chunk) => view.text(chunk),

@@ -12,6 +12,7 @@ import {
   lastSessionEvents,
   model,
   modelFlags,
+  offeredTools,
   requestMessages,
 } from './harness.js';
 import { Pane, paneSocket } from './pane.js';
@@ -77,7 +78,7 @@ describe('keel chat in a terminal', () => {
     expect(screen).toContain('Here is bold');
     expect(screen).toMatch(/thinking · 1 line/);
     // the status line: model, mode, the last request's size against the window, cost, sandbox
-    await pane.waitFor(/test-model · ask · ctx \d+\/32k \(\d+%\) · cost n\/a · read-only/);
+    await pane.waitFor(/test-model · ask · ctx [\d.]+k?\/32k \(\d+%\) · cost n\/a · read-only/);
     const raw = pane.screen(true);
     expect(raw).not.toContain('\x1b]52');
     expect(raw).not.toContain('\x1b[2J');
@@ -395,6 +396,8 @@ describe('keel chat in a terminal', () => {
     pane.type('look at @plan.md please', 'Enter');
     await pane.waitFor('read it');
     expect(chatBodies(server)).toHaveLength(1);
+    // a chat turn has the same tools as a one-shot session: memory and the code graph too
+    expect(offeredTools(chatBodies(server)[0])).toEqual(expect.arrayContaining(['recall', 'find_symbol']));
     const sent = JSON.stringify(chatBodies(server));
     expect(sent).not.toContain('outside secret');
   });
