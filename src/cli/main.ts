@@ -534,6 +534,24 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
       setExit(await graphMap(task.join(' ') || undefined, opts));
     });
 
+  addModelOptions(
+    program
+      .command('serve')
+      .description('the HTTP API, live streams and the browser workspace for this project (loopback)')
+      .option('--listen <host:port>', 'where to listen (default 127.0.0.1:7430; port 0 picks a free one)')
+      .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+      .option('--profile <name>', 'use [profiles.NAME] from the config over the base settings')
+      .option(
+        '--approval-timeout <s>',
+        'seconds a question waits for an answer before it is a no (default 600)',
+        parseIntArg,
+      )
+      .option('--json', 'print {url, port, token} as one JSON line when listening'),
+  ).action(async (opts) => {
+    const { runServe } = await import('./serve-command.js');
+    setExit(await runServe(opts, version));
+  });
+
   const dev = program.command('dev').description('tools for developing against keel');
   dev
     .command('mock-server')

@@ -1,0 +1,109 @@
+/**
+ * `keel serve`: the sessions of this project over HTTP (src/server/), on loopback unless a token is
+ * configured. Prints where it listens and the token; stops cleanly (every turn's log complete) on
+ * Ctrl+C or SIGTERM.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { serve } from '@hono/node-server';
+import { ConfigError, loadConfig } from '../config/load.js';
+import { graphTools } from '../graph/tools.js';
+import { memoryTools } from '../memory/tools.js';
+import { createApp } from '../server/app.js';
+import { Metrics } from '../server/metrics.js';
+import { isLoopback } from '../server/security.js';
+import { SessionManager } from '../server/sessions.js';
+import { reportError } from './errors.js';
+import { EXIT } from './exit-codes.js';
+import { type CommonFlags, existingWorkspace, flagLayer } from './options.js';
+import { packageRoot } from './package-root.js';
+
+export interface ServeFlags extends CommonFlags {
+  listen?: string;
+  approvalTimeout?: number;
+}
+
+/** `HOST:PORT` (IPv6 in brackets), or an error naming what is wrong. */
+export function parseListen(value: string): { host: string; port: number } | string {
+  const m = /^(\[[0-9a-fA-F:]+\]|[^:[\]]+):(\d{1,5})$/.exec(value);
+  if (!m) return `--listen ${JSON.stringify(value)}: give HOST:PORT, e.g. 127.0.0.1:7430`;
+  const port = Number(m[2]);
+  if (port > 65535) return `--listen ${value}: port ${port} is past 65535`;
+  return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port };
+}
+
+export async function runServe(flags: ServeFlags, version: string): Promise<number> {
+  const listen = parseListen(flags.listen ?? '127.0.0.1:7430');
+  if (typeof listen === 'string') return reportError(flags.json, 'CONFIG_ERROR', listen);
+  const env = process.env;
+  const loopback = isLoopback(listen.host);
+  const configured = env.KEEL_SERVE_TOKEN?.trim();
+  if (!loopback && !configured)
+    return reportError(
+      flags.json,
+      'CONFIG_ERROR',
+      `--listen ${listen.host} is not a loopback address: set KEEL_SERVE_TOKEN first, every request off loopback must carry it`,
+    );
+  const token = configured || randomBytes(24).toString('base64url');
+  let project: string;
+  try {
+    project = existingWorkspace(flags);
+    // the config is read now so that a mistake is reported before the server listens
+    loadConfig({ cwd: project, flags: flagLayer(flags) });
+  } catch (err) {
+    if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
+    throw err;
+  }
+  const metrics = new Metrics();
+  const manager = new SessionManager({
+    cwd: project,
+    env,
+    approvalTimeoutS: flags.approvalTimeout ?? 600,
+    tools: [graphTools, memoryTools],
+    onEvent: (event) => metrics.event(event),
+  });
+  let port = listen.port;
+  const app = createApp({
+    version,
+    project,
+    env,
+    token,
+    listenHost: listen.host,
+    loopback,
+    port: () => port,
+    configFor: (request) => loadConfig({ cwd: project, flags: flagLayer({ ...flags, ...request }) }),
+    manager,
+    metrics,
+    webDir: join(packageRoot(), 'dist', 'web'),
+  });
+  const server = serve({ fetch: app.fetch, hostname: listen.host, port: listen.port });
+  const ready = await new Promise<string | undefined>((resolve) => {
+    server.once('listening', () => resolve(undefined));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      resolve(
+        err.code === 'EADDRINUSE'
+          ? `${listen.host}:${listen.port} is in use: choose another with --listen HOST:PORT`
+          : `cannot listen on ${listen.host}:${listen.port}: ${err.message}`,
+      ),
+    );
+  });
+  if (ready) {
+    await manager.close();
+    return reportError(flags.json, 'ENVIRONMENT_ERROR', ready);
+  }
+  const address = server.address();
+  if (address && typeof address === 'object') port = address.port;
+  const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
+  const url = `http://${host}:${port}/`;
+  if (flags.json) process.stdout.write(`${JSON.stringify({ url, port, token })}\n`);
+  process.stderr.write(`keel serve: listening on ${url}#token=${token}\n`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  process.stderr.write('keel serve: stopping (cancelling running turns)\n');
+  server.close();
+  await manager.close();
+  return EXIT.ok;
+}

@@ -1,0 +1,387 @@
+/**
+ * The sessions a `keel serve` process runs: each turn is one run of `startSession` in this process,
+ * several at once, each under the policy its own config makes. What a client sees is read from the
+ * log (replayed by seq) and, while a turn runs, from the live frames: stored events with their seq,
+ * streamed text, and approvals that wait for a person (or a timeout that says no).
+ */
+
+import type { ApprovalAnswer, ApprovalRequest } from '../agent/approvals.js';
+import type { SessionEvent } from '../agent/events.js';
+import { newSessionId, type SessionOutcome, startSession } from '../agent/session.js';
+import { agentTools } from '../agent/subagents.js';
+import type { LoadedConfig } from '../config/load.js';
+import { keelPaths } from '../config/paths.js';
+import type { Mode } from '../config/schema.js';
+import { openDb } from '../store/db.js';
+import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import type { ToolFactory } from '../tools/types.js';
+
+/** One frame of a session's stream: a stored event (with its seq) or a live-only notice. */
+export type Frame =
+  | { kind: 'event'; seq: number; event: StoredEvent }
+  | { kind: 'delta'; data: { kind: 'text' | 'reasoning' | 'tool_output'; text: string; call_id?: string } }
+  | { kind: 'approval'; data: Approval }
+  | { kind: 'approval_settled'; data: { call_id: string; decision: 'allow' | 'deny' } }
+  | { kind: 'end'; data: { code: string; state: SessionState } };
+
+export type SessionState = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+
+export interface Approval {
+  call_id: string;
+  tool: string;
+  args: unknown;
+  question: string;
+  diff: string | null;
+  agent: string | null;
+}
+
+export interface SessionView {
+  session_id: string;
+  mode: string;
+  state: SessionState;
+  code: string | null;
+  prompt: string;
+  started_at: string;
+  ended_at: string | null;
+  rounds: number;
+  tokens: number;
+  cost_usd: number | null;
+  parent_id: string | null;
+  children: string[];
+  files_changed: string[];
+  pending_approvals: Approval[];
+}
+
+interface Pending {
+  approval: Approval;
+  settle(answer: ApprovalAnswer): void;
+}
+
+interface Active {
+  controller: AbortController;
+  queue: string[];
+  pending: Map<string, Pending>;
+  turn: Promise<void>;
+}
+
+export interface StartRequest {
+  prompt: string;
+  mode: Mode;
+  loaded: LoadedConfig;
+  parent?: string;
+}
+
+export class NotFound extends Error {}
+export class Conflict extends Error {}
+
+/** The terminal code a stored session ended with, as a state a client can filter by. */
+function stateOf(code: string | null): SessionState {
+  if (code === 'COMPLETED') return 'completed';
+  if (code === 'CANCELLED') return 'cancelled';
+  return 'failed';
+}
+
+export class SessionManager {
+  private readonly active = new Map<string, Active>();
+  private readonly listeners = new Map<string, Set<(frame: Frame) => void>>();
+  /** The config a turn of a stored session runs with (the one it was started with, in this process). */
+  private readonly configs = new Map<string, LoadedConfig>();
+  readonly db;
+  readonly log: EventLog;
+
+  constructor(
+    private readonly opts: {
+      cwd: string;
+      env: NodeJS.ProcessEnv;
+      /** Seconds a question waits for a person before it is a no. */
+      approvalTimeoutS: number;
+      /** More tools for every session (memory, graph, MCP), as the CLI gives them. */
+      tools?: ToolFactory[];
+      /** Each stored event, for the server's counters. */
+      onEvent?(event: SessionEvent): void;
+    },
+  ) {
+    this.db = openDb(keelPaths(opts.env).db);
+    this.log = new EventLog(this.db);
+  }
+
+  /** Start a new session's first turn; resolves with its id once its row is stored. */
+  async start(req: StartRequest): Promise<{ id: string }> {
+    const id = newSessionId();
+    this.configs.set(id, req.loaded);
+    const started = this.turn(id, { ...req, fresh: true });
+    await started.stored;
+    return { id };
+  }
+
+  /** A message for a session: steering while a turn runs, else the next turn of it. */
+  async message(id: string, text: string): Promise<'steer' | 'turn'> {
+    const active = this.active.get(id);
+    if (active) {
+      active.queue.push(text);
+      return 'steer';
+    }
+    const row = this.row(id);
+    const loaded = this.configs.get(id);
+    if (!loaded)
+      throw new Conflict(`session ${id} was not started by this server; resume it with keel sessions resume`);
+    if (!['ask', 'plan', 'edit', 'auto'].includes(row.mode))
+      throw new Conflict(`session ${id} is a ${row.mode} run, not a conversation`);
+    const started = this.turn(id, { prompt: text, mode: row.mode as Mode, loaded, fresh: false });
+    await started.stored;
+    return 'turn';
+  }
+
+  /** Branch a session after its last event (or `at`); the copy runs only when a message arrives. */
+  fork(id: string, at?: number): { id: string } {
+    const source = this.row(id);
+    if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
+      throw new Conflict(`session ${id} is a ${source.mode} run, not a conversation; it cannot be forked`);
+    if (this.active.has(id)) throw new Conflict(`session ${id} is running; fork it when its turn has ended`);
+    const last = this.log.lastSeq(id);
+    if (at !== undefined && at > last)
+      throw new Conflict(`session ${id} has ${last} events; at ${at} is past its end`);
+    const fork = this.log.forkSession(id, newSessionId(), at);
+    this.log.append(fork.id, 'session_fork', { from: id, at: fork.forked_seq ?? last });
+    const loaded = this.configs.get(id);
+    if (loaded) this.configs.set(fork.id, loaded);
+    return { id: fork.id };
+  }
+
+  cancel(id: string): boolean {
+    this.row(id);
+    const active = this.active.get(id);
+    if (!active) return false;
+    active.controller.abort();
+    return true;
+  }
+
+  /** Answer a waiting question; false when no question with that id waits. */
+  approve(id: string, callId: string, decision: 'allow' | 'deny', reason?: string): boolean {
+    this.row(id);
+    const pending = this.active.get(id)?.pending.get(callId);
+    if (!pending) return false;
+    pending.settle(
+      decision === 'allow' ? { allow: true } : { allow: false, ...(reason ? { message: reason } : {}) },
+    );
+    return true;
+  }
+
+  /**
+   * Every frame of a session after `after`: the stored events first, read from the log, then live
+   * ones. Subscribing before reading means an event stored in between is neither lost nor sent twice.
+   */
+  subscribe(id: string, after: number, listener: (frame: Frame) => void): () => void {
+    this.row(id);
+    let replayed = after;
+    let replaying = true;
+    const held: Frame[] = [];
+    const deliver = (frame: Frame) => {
+      if (frame.kind === 'event') {
+        if (frame.seq <= replayed) return;
+        replayed = frame.seq;
+      }
+      listener(frame);
+    };
+    const live = (frame: Frame) => (replaying ? held.push(frame) : deliver(frame));
+    let set = this.listeners.get(id);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(id, set);
+    }
+    set.add(live);
+    for (const event of this.log.events(id))
+      if (event.seq > after) deliver({ kind: 'event', seq: event.seq, event });
+    replaying = false;
+    for (const frame of held.splice(0)) deliver(frame);
+    const active = this.active.get(id);
+    for (const p of active?.pending.values() ?? []) listener({ kind: 'approval', data: p.approval });
+    // between turns: say how the last one ended, so a client that connects late is not left waiting
+    const row = this.log.getSession(id);
+    if (!active && row?.code) listener({ kind: 'end', data: { code: row.code, state: stateOf(row.code) } });
+    return () => {
+      set.delete(live);
+      if (!set.size) this.listeners.delete(id);
+    };
+  }
+
+  /** One session as a client sees it; NotFound for an unknown id. */
+  view(id: string): SessionView {
+    return this.describe(this.row(id));
+  }
+
+  list(filter: { state?: SessionState; project?: string; limit?: number } = {}): SessionView[] {
+    const rows = this.log.listSessions(filter.limit ?? 100, filter.project ? { cwd: filter.project } : {});
+    return rows
+      .filter((r) => ['ask', 'plan', 'edit', 'auto'].includes(r.mode))
+      .map((r) => this.describe(r))
+      .filter((v) => !filter.state || v.state === filter.state);
+  }
+
+  /** Unified diffs of what a session's writes changed, per file, in order. */
+  diff(id: string): Array<{ path: string; diff: string }> {
+    this.row(id);
+    const byPath = new Map<string, string[]>();
+    for (const e of this.log.events(id)) {
+      if (e.type !== 'tool_result' || e.data.is_error === true || typeof e.data.diff !== 'string') continue;
+      const files = Array.isArray(e.data.files_changed) ? (e.data.files_changed as string[]) : [];
+      const path = files[0] ?? String((e.data.args as { path?: unknown } | undefined)?.path ?? '?');
+      byPath.set(path, [...(byPath.get(path) ?? []), e.data.diff]);
+    }
+    return [...byPath].map(([path, diffs]) => ({ path, diff: diffs.join('\n') }));
+  }
+
+  /** How many turns run now, and how many wait for a person. */
+  counts(): { running: number; waiting: number } {
+    let waiting = 0;
+    for (const a of this.active.values()) if (a.pending.size) waiting++;
+    return { running: this.active.size - waiting, waiting };
+  }
+
+  /** Stop every turn and wait until their logs are complete. */
+  async close(): Promise<void> {
+    for (const a of this.active.values()) a.controller.abort();
+    await Promise.allSettled([...this.active.values()].map((a) => a.turn));
+    this.db.close();
+  }
+
+  private row(id: string): SessionRow {
+    const row = this.log.getSession(id);
+    if (!row) throw new NotFound(`no session ${id}`);
+    return row;
+  }
+
+  private emit(id: string, frame: Frame): void {
+    for (const l of this.listeners.get(id) ?? []) l(frame);
+  }
+
+  private describe(row: SessionRow): SessionView {
+    const active = this.active.get(row.id);
+    const events = this.log.events(row.id);
+    let rounds = 0;
+    let tokens = 0;
+    let endedAt: string | null = null;
+    const files = new Set<string>();
+    for (const e of events) {
+      if (e.type === 'model_request') rounds++;
+      if (e.type === 'assistant_message') {
+        const u = e.data.usage as { input?: number; output?: number } | undefined;
+        tokens += (u?.input ?? 0) + (u?.output ?? 0);
+      }
+      if (e.type === 'tool_result' && e.data.is_error !== true && Array.isArray(e.data.files_changed))
+        for (const f of e.data.files_changed) files.add(String(f));
+      if (e.type === 'session_end') endedAt = e.ts;
+    }
+    const pending = [...(active?.pending.values() ?? [])].map((p) => p.approval);
+    const state: SessionState = active
+      ? pending.length
+        ? 'waiting'
+        : 'running'
+      : row.code === null
+        ? 'failed'
+        : stateOf(row.code);
+    return {
+      session_id: row.id,
+      mode: row.mode,
+      state,
+      code: active ? null : row.code,
+      prompt: row.prompt,
+      started_at: row.created_at,
+      ended_at: active ? null : (endedAt ?? (row.code ? row.updated_at : null)),
+      rounds,
+      tokens,
+      cost_usd: row.cost_usd,
+      parent_id: row.parent_id,
+      children: this.log.childSessions(row.id).map((c) => c.id),
+      files_changed: [...files].sort(),
+      pending_approvals: pending,
+    };
+  }
+
+  /** Run one turn of `id` in the background; `stored` resolves once its row (or its failure) is known. */
+  private turn(id: string, req: StartRequest & { fresh: boolean }): { stored: Promise<void> } {
+    const controller = new AbortController();
+    const active: Active = { controller, queue: [], pending: new Map(), turn: Promise.resolve() };
+    this.active.set(id, active);
+    let markStored: () => void = () => {};
+    let failStored: (err: unknown) => void = () => {};
+    const stored = new Promise<void>((resolve, reject) => {
+      markStored = resolve;
+      failStored = reject;
+    });
+    const approve = (request: ApprovalRequest): Promise<ApprovalAnswer> =>
+      new Promise((resolve) => {
+        const approval: Approval = {
+          call_id: request.callId,
+          tool: request.tool,
+          args: request.args,
+          question: request.command
+            ? `${request.reason}: ${request.command}${request.sandboxed === false ? ' (outside the sandbox)' : ''}`
+            : request.path
+              ? `${request.reason}: ${request.tool} wants to change ${request.path}`
+              : request.reason,
+          diff: request.diff ?? null,
+          agent: null,
+        };
+        const settle = (answer: ApprovalAnswer) => {
+          clearTimeout(timer);
+          controller.signal.removeEventListener('abort', onAbort);
+          if (!active.pending.delete(request.callId)) return;
+          this.emit(id, {
+            kind: 'approval_settled',
+            data: { call_id: request.callId, decision: answer.allow ? 'allow' : 'deny' },
+          });
+          resolve(answer);
+        };
+        const timer = setTimeout(
+          () =>
+            settle({
+              allow: false,
+              message: `no one answered within ${this.opts.approvalTimeoutS} s; the call was not made`,
+            }),
+          this.opts.approvalTimeoutS * 1000,
+        );
+        const onAbort = () => settle({ allow: false, message: 'the session was cancelled' });
+        controller.signal.addEventListener('abort', onAbort);
+        active.pending.set(request.callId, { approval, settle });
+        this.emit(id, { kind: 'approval', data: approval });
+      });
+    active.turn = (async () => {
+      let outcome: SessionOutcome | undefined;
+      try {
+        outcome = await startSession({
+          mode: req.mode,
+          prompt: req.prompt,
+          loaded: req.loaded,
+          cwd: this.opts.cwd,
+          env: this.opts.env,
+          signal: controller.signal,
+          tools: [agentTools, ...(this.opts.tools ?? [])],
+          ...(req.fresh ? { id } : { resume: id }),
+          ...(req.parent ? { parentId: req.parent } : {}),
+          onText: (text) => this.emit(id, { kind: 'delta', data: { kind: 'text', text } }),
+          onReasoning: (text) => this.emit(id, { kind: 'delta', data: { kind: 'reasoning', text } }),
+          onToolOutput: (callId, text) =>
+            this.emit(id, { kind: 'delta', data: { kind: 'tool_output', text, call_id: callId } }),
+          onEvent: (event, seq) => {
+            if (event.type === 'session_start' || event.type === 'session_resume') markStored();
+            this.opts.onEvent?.(event);
+            const stored = this.log.event(id, seq);
+            if (stored) this.emit(id, { kind: 'event', seq, event: stored });
+          },
+          inbox: () => active.queue.splice(0),
+          approve,
+        });
+      } catch (err) {
+        failStored(err);
+      } finally {
+        this.active.delete(id);
+        markStored();
+        const row = this.log.getSession(id);
+        const code = outcome?.code ?? row?.code ?? 'ENVIRONMENT_ERROR';
+        this.emit(id, { kind: 'end', data: { code, state: stateOf(code) } });
+      }
+    })();
+    return { stored };
+  }
+}
