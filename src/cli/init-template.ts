@@ -49,6 +49,13 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 #   e.g. timeout_s = 10                     # exit 0 allows, exit 2 denies with stderr as the reason; else denies
 #   e.g. approver = false                   # true: its allow lets the shell tool it names run without a sandbox
 
+# --- remote A2A agents [trust]: each becomes a tool a2a__NAME (effect exec, gated like shell); none by default ---
+#   e.g. [[a2a_agents]]
+#   e.g. name = "reviewer"                  # lower-case letters, digits, _ and -: the tool is a2a__reviewer
+#   e.g. card_url = "http://127.0.0.1:7430/.well-known/agent-card.json"  # the agent card's URL
+#   e.g. token_env = "REVIEWER_TOKEN"       # the NAME of the variable holding its bearer token; default: none sent
+#   e.g. timeout_s = 300                    # how long one call waits for the agent's task to end
+
 # --- other models [trust]; none by default ---
 #   e.g. [[fallback_models]]                # tried in order when the model fails; each: model, provider?, base_url?, api_key_env?, context_window?
 #   e.g. model = "qwen2.5-coder:7b"

@@ -117,7 +117,12 @@ export async function runVerb(
     outcome = await startSession({
       mode,
       prompt,
-      tools: [agentTools, graphTools, (await import('../memory/tools.js')).memoryTools],
+      tools: [
+        agentTools,
+        graphTools,
+        (await import('../memory/tools.js')).memoryTools,
+        (await import('../tools/a2a.js')).a2aTools,
+      ],
       // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
       ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
       loaded: setup.loaded,
