@@ -7,6 +7,7 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
+import { mountServeA2a } from './a2a/routes.js';
 import { type Frame, type SessionManager, UnknownSession } from './sessions.js';
 
 export const MAX_BODY = 1024 * 1024;
@@ -207,6 +208,7 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   app.get('/v1/openapi.json', (c) => c.json(openapi(app)));
+  mountServeA2a(app, deps);
 
   return app;
 }

@@ -181,3 +181,42 @@ function statesOf(event: StreamResponse): number[] {
   if (p?.$case === 'statusUpdate') return [p.value.status?.state ?? 0];
   return [];
 }
+
+describe('keel serve --json mounts the A2A endpoint', () => {
+  it('the real binary serves the card and completes a blocking send over its bearer token', async () => {
+    const { spawn } = await import('node:child_process');
+    const { KEEL_BIN } = await import('./harness.js');
+    const server = await model([{ text: 'Answered by keel serve.' }]);
+    const repo = gitRepo();
+    const home = keelHome(`provider = "openai"\nbase_url = "${server.url}"\nmodel = "test-model"\n`);
+    const child = spawn(process.execPath, [KEEL_BIN, 'serve', '--listen', '127.0.0.1:0', '--json'], {
+      cwd: repo,
+      env: { ...baseEnv(home), KEEL_SERVE_TOKEN: TOKEN },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const ready = await new Promise<{ port: number }>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0] ?? '') as { port: number });
+        });
+        child.on('exit', (code) => reject(new Error(`keel serve exited ${code}`)));
+      });
+      const origin = `http://127.0.0.1:${ready.port}`;
+      const client = await clientFor(origin);
+      const task = asTask(await client.sendMessage(send('hello over A2A')));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(textOf(task.artifacts[0]?.parts)).toBe('Answered by keel serve.');
+      // the task ran as a serve session, listed by the API
+      const listed = (await (await fetch(`${origin}/v1/sessions`)).json()) as {
+        sessions: Array<{ prompt: string }>;
+      };
+      expect(listed.sessions.map((s) => s.prompt)).toContain('hello over A2A');
+      const refused = await fetch(`${origin}/a2a`, { method: 'POST', body: '{}' });
+      expect(refused.status).toBe(401);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 60_000);
+});

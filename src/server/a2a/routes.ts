@@ -13,8 +13,11 @@ import {
   validateVersion,
 } from '@a2a-js/sdk/server';
 import type { Hono } from 'hono';
+import { keelVersion } from '../../cli/package-root.js';
+import type { SessionManager } from '../sessions.js';
 import { agentCard } from './card.js';
 import { KeelExecutor, type StartSessionFn } from './executor.js';
+import { startWithManager } from './manager-start.js';
 
 export interface A2aOptions {
   /** The bearer token of the serve API; every JSON-RPC call needs it. */
@@ -128,4 +131,17 @@ function rpcError(id: string | number | null, code: number, message: string) {
 
 function isStream<T>(value: T | AsyncGenerator<T>): value is AsyncGenerator<T> {
   return typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
+}
+
+/** The serve app's A2A endpoint: tasks run as sessions of its manager, behind its token. */
+export function mountServeA2a(
+  app: Hono,
+  deps: { manager: SessionManager; token: string; port(): number },
+): void {
+  mountA2a(app, {
+    token: deps.token,
+    origin: () => `http://127.0.0.1:${deps.port()}`,
+    version: keelVersion(),
+    start: startWithManager(deps.manager),
+  });
 }
