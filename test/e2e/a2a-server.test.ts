@@ -175,6 +175,10 @@ describe('keel over A2A, driven by the SDK client', () => {
   }, 60_000);
 });
 
+function chatRequests(server: { requests: Array<{ path: string }> }): number {
+  return server.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
+}
+
 function statesOf(event: StreamResponse): number[] {
   const p = event.payload;
   if (p?.$case === 'task') return [p.value.status?.state ?? 0];
@@ -182,7 +186,79 @@ function statesOf(event: StreamResponse): number[] {
   return [];
 }
 
+async function startServe(home: string, repo: string) {
+  const { spawn } = await import('node:child_process');
+  const { KEEL_BIN } = await import('./harness.js');
+  const child = spawn(process.execPath, [KEEL_BIN, 'serve', '--listen', '127.0.0.1:0', '--json'], {
+    cwd: repo,
+    env: { ...baseEnv(home), KEEL_SERVE_TOKEN: TOKEN },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const ready = await new Promise<{ port: number }>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0] ?? '') as { port: number });
+    });
+    child.on('exit', (code) => reject(new Error(`keel serve exited ${code}`)));
+  });
+  return { origin: `http://127.0.0.1:${ready.port}`, stop: () => child.kill('SIGTERM') };
+}
+
 describe('keel serve --json mounts the A2A endpoint', () => {
+  it('through serve sessions: a gated write is input-required, answered with a data part, then completed; a hang is canceled', async () => {
+    const repo = gitRepo({ 'src/app.js': 'export const answer = 41;\n' });
+    const server = await model([
+      {
+        task: 'make it 42',
+        tool_calls: [
+          { name: 'edit_file', arguments: { path: 'src/app.js', old_string: '41', new_string: '42' } },
+        ],
+      },
+      { task: 'make it 42', text: 'Changed it.' },
+      { task: 'hang now', hang: true },
+    ]);
+    const home = keelHome(
+      `provider = "openai"\nbase_url = "${server.url}"\nmodel = "test-model"\napprovals = "writes"\n`,
+    );
+    const serve = await startServe(home, repo);
+    try {
+      const client = await clientFor(serve.origin);
+      const asked = asTask(await client.sendMessage(send('make it 42', { metadata: { skill: 'fix' } })));
+      expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      expect(textOf(asked.status?.message?.parts)).toContain('edit_file');
+      const answer = Message.fromJSON({
+        messageId: randomUUID(),
+        role: 'ROLE_USER',
+        taskId: asked.id,
+        contextId: asked.contextId,
+        parts: [{ data: { decision: 'allow' } }],
+      });
+      const done = asTask(
+        await client.sendMessage({
+          tenant: '',
+          message: answer,
+          configuration: undefined,
+          metadata: undefined,
+        }),
+      );
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(readFileSync(join(repo, 'src/app.js'), 'utf8')).toBe('export const answer = 42;\n');
+      expect(textOf(done.artifacts.flatMap((a) => a.parts))).toContain('+export const answer = 42;');
+
+      let taskId = '';
+      for await (const event of client.sendMessageStream(send('hang now'))) {
+        if (event.payload?.$case === 'task') taskId = event.payload.value.id;
+        if (statesOf(event).includes(TaskState.TASK_STATE_WORKING) && taskId) break;
+      }
+      for (let i = 0; i < 100 && chatRequests(server) < 3; i++) await new Promise((r) => setTimeout(r, 100));
+      const canceled = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
+      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    } finally {
+      serve.stop();
+    }
+  }, 90_000);
+
   it('the real binary serves the card and completes a blocking send over its bearer token', async () => {
     const { spawn } = await import('node:child_process');
     const { KEEL_BIN } = await import('./harness.js');
