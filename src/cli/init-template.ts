@@ -59,6 +59,12 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 #   e.g. read_only_tools = ["search"]       # effect read (offered in ask mode); ["*"]: all; the rest are exec
 #   e.g. startup_timeout_s = 10             # listing its tools at session start; a server that misses it is skipped
 #   e.g. tool_timeout_s = 60                # one call; a call past it is a tool error
+# --- remote A2A agents [trust]: each becomes a tool a2a__NAME (effect exec, gated like shell); none by default ---
+#   e.g. [[a2a_agents]]
+#   e.g. name = "reviewer"                  # lower-case letters, digits, _ and -: the tool is a2a__reviewer
+#   e.g. card_url = "http://127.0.0.1:7430/.well-known/agent-card.json"  # the agent card's URL
+#   e.g. token_env = "REVIEWER_TOKEN"       # the NAME of the variable holding its bearer token; default: none sent
+#   e.g. timeout_s = 300                    # how long one call waits for the agent's task to end
 
 # --- other models [trust]; none by default ---
 #   e.g. [[fallback_models]]                # tried in order when the model fails; each: model, provider?, base_url?, api_key_env?, context_window?

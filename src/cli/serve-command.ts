@@ -9,12 +9,16 @@ import { serve } from '@hono/node-server';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { graphTools } from '../graph/tools.js';
 import { memoryTools } from '../memory/tools.js';
+import { mountServeA2a } from '../server/a2a/routes.js';
 import { createApp } from '../server/app.js';
 import { Metrics } from '../server/metrics.js';
 import { isLoopback } from '../server/security.js';
 import { SessionManager } from '../server/sessions.js';
+import { a2aTools } from '../tools/a2a.js';
+import { mcpTools } from '../tools/mcp.js';
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
+import { inertLine } from './inert.js';
 import { type CommonFlags, existingWorkspace, flagLayer } from './options.js';
 import { packageRoot } from './package-root.js';
 
@@ -59,7 +63,12 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     cwd: project,
     env,
     approvalTimeoutS: flags.approvalTimeout ?? 600,
-    tools: [graphTools, memoryTools],
+    tools: [
+      graphTools,
+      memoryTools,
+      mcpTools((line) => process.stderr.write(`keel serve: warning: ${inertLine(line)}\n`)),
+      a2aTools,
+    ],
     onEvent: (event) => metrics.event(event),
   });
   let port = listen.port;
@@ -75,6 +84,14 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     manager,
     metrics,
     webDir: join(packageRoot(), 'dist', 'web'),
+    // the A2A endpoint: tasks are sessions of the same manager, behind the same token
+    mount: (app) =>
+      mountServeA2a(app, {
+        manager,
+        token,
+        port: () => port,
+        configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
+      }),
   });
   const server = serve({ fetch: app.fetch, hostname: listen.host, port: listen.port });
   const ready = await new Promise<string | undefined>((resolve) => {

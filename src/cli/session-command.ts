@@ -124,6 +124,7 @@ export async function runVerb(
         (await import('../tools/mcp.js')).mcpTools((line) =>
           process.stderr.write(`${red('keel: warning:')} ${inertLine(line)}\n`),
         ),
+        (await import('../tools/a2a.js')).a2aTools,
       ],
       // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
       ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),

@@ -149,6 +149,15 @@ const mcpServers: Rule = (before, after, push) => {
   for (const item of a) if (!b.includes(item)) push(['mcp_servers'], false, `mcp_servers: removed ${item}`);
 };
 
+/** Another A2A agent (or one changed) sends the session's words to another host; fewer narrow. */
+const a2aAgents: Rule = (before, after, push) => {
+  const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => JSON.stringify(x)) : []);
+  const a = list(before.a2a_agents);
+  const b = list(after.a2a_agents);
+  for (const item of b) if (!a.includes(item)) push(['a2a_agents'], true, `a2a_agents: added ${item}`);
+  for (const item of a) if (!b.includes(item)) push(['a2a_agents'], false, `a2a_agents: removed ${item}`);
+};
+
 /** More fallback models send the session to more endpoints; fewer narrow. */
 const fallbackModels: Rule = (before, after, push) => {
   const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => JSON.stringify(x)) : []);
@@ -291,6 +300,7 @@ const RULES: Record<keyof Config, Rule> = {
   approvals,
   hooks,
   mcp_servers: mcpServers,
+  a2a_agents: a2aAgents,
   sandbox,
   sandbox_network: flag('sandbox_network', true),
   sandbox_env: names('sandbox_env'),

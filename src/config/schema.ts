@@ -91,6 +91,19 @@ export const mcpServerSchema = z
       });
   });
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+/** A remote Agent2Agent agent the session can delegate to as the tool `a2a__<name>` (src/tools/a2a.ts). */
+export const a2aAgentSchema = z.strictObject({
+  name: z.string().regex(/^[a-z0-9_-]+$/, 'must be lower-case letters, digits, _ and -'),
+  /** The agent card's URL (such as http://127.0.0.1:7430/.well-known/agent-card.json). */
+  card_url: serverUrl,
+  /** Name of the environment variable holding the agent's bearer token (never the token itself). */
+  token_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name (letters, digits and _)')
+    .optional(),
+  /** How long one call waits for the agent's task to end. */
+  timeout_s: positive.default(300),
+});
 
 export const SANDBOXES = ['auto', 'bwrap', 'docker', 'none'] as const;
 export type SandboxKind = (typeof SANDBOXES)[number];
@@ -124,6 +137,8 @@ export const configSchema = z.strictObject({
         seen.add(name);
       }
     }),
+  /** Remote A2A agents offered as tools; a project config needs trust to add one. */
+  a2a_agents: z.array(a2aAgentSchema).default([]),
   /** Where shell commands run: a sandbox, or none (then shell needs allow_shell or an approver hook naming it). */
   sandbox: z.enum(SANDBOXES).default('auto'),
   sandbox_network: z.boolean().default(false),

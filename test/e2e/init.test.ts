@@ -255,7 +255,7 @@ describe('keel init --project', () => {
     const documented = new Set<string>();
     let table = '';
     for (const line of text.split('\n')) {
-      const header = /^#(?:\s+e\.g\.)?\s+\[\[?([a-z_]+(?:\.[a-z_]+)?)/.exec(line)?.[1];
+      const header = /^#(?:\s+e\.g\.)?\s+\[\[?([a-z0-9_]+(?:\.[a-z0-9_]+)?)/.exec(line)?.[1];
       if (header) {
         table = header;
         documented.add(header);
