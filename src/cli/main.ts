@@ -4,6 +4,7 @@ import { closest } from '../config/closest.js';
 import { keelPaths } from '../config/paths.js';
 import { reportError, wantsJson } from './errors.js';
 import { EXIT } from './exit-codes.js';
+import { registerServe } from './serve-command.js';
 
 const SESSION_VERBS = [
   { name: 'ask', mode: 'ask', summary: 'answer a question about the code (read-only)' },
@@ -240,6 +241,7 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
       setExit(await showConfig(opts));
     });
 
+  registerServe(program, setExit);
   const sessions = program.command('sessions').description('read recorded sessions');
   sessions
     .command('list')
