@@ -49,7 +49,8 @@ export function openStream(id: string, after: () => number, on: StreamHandlers):
           credentials: 'omit',
           cache: 'no-store',
         });
-        if (res.status === 404 || res.status === 401 || res.status === 403) {
+        // after a drop, a 404 may be a server still loading its sessions: keep trying then
+        if ((res.status === 404 && !opened) || res.status === 401 || res.status === 403) {
           on.fatal(`${res.status}: ${(await res.text()).slice(0, 200)}`);
           return;
         }
