@@ -1,11 +1,10 @@
 /** `keel serve`: the HTTP API (sessions, approvals, SSE events, fix runs, memory) and the web workspace. */
 import type { Command } from 'commander';
 import { EXIT } from './exit-codes.js';
+import type { CommonFlags } from './options.js';
 
-export interface ServeFlags {
+export interface ServeFlags extends CommonFlags {
   listen: string;
-  cwd?: string;
-  json?: boolean;
   approvalTimeout: number;
 }
 
@@ -27,6 +26,11 @@ export function registerServe(program: Command, setExit: (code: number) => void)
       },
       600,
     )
+    .option('--provider <name>', 'openai | ollama | scripted')
+    .option('--model <name>', 'model name as the server knows it')
+    .option('--base-url <url>', 'model server URL')
+    .option('--script <file>', 'script file for the scripted provider')
+    .option('--context-window <n>', 'context window in tokens', (v) => Number.parseInt(v, 10))
     .option('--json', 'print {"url","port","token"} on stdout when ready')
     .action(async (opts: ServeFlags) => {
       setExit(await runServe(opts));
@@ -66,7 +70,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   const { randomBytes } = await import('node:crypto');
   const token = envToken ?? randomBytes(24).toString('base64url');
   const { SessionManager } = await import('../server/sessions.js');
-  const { createApp } = await import('../server/app.js');
+  const { createApp, countToolCall } = await import('../server/app.js');
   const { serve } = await import('@hono/node-server');
   const { agentTools } = await import('../agent/subagents.js');
   const { graphTools } = await import('../graph/tools.js');
@@ -77,9 +81,18 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     loaded: setup.loaded,
     approvalTimeoutS: flags.approvalTimeout,
     tools: [agentTools, graphTools, memoryTools],
+    onToolCall: countToolCall,
   });
   let port = wantPort;
-  const app = createApp({ manager, token, port: () => port, tokenForAll: !loopback });
+  const { packageRoot } = await import('./package-root.js');
+  const { join } = await import('node:path');
+  const app = createApp({
+    manager,
+    token,
+    port: () => port,
+    tokenForAll: !loopback,
+    webRoot: join(packageRoot(), 'dist', 'web'),
+  });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: wantPort }, (info) => {
       port = info.port;

@@ -8,6 +8,7 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import { type Frame, type SessionManager, UnknownSession } from './sessions.js';
+import { mountStatic } from './static.js';
 
 export const MAX_BODY = 1024 * 1024;
 
@@ -34,6 +35,10 @@ export interface AppDeps {
   port(): number;
   /** Whether every request needs the token (listening off loopback). */
   tokenForAll: boolean;
+  /** The web workspace folder (`<package root>/dist/web`); none: no static files. */
+  webRoot?: string;
+  /** More routes (A2A), mounted before the static catch-all. */
+  mount?(app: Hono): void;
 }
 
 export type ApiError = { code: string; error: string };
@@ -62,6 +67,39 @@ async function body<T extends z.ZodType>(
   return { ok: true, value: parsed.data };
 }
 
+/** Process-wide counters for /metrics (tool calls by gate decision, request durations). */
+export const metrics = {
+  toolCalls: {} as Record<string, number>,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  counts: new Array<number>(12).fill(0),
+  sum: 0,
+  n: 0,
+};
+
+export function countToolCall(decision: string): void {
+  metrics.toolCalls[decision] = (metrics.toolCalls[decision] ?? 0) + 1;
+}
+
+function observe(seconds: number): void {
+  const i = metrics.buckets.findIndex((b) => seconds <= b);
+  const at = i < 0 ? metrics.buckets.length : i;
+  metrics.counts[at] = (metrics.counts[at] ?? 0) + 1;
+  metrics.sum += seconds;
+  metrics.n++;
+}
+
+function histogram(): string[] {
+  let acc = 0;
+  const out = metrics.buckets.map((b, i) => {
+    acc += metrics.counts[i] ?? 0;
+    return `keel_http_request_duration_seconds_bucket{le="${b}"} ${acc}`;
+  });
+  out.push(`keel_http_request_duration_seconds_bucket{le="+Inf"} ${metrics.n}`);
+  out.push(`keel_http_request_duration_seconds_sum ${metrics.sum}`);
+  out.push(`keel_http_request_duration_seconds_count ${metrics.n}`);
+  return out;
+}
+
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const { manager } = deps;
@@ -71,6 +109,12 @@ export function createApp(deps: AppDeps): Hono {
     return fail(c, 500, 'INTERNAL_ERROR', err.message.split('\n')[0] ?? 'internal error');
   });
   app.notFound((c) => fail(c, 404, 'NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+
+  app.use('*', async (_c, next) => {
+    const t0 = performance.now();
+    await next();
+    observe((performance.now() - t0) / 1000);
+  });
 
   // security: Host, Origin, token, body cap, in that order
   app.use('*', async (c, next) => {
@@ -206,8 +250,48 @@ export function createApp(deps: AppDeps): Hono {
     return c.json({ ok: true }, 202);
   });
 
+  app.post('/v1/sessions/:id/fork', async (c) => {
+    const b = await body(c, schemas.fork);
+    if (!b.ok) return b.res;
+    const id = c.req.param('id');
+    const source = manager.get(id);
+    if (!source) return fail(c, 404, 'NOT_FOUND', `no session ${id}`);
+    if (source.state === 'running' || source.state === 'waiting')
+      return fail(c, 409, 'BUSY', `session ${id} is running; fork it when it ends`);
+    const { forkStored } = await import('../cli/sessions-command.js');
+    const row = forkStored(id);
+    if (typeof row === 'string') return fail(c, 409, 'CANNOT_FORK', row);
+    const started = manager.start({
+      resume: row.id,
+      prompt: b.value.prompt ?? '',
+      mode: source.mode,
+      parent: id,
+    });
+    return c.json({ session_id: started.id }, 201);
+  });
+
+  app.get('/metrics', (c) => {
+    const t = manager.totals();
+    const lines = [
+      '# HELP keel_sessions Sessions of this server by state.',
+      '# TYPE keel_sessions gauge',
+      ...Object.entries(t.states).map(([k, v]) => `keel_sessions{state="${k}"} ${v}`),
+      '# TYPE keel_tokens_total counter',
+      `keel_tokens_total ${t.tokens}`,
+      '# TYPE keel_cost_usd_total counter',
+      `keel_cost_usd_total ${t.costUsd}`,
+      '# TYPE keel_tool_calls_total counter',
+      ...Object.entries(metrics.toolCalls).map(([k, v]) => `keel_tool_calls_total{decision="${k}"} ${v}`),
+      '# TYPE keel_http_request_duration_seconds histogram',
+      ...histogram(),
+    ];
+    return c.text(`${lines.join('\n')}\n`, 200, { 'content-type': 'text/plain; version=0.0.4' });
+  });
+
   app.get('/v1/openapi.json', (c) => c.json(openapi(app)));
 
+  deps.mount?.(app);
+  if (deps.webRoot) mountStatic(app, deps.webRoot);
   return app;
 }
 

@@ -132,7 +132,12 @@ export class SessionManager {
     };
     this.sessions.set(id, s);
     if (req.parent) this.sessions.get(req.parent)?.children.push(id);
-    this.run(s, req.prompt, req.resume !== undefined);
+    if (req.resume !== undefined && req.prompt === '') {
+      // a fork waits, idle, for its first message
+      s.state = 'completed';
+      s.code = 'COMPLETED';
+      s.endedAt = s.startedAt;
+    } else this.run(s, req.prompt, req.resume !== undefined);
     return { id, mode, state: s.state };
   }
 
@@ -141,6 +146,8 @@ export class SessionManager {
     const s = this.must(id);
     for (const e of s.events) if (e.seq > after) listener(e);
     for (const p of s.pending.values()) listener({ kind: 'approval', data: p.approval });
+    // a session between runs: say how its last run ended, as a live subscriber was told
+    if (!s.controller && s.code !== null) listener({ kind: 'end', data: { code: s.code, state: s.state } });
     s.listeners.add(listener);
     return () => s.listeners.delete(listener);
   }
@@ -185,6 +192,25 @@ export class SessionManager {
 
   list(): SessionView[] {
     return [...this.sessions.values()].map(view).sort((a, b) => b.started_at.localeCompare(a.started_at));
+  }
+
+  /** Counts for /metrics: sessions by state, tokens and cost over all of them. */
+  totals(): { states: Record<SessionState, number>; tokens: number; costUsd: number } {
+    const states: Record<SessionState, number> = {
+      running: 0,
+      waiting: 0,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+    };
+    let tokens = 0;
+    let costUsd = 0;
+    for (const s of this.sessions.values()) {
+      states[s.state]++;
+      tokens += s.tokens;
+      costUsd += s.costUsd ?? 0;
+    }
+    return { states, tokens, costUsd };
   }
 
   /** Wait for the current run of a session to end (tests, shutdown). */
