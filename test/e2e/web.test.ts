@@ -164,15 +164,6 @@ describe.skipIf(!existsSync(CHROMIUM))('browser workspace (chromium, real keel s
     await expect.poll(() => row.getAttribute('data-state')).toBe('completed');
     expect(await row.textContent()).toContain('edit');
 
-    // the diff viewer
-    await page.goto(`http://127.0.0.1:${port}/${sessionHash}`);
-    await page.getByRole('link', { name: 'Diff' }).first().click();
-    await page.locator('.file-diff').first().waitFor();
-    expect(await page.locator('.file-diff h2').first().textContent()).toBe('src/app.js');
-    expect(await page.locator('.file-diff .add').allTextContents()).toContain('+export const answer = 42;\n');
-    expect(await page.locator('.file-diff .del').allTextContents()).toContain('-export const answer = 41;\n');
-    await shot(page, '3-diff');
-
     // a narrow window: no sideways scrolling, the transcript still readable
     await page.setViewportSize({ width: 400, height: 800 });
     await page.goto(`http://127.0.0.1:${port}/${sessionHash}`);
@@ -198,6 +189,15 @@ describe.skipIf(!existsSync(CHROMIUM))('browser workspace (chromium, real keel s
       .toBe('Second turn after the restart.');
     expect(await page.locator('.msg.user').count()).toBe(2);
     await shot(page, '5-after-restart');
+
+    // the diff viewer (last: it needs GET /v1/sessions/:id/diff)
+    await page.goto(`http://127.0.0.1:${port}/${sessionHash}`);
+    await page.getByRole('link', { name: 'Diff' }).first().click();
+    await page.locator('.file-diff').first().waitFor();
+    expect(await page.locator('.file-diff h2').first().textContent()).toBe('src/app.js');
+    expect(await page.locator('.file-diff .add').allTextContents()).toContain('+export const answer = 42;\n');
+    expect(await page.locator('.file-diff .del').allTextContents()).toContain('-export const answer = 41;\n');
+    await shot(page, '3-diff');
 
     const paint = await page.evaluate(
       () => performance.getEntriesByName('keel:first-transcript-paint')[0]?.startTime,
