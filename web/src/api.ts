@@ -1,0 +1,73 @@
+/** Calls to keel serve: the bearer token on every request, errors as one line. */
+
+const TOKEN_KEY = 'keel.token';
+
+/** Move a `#token=...` from the URL into sessionStorage and out of the address bar. */
+export function takeToken(): void {
+  const match = /(?:^#|[#&])token=([^&]+)/.exec(location.hash);
+  if (!match?.[1]) return;
+  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+  // the token must not linger in history or be copied with the address
+  history.replaceState(null, '', `${location.pathname}${location.search}#/`);
+}
+
+export function token(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Request headers: the token (never a cookie) and JSON. */
+export function headers(extra: Record<string, string> = {}): Record<string, string> {
+  const h: Record<string, string> = { Accept: 'application/json', ...extra };
+  const t = token();
+  if (t) h.Authorization = `Bearer ${t}`;
+  return h;
+}
+
+/** Fetch JSON from the API; a failure throws ApiError with the server's code and one-line message. */
+export async function api<T>(
+  path: string,
+  init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method: init.method ?? 'GET',
+      headers: headers(init.body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      signal: init.signal,
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    throw new ApiError(0, 'NETWORK', `cannot reach keel serve (${path})`);
+  }
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!res.ok) {
+    const b = (body ?? {}) as { code?: string; error?: string };
+    let message = b.error ?? `${res.status} ${res.statusText}`;
+    if (res.status === 401) message += ' — open the address keel serve printed (it carries #token=…)';
+    throw new ApiError(
+      res.status,
+      b.code ?? `HTTP_${res.status}`,
+      `${init.method ?? 'GET'} ${path}: ${message}`,
+    );
+  }
+  return body as T;
+}

@@ -1,0 +1,65 @@
+/** The browser workspace: a hash router over the views; each view returns how to stop it. */
+import { takeToken, token } from './api.js';
+import { el, replace } from './dom.js';
+import { sessionDiff } from './views/diff.js';
+import { fixForm, sessionForm } from './views/forms.js';
+import { runList, runView } from './views/runs.js';
+import { sessionView } from './views/session.js';
+import { sessionList } from './views/sessions.js';
+
+performance.mark('keel:boot');
+takeToken();
+
+export type Stop = () => void;
+export type View = (main: HTMLElement) => Stop;
+
+const routes: Array<[RegExp, (m: RegExpExecArray) => View]> = [
+  [/^#?\/?$/, () => sessionList],
+  [/^#\/new$/, () => sessionForm],
+  [/^#\/fix$/, () => fixForm],
+  [/^#\/runs$/, () => runList],
+  [/^#\/runs\/([\w.-]+)$/, (m) => runView(m[1] ?? '')],
+  [/^#\/s\/([\w.-]+)\/diff$/, (m) => sessionDiff(m[1] ?? '')],
+  [/^#\/s\/([\w.-]+)$/, (m) => sessionView(m[1] ?? '')],
+];
+
+const main = document.getElementById('main') as HTMLElement;
+let stop: Stop = () => {};
+
+function route(): void {
+  stop();
+  const hash = location.hash;
+  for (const [re, view] of routes) {
+    const m = re.exec(hash);
+    if (!m) continue;
+    replace(main);
+    stop = view(m)(main);
+    markCurrent(hash);
+    return;
+  }
+  replace(
+    main,
+    el('h1', null, 'Not found'),
+    el('p', null, el('a', { attrs: { href: '#/' } }, 'Back to sessions')),
+  );
+  stop = () => {};
+}
+
+function markCurrent(hash: string): void {
+  for (const a of document.querySelectorAll<HTMLAnchorElement>('nav a')) {
+    const target = a.getAttribute('href') ?? '';
+    if (target === hash || (target === '#/' && (hash === '' || hash === '#/')))
+      a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+}
+
+// the skip control is a button: a #main link would be taken for a route
+document.getElementById('skip')?.addEventListener('click', () => main.focus());
+window.addEventListener('hashchange', route);
+if (!token()) {
+  document
+    .getElementById('conn')
+    ?.replaceChildren('read-only: no token (open the address keel serve printed)');
+}
+route();

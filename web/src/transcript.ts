@@ -1,0 +1,299 @@
+/** A session's transcript: logged events and live deltas folded into DOM, in seq order, each event once. */
+import { badge, diffBlock, el, money, short } from './dom.js';
+import type { Delta, LogEvent } from './types.js';
+
+interface CallCard {
+  root: HTMLElement;
+  decision: HTMLElement;
+  outcome: HTMLElement;
+  live: HTMLPreElement | null;
+}
+
+/** Turn the SSE data of a logged event into one flat event (the server may send the stored row or the event). */
+export function toLogEvent(eventName: string, raw: unknown, id: string | null): LogEvent | null {
+  if (!raw || typeof raw !== 'object') return null;
+  const r = raw as Record<string, unknown>;
+  const inner =
+    r.data && typeof r.data === 'object' && !Array.isArray(r.data) ? (r.data as Record<string, unknown>) : r;
+  const seq = Number(r.seq ?? id);
+  if (!Number.isFinite(seq)) return null;
+  const type = String(r.type ?? inner.type ?? eventName);
+  return { ...inner, type, seq };
+}
+
+export class Transcript {
+  readonly root = el('ol', { class: 'transcript', attrs: { 'aria-label': 'Transcript' } });
+  lastSeq = 0;
+  private calls = new Map<string, CallCard>();
+  private liveBlock: { root: HTMLElement; text: HTMLElement; reasoning: HTMLElement | null } | null = null;
+  private painted = false;
+
+  /** Apply a logged event; an event at or before the last seq is a replay and is skipped. */
+  apply(ev: LogEvent): void {
+    if (ev.seq <= this.lastSeq) return;
+    this.lastSeq = ev.seq;
+    const node = this.render(ev);
+    if (node) this.push(node);
+  }
+
+  /** A live delta: streamed text and reasoning of the round in flight, or a running tool's output. */
+  delta(d: Delta): void {
+    if (typeof d.text !== 'string') return;
+    if (d.kind === 'tool_output') {
+      const card = d.call_id ? this.calls.get(d.call_id) : undefined;
+      if (!card) return;
+      if (!card.live) {
+        card.live = el('pre', { class: 'output live' });
+        card.root.appendChild(card.live);
+      }
+      card.live.textContent = (card.live.textContent ?? '') + d.text;
+      return;
+    }
+    const live = this.ensureLive();
+    if (d.kind === 'reasoning') {
+      if (!live.reasoning) {
+        const pre = el('pre', { class: 'reasoning' });
+        live.root.insertBefore(
+          el('details', { class: 'thinking' }, el('summary', null, 'Reasoning…'), pre),
+          live.text,
+        );
+        live.reasoning = pre;
+      }
+      live.reasoning.textContent = (live.reasoning.textContent ?? '') + d.text;
+    } else {
+      live.text.textContent = (live.text.textContent ?? '') + d.text;
+    }
+    this.markPaint();
+  }
+
+  /** Drop what was streamed but not logged (after a reconnect the logged message replaces it). */
+  dropLive(): void {
+    this.liveBlock?.root.remove();
+    this.liveBlock = null;
+    for (const card of this.calls.values()) {
+      card.live?.remove();
+      card.live = null;
+    }
+  }
+
+  private ensureLive() {
+    if (!this.liveBlock) {
+      const text = el('div', { class: 'text' });
+      const root = el(
+        'li',
+        { class: 'msg assistant streaming', attrs: { 'aria-busy': 'true' } },
+        el('h3', null, 'keel'),
+        text,
+      );
+      this.push(root);
+      this.liveBlock = { root, text, reasoning: null };
+    }
+    return this.liveBlock;
+  }
+
+  private push(node: HTMLElement): void {
+    // the streaming block stays last until its message is logged
+    if (this.liveBlock && node !== this.liveBlock.root) this.root.insertBefore(node, this.liveBlock.root);
+    else this.root.appendChild(node);
+    this.markPaint();
+  }
+
+  private markPaint(): void {
+    if (this.painted) return;
+    this.painted = true;
+    requestAnimationFrame(() => performance.mark('keel:first-transcript-paint'));
+  }
+
+  private render(ev: LogEvent): HTMLElement | null {
+    const s = (k: string) => (typeof ev[k] === 'string' ? (ev[k] as string) : '');
+    switch (ev.type) {
+      case 'session_start':
+        return meta(`session started · ${s('mode')} · ${s('model')}`);
+      case 'session_resume':
+        return meta(`resumed · ${s('mode')} · ${s('model')}`);
+      case 'session_fork':
+        return meta(`forked from ${s('from')}`);
+      case 'user_message':
+        return el(
+          'li',
+          { class: 'msg user' },
+          el('h3', null, 'You'),
+          el('div', { class: 'text' }, s('text')),
+        );
+      case 'assistant_message':
+        return this.assistant(ev);
+      case 'gate_decision':
+        this.decision(ev);
+        return null;
+      case 'tool_start': {
+        const card = this.card(s('call_id'), s('tool'), ev.args);
+        card.root.classList.add('running');
+        return card.root.isConnected ? null : card.root;
+      }
+      case 'tool_result':
+        this.result(ev);
+        return null;
+      case 'tool_call_invalid':
+        return meta(`invalid call to ${s('tool')}: ${s('error')}`, 'warn');
+      case 'model_retry':
+        return meta(`model retry ${String(ev.attempt)}: ${s('error')}`, 'warn');
+      case 'model_fallback':
+        return meta(`fell back from ${s('from')} to ${s('to')}: ${s('error')}`, 'warn');
+      case 'compaction':
+        return meta(
+          `compacted older turns (${String(ev.tokens_before)} → ${String(ev.tokens_after)} tokens)`,
+        );
+      case 'violation':
+        return meta(`${s('tool')} created protected names; removed: ${String(ev.removed)}`, 'warn');
+      case 'session_end':
+        return this.end(ev);
+      default:
+        return null;
+    }
+  }
+
+  private assistant(ev: LogEvent): HTMLElement {
+    this.liveBlock?.root.remove();
+    this.liveBlock = null;
+    const li = el('li', { class: 'msg assistant' }, el('h3', null, 'keel'));
+    if (typeof ev.reasoning === 'string' && ev.reasoning) {
+      li.appendChild(
+        el(
+          'details',
+          { class: 'thinking' },
+          el('summary', null, 'Reasoning'),
+          el('pre', { class: 'reasoning' }, ev.reasoning),
+        ),
+      );
+    }
+    if (typeof ev.text === 'string' && ev.text) li.appendChild(el('div', { class: 'text' }, ev.text));
+    const calls = Array.isArray(ev.tool_calls) ? (ev.tool_calls as Array<Record<string, unknown>>) : [];
+    if (calls.length > 0) {
+      const list = el('ul', { class: 'calls' });
+      for (const c of calls) {
+        const card = this.card(String(c.id ?? ''), String(c.name ?? '?'), c.arguments);
+        list.appendChild(card.root);
+      }
+      li.appendChild(list);
+    }
+    return li;
+  }
+
+  private card(callId: string, tool: string, args: unknown): CallCard {
+    const existing = this.calls.get(callId);
+    if (existing) return existing;
+    const decision = el('span', { class: 'decision' });
+    const outcome = el('span', { class: 'outcome' });
+    const root = el(
+      'li',
+      { class: 'call', attrs: { 'data-call': callId } },
+      el(
+        'div',
+        { class: 'call-head' },
+        el('code', { class: 'tool' }, tool),
+        ' ',
+        el('span', { class: 'args' }, argsLine(args)),
+        decision,
+        outcome,
+      ),
+    );
+    const card = { root, decision, outcome, live: null };
+    this.calls.set(callId, card);
+    return card;
+  }
+
+  private decision(ev: LogEvent): void {
+    const card = this.card(String(ev.call_id), String(ev.tool), undefined);
+    if (!card.root.isConnected) this.push(card.root);
+    const d = String(ev.decision);
+    card.decision.replaceChildren(badge(d === 'allow' ? 'allowed' : d === 'deny' ? 'denied' : 'asked'));
+    const reason = typeof ev.reason === 'string' ? ev.reason : typeof ev.deny === 'string' ? ev.deny : '';
+    if (reason) card.decision.appendChild(el('span', { class: 'reason' }, ` ${short(reason, 160)}`));
+  }
+
+  private result(ev: LogEvent): void {
+    const card = this.card(String(ev.call_id), String(ev.tool), undefined);
+    if (!card.root.isConnected) this.push(card.root);
+    card.root.classList.remove('running');
+    card.live?.remove();
+    card.live = null;
+    const o = (ev.outcome ?? {}) as {
+      exit_code?: number | null;
+      tests?: { passed: number; failed: number };
+      added?: number;
+      removed?: number;
+      timed_out?: boolean;
+    };
+    const bits: string[] = [];
+    if (o.exit_code !== undefined && o.exit_code !== null) bits.push(`exit ${o.exit_code}`);
+    if (o.timed_out) bits.push('timed out');
+    if (o.tests) bits.push(`${o.tests.passed} passed, ${o.tests.failed} failed`);
+    if (o.added !== undefined || o.removed !== undefined) bits.push(`+${o.added ?? 0} −${o.removed ?? 0}`);
+    if (ev.interrupted) bits.push('interrupted');
+    card.outcome.replaceChildren(
+      badge(ev.is_error ? 'error' : 'ok'),
+      bits.length ? ` ${bits.join(' · ')}` : '',
+    );
+    card.root.classList.add(ev.is_error ? 'failed' : 'done');
+    const output = typeof ev.output === 'string' ? ev.output : '';
+    if (output)
+      card.root.appendChild(
+        el(
+          'details',
+          { class: 'out' },
+          el('summary', null, 'Output'),
+          el('pre', { class: 'output' }, output),
+        ),
+      );
+    if (typeof ev.diff === 'string' && ev.diff) {
+      card.root.appendChild(
+        el(
+          'details',
+          { class: 'out', attrs: { open: '' } },
+          el('summary', null, 'Change'),
+          diffBlock(ev.diff),
+        ),
+      );
+    }
+  }
+
+  private end(ev: LogEvent): HTMLElement {
+    this.dropLive();
+    const code = String(ev.code ?? '');
+    const tokens = ev.tokens as { input?: number; output?: number } | undefined;
+    return el(
+      'li',
+      { class: 'msg end' },
+      el('h3', null, 'Run ended ', badge(code)),
+      typeof ev.summary === 'string' && ev.summary ? el('div', { class: 'text' }, ev.summary) : null,
+      el(
+        'p',
+        { class: 'facts' },
+        `${String(ev.rounds ?? 0)} rounds · ${(tokens?.input ?? 0) + (tokens?.output ?? 0)} tokens · ${money(ev.cost_usd as number | null)}`,
+      ),
+    );
+  }
+}
+
+function meta(text: string, kind = ''): HTMLElement {
+  return el('li', { class: `meta ${kind}` }, text);
+}
+
+/** A call's arguments on one line: the path or command when there is one, else the JSON. */
+function argsLine(args: unknown): string {
+  let value = args;
+  if (typeof args === 'string') {
+    try {
+      value = JSON.parse(args);
+    } catch {
+      return short(args, 140);
+    }
+  }
+  if (value && typeof value === 'object') {
+    const a = value as Record<string, unknown>;
+    for (const key of ['path', 'command', 'pattern', 'task', 'query', 'name']) {
+      if (typeof a[key] === 'string') return short(a[key] as string, 140);
+    }
+  }
+  return value === undefined ? '' : short(JSON.stringify(value), 140);
+}

@@ -1,0 +1,55 @@
+/** The shapes of keel serve's API (/work/notes/api-contract.md), as the page reads them. */
+
+export type SessionState = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+
+export interface Approval {
+  call_id: string;
+  tool: string;
+  args: unknown;
+  question: string;
+  diff: string | null;
+  agent: string | null;
+}
+
+export interface Session {
+  session_id: string;
+  mode: string;
+  state: SessionState;
+  code: string | null;
+  prompt: string;
+  started_at: string;
+  ended_at: string | null;
+  rounds: number;
+  tokens: number | { input: number; output: number };
+  cost_usd: number | null;
+  parent_id: string | null;
+  children: string[];
+  files_changed: string[];
+  pending_approvals: Approval[];
+}
+
+export interface Run {
+  run_id: string;
+  status: 'running' | 'verified' | 'failed';
+  attempts: number;
+  cost_usd: number | null;
+  rationale: string | null;
+  pr_description: string | null;
+  diff: string | null;
+  started_at: string;
+  ended_at: string | null;
+  task?: string;
+}
+
+/** A logged event as the page uses it: its type, its seq and its fields. */
+export interface LogEvent {
+  type: string;
+  seq: number;
+  [field: string]: unknown;
+}
+
+export interface Delta {
+  kind: 'text' | 'reasoning' | 'tool_output';
+  text: string;
+  call_id?: string;
+}

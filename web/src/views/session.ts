@@ -1,0 +1,289 @@
+/** One session: its facts, live transcript, the approvals waiting for a person, messages, and its agent tree. */
+import { api } from '../api.js';
+import { badge, diffBlock, el, money, replace, short, when } from '../dom.js';
+import type { Stop } from '../main.js';
+import { poll } from '../poll.js';
+import { openStream } from '../stream.js';
+import { Transcript, toLogEvent } from '../transcript.js';
+import type { Approval, Delta, Session } from '../types.js';
+import { agentTree } from './sessions.js';
+
+export function tokenTotal(t: Session['tokens']): number {
+  return typeof t === 'number' ? t : (t?.input ?? 0) + (t?.output ?? 0);
+}
+
+export function sessionView(id: string) {
+  return (main: HTMLElement): Stop => {
+    const conn = document.getElementById('conn');
+    const title = el('h1', { class: 'session-title' }, 'Session');
+    const facts = el('dl', { class: 'facts-grid' });
+    const error = el('p', { class: 'error', attrs: { role: 'alert' } });
+    const approvals = el('section', {
+      class: 'approvals',
+      attrs: { 'aria-label': 'Waiting for you', 'aria-live': 'assertive' },
+    });
+    const transcript = new Transcript();
+    const tree = el('div', null, el('p', { class: 'muted' }, 'Loading…'));
+    const files = el('ul', { class: 'files' });
+    const pending = new Map<string, HTMLElement>();
+
+    const showApproval = (a: Approval) => {
+      if (pending.has(a.call_id)) return;
+      const card = approvalCard(
+        id,
+        a,
+        () => settle(a.call_id),
+        (msg) => {
+          error.textContent = msg;
+        },
+      );
+      pending.set(a.call_id, card);
+      approvals.appendChild(card);
+      if (pending.size === 1)
+        card.querySelector<HTMLButtonElement>('button.allow')?.focus({ preventScroll: true });
+    };
+    const settle = (callId: string) => {
+      pending.get(callId)?.remove();
+      pending.delete(callId);
+    };
+
+    const refresh = async (reconcile: boolean, signal?: AbortSignal) => {
+      const s = await api<Session>(`/v1/sessions/${encodeURIComponent(id)}`, { signal });
+      showFacts(s);
+      if (reconcile) {
+        const ids = new Set(s.pending_approvals.map((a) => a.call_id));
+        for (const callId of [...pending.keys()]) if (!ids.has(callId)) settle(callId);
+      }
+      for (const a of s.pending_approvals) showApproval(a);
+      const { sessions } = await api<{ sessions: Session[] }>('/v1/sessions', { signal });
+      replace(tree, agentTree(id, sessions));
+    };
+
+    const showFacts = (s: Session) => {
+      replace(title, short(s.prompt || s.session_id, 100), ' ', badge(s.state));
+      const rows: Array<[string, string]> = [
+        ['Mode', s.mode],
+        ['Code', s.code ?? '—'],
+        ['Rounds', String(s.rounds)],
+        ['Tokens', String(tokenTotal(s.tokens))],
+        ['Cost', money(s.cost_usd)],
+        ['Started', when(s.started_at)],
+        ['Ended', when(s.ended_at)],
+      ];
+      if (s.parent_id) rows.push(['Parent', s.parent_id]);
+      replace(facts, ...rows.flatMap(([k, v]) => [el('dt', null, k), el('dd', null, v)]));
+      replace(
+        files,
+        ...(s.files_changed.length
+          ? s.files_changed.map((f) => el('li', null, el('code', null, f)))
+          : [el('li', { class: 'muted' }, 'none yet')]),
+      );
+    };
+
+    const stopStream = openStream(id, () => transcript.lastSeq, {
+      frame(f) {
+        let data: unknown;
+        try {
+          data = JSON.parse(f.data);
+        } catch {
+          return;
+        }
+        if (f.event === 'delta') transcript.delta(data as Delta);
+        else if (f.event === 'approval') showApproval(data as Approval);
+        else if (f.event === 'approval_settled') settle(String((data as { call_id?: string }).call_id));
+        else if (f.event === 'end') void refresh(false).catch(() => {});
+        else {
+          const ev = toLogEvent(f.event, data, f.id);
+          if (ev) transcript.apply(ev);
+        }
+      },
+      open(resumed) {
+        if (conn) conn.textContent = resumed ? 'reconnected' : 'live';
+        conn?.setAttribute('data-state', 'live');
+        transcript.dropLive();
+        if (resumed) void refresh(true).catch(() => {});
+      },
+      retry(ms, why) {
+        if (conn) conn.textContent = `reconnecting in ${Math.ceil(ms / 100) / 10} s (${why})`;
+        conn?.setAttribute('data-state', 'retry');
+      },
+      fatal(why) {
+        if (conn) conn.textContent = '';
+        error.textContent = `The event stream of ${id} is not available: ${why}`;
+      },
+    });
+    const stopPoll = poll(
+      (signal) => refresh(false, signal),
+      3000,
+      (err) => {
+        error.textContent = err.message;
+      },
+    );
+    void refresh(true).catch(() => {});
+
+    main.classList.add('wide');
+    main.append(
+      el(
+        'div',
+        { class: 'title-row' },
+        title,
+        el(
+          'nav',
+          { class: 'tabs', attrs: { 'aria-label': 'Session' } },
+          el('a', { attrs: { href: `#/s/${id}`, 'aria-current': 'page' } }, 'Transcript'),
+          el('a', { attrs: { href: `#/s/${id}/diff` } }, 'Diff'),
+        ),
+      ),
+      error,
+      el(
+        'div',
+        { class: 'columns' },
+        el(
+          'div',
+          { class: 'col-main' },
+          approvals,
+          transcript.root,
+          messageForm(id, (msg) => (error.textContent = msg)),
+        ),
+        el(
+          'aside',
+          { class: 'col-side', attrs: { 'aria-label': 'About this session' } },
+          el(
+            'section',
+            { class: 'card' },
+            el('h2', null, 'Facts'),
+            facts,
+            actions(id, (msg) => (error.textContent = msg)),
+          ),
+          el('section', { class: 'card' }, el('h2', null, 'Agents'), tree),
+          el(
+            'section',
+            { class: 'card' },
+            el('h2', null, 'Files changed'),
+            files,
+            el('a', { attrs: { href: `#/s/${id}/diff` } }, 'Open the diff'),
+          ),
+        ),
+      ),
+    );
+    return () => {
+      stopStream();
+      stopPoll();
+      main.classList.remove('wide');
+      if (conn) conn.textContent = '';
+    };
+  };
+}
+
+function approvalCard(id: string, a: Approval, done: () => void, fail: (msg: string) => void): HTMLElement {
+  const reasonId = `reason-${a.call_id.replace(/[^\w-]/g, '_')}`;
+  const reason = el('input', {
+    attrs: { id: reasonId, type: 'text', placeholder: 'why not (sent to the model)', autocomplete: 'off' },
+  });
+  const allow = el('button', { class: 'allow', attrs: { type: 'button' } }, 'Allow');
+  const deny = el('button', { class: 'deny', attrs: { type: 'submit' } }, 'Deny');
+  const answer = async (decision: 'allow' | 'deny') => {
+    allow.disabled = true;
+    deny.disabled = true;
+    try {
+      const body: { decision: string; reason?: string } = { decision };
+      if (decision === 'deny' && reason.value.trim()) body.reason = reason.value.trim();
+      await api(`/v1/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(a.call_id)}`, {
+        method: 'POST',
+        body,
+      });
+      done();
+    } catch (err) {
+      fail((err as Error).message);
+      allow.disabled = false;
+      deny.disabled = false;
+    }
+  };
+  allow.addEventListener('click', () => void answer('allow'));
+  // Enter in the reason field denies with that reason
+  const form = el(
+    'form',
+    { class: 'approval-actions' },
+    allow,
+    el('label', { class: 'sr', attrs: { for: reasonId } }, 'Reason to deny'),
+    reason,
+    deny,
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void answer('deny');
+  });
+  return el(
+    'article',
+    { class: 'approval card', attrs: { 'data-call': a.call_id } },
+    el('h2', null, 'keel asks', a.agent ? ` (for ${a.agent})` : '', ': ', el('code', null, a.tool)),
+    el('p', { class: 'question' }, a.question),
+    a.diff
+      ? diffBlock(a.diff)
+      : el('pre', { class: 'output' }, typeof a.args === 'string' ? a.args : JSON.stringify(a.args, null, 2)),
+    form,
+  );
+}
+
+function messageForm(id: string, fail: (msg: string) => void): HTMLElement {
+  const text = el('textarea', {
+    attrs: { id: 'message', rows: '2', placeholder: 'Steer the run, or start the next turn' },
+  });
+  const send = el('button', { attrs: { type: 'submit' } }, 'Send');
+  const status = el('span', { class: 'muted', attrs: { role: 'status' } });
+  const form = el(
+    'form',
+    { class: 'message-form' },
+    el('label', { attrs: { for: 'message' } }, 'Message'),
+    text,
+    el('div', { class: 'actions' }, send, status),
+  );
+  text.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!text.value.trim()) return;
+    send.disabled = true;
+    try {
+      const r = await api<{ delivered: string }>(`/v1/sessions/${encodeURIComponent(id)}/messages`, {
+        method: 'POST',
+        body: { text: text.value },
+      });
+      text.value = '';
+      status.textContent = r.delivered === 'steer' ? 'sent to the running turn' : 'started a new turn';
+    } catch (err) {
+      fail((err as Error).message);
+    } finally {
+      send.disabled = false;
+    }
+  });
+  return form;
+}
+
+function actions(id: string, fail: (msg: string) => void): HTMLElement {
+  const cancel = el('button', { class: 'secondary', attrs: { type: 'button' } }, 'Cancel run');
+  const fork = el('button', { class: 'secondary', attrs: { type: 'button' } }, 'Fork');
+  cancel.addEventListener('click', async () => {
+    try {
+      await api(`/v1/sessions/${encodeURIComponent(id)}/cancel`, { method: 'POST', body: {} });
+    } catch (err) {
+      fail((err as Error).message);
+    }
+  });
+  fork.addEventListener('click', async () => {
+    try {
+      const r = await api<{ session_id: string }>(`/v1/sessions/${encodeURIComponent(id)}/fork`, {
+        method: 'POST',
+        body: {},
+      });
+      location.hash = `#/s/${r.session_id}`;
+    } catch (err) {
+      fail((err as Error).message);
+    }
+  });
+  return el('div', { class: 'actions' }, cancel, fork);
+}
