@@ -70,6 +70,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
       a2aTools,
     ],
     onEvent: (event) => metrics.event(event),
+    configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
   });
   let port = listen.port;
   const app = createApp({

@@ -97,6 +97,8 @@ export class SessionManager {
       approvalTimeoutS: number;
       /** More tools for every session (memory, graph, MCP), as the CLI gives them. */
       tools?: ToolFactory[];
+      /** The config for a turn of a session this process did not start (before a restart, from the CLI). */
+      configFor(): LoadedConfig;
       /** Each stored event, for the server's counters. */
       onEvent?(event: SessionEvent): void;
     },
@@ -122,9 +124,8 @@ export class SessionManager {
       return 'steer';
     }
     const row = this.row(id);
-    const loaded = this.configs.get(id);
-    if (!loaded)
-      throw new Conflict(`session ${id} was not started by this server; resume it with keel sessions resume`);
+    // a session from before a restart (or the CLI) goes on under the server's config
+    const loaded = this.configs.get(id) ?? this.opts.configFor();
     if (!['ask', 'plan', 'edit', 'auto'].includes(row.mode))
       throw new Conflict(`session ${id} is a ${row.mode} run, not a conversation`);
     const started = this.turn(id, { prompt: text, mode: row.mode as Mode, loaded, fresh: false });
