@@ -43,7 +43,7 @@ describe('keel completion bash', () => {
     const run = await keel(['completion', 'bash'], { cwd: home, home });
     expect(run.code).toBe(0);
     const script = run.stdout;
-    expect(bashComplete(script, ['keel', 'se'])).toEqual(['sessions']);
+    expect(bashComplete(script, ['keel', 'se'])).toEqual(['sessions', 'serve']);
     expect(bashComplete(script, ['keel', 'sessions', ''])).toEqual([
       'list',
       'show',
@@ -144,7 +144,7 @@ describe('keel completion zsh and fish', () => {
     );
     const complete = (line: string, expect: string) =>
       spawnSync('zsh', ['-f', driver, line, expect], { encoding: 'utf8', timeout: 20_000 }).stdout;
-    expect(complete('keel se', 'keel sessions ')).toContain('keel sessions ');
+    expect(complete('keel ses', 'keel sessions ')).toContain('keel sessions ');
     const subs = complete('keel sessions ', 'show');
     for (const sub of ['compact', 'fork', 'list', 'resume', 'show']) expect(subs).toContain(sub);
     expect(subs).toContain('recent sessions, newest first');
@@ -178,7 +178,7 @@ describe('keel completion zsh and fish', () => {
         .trim()
         .split('\n')
         .map((l) => l.split('\t')[0]);
-    expect(complete('keel se')).toEqual(['sessions']);
+    expect(complete('keel se')).toEqual(['serve', 'sessions']);
     expect(complete('keel sessions ')).toEqual(['compact', 'fork', 'list', 'resume', 'show']);
     expect(complete('keel ask --provider ')).toEqual(['ollama', 'openai', 'scripted']);
     expect(complete('keel trust check --b')).toEqual(['--base']);

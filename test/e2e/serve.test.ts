@@ -156,6 +156,10 @@ describe('keel serve: sessions over HTTP', () => {
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'take forever' })).body.session_id;
     const stream = `${s.url}v1/sessions/${id}/events`;
     await readStream(stream, (f) => f.event === 'model_request');
+    // cancel once the model holds the request (a cancel before it arrives would leave the hanging turn
+    // for the fork's request)
+    for (const end = Date.now() + 20_000; chatBodies(server).length === 0 && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 20));
     expect((await s.api('POST', `/v1/sessions/${id}/cancel`)).status).toBe(202);
     const all = await readStream(stream, ended);
     expect(all.at(-1)?.data).toEqual({ code: 'CANCELLED', state: 'cancelled' });
