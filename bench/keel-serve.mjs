@@ -92,7 +92,7 @@ async function follow(url, onEvent, onOpen) {
 const script = [
   { tool_calls: [{ id: 'c-first', name: 'read_file', arguments: { path: 'README.md' } }], delay_ms: 1500 },
   ...Array.from({ length: ROUNDS }, (_, i) => ({
-    tool_calls: [{ id: `c${i}`, name: 'read_file', arguments: { path: 'README.md' } }],
+    tool_calls: [{ id: `c${i}`, name: 'list_dir', arguments: { path: '.', depth: i + 1 } }],
     delay_ms: 20,
   })),
   { text: 'done' },
