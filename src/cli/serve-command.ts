@@ -11,6 +11,7 @@ import { graphTools } from '../graph/tools.js';
 import { memoryTools } from '../memory/tools.js';
 import { mountServeA2a } from '../server/a2a/routes.js';
 import { createApp } from '../server/app.js';
+import { FixRuns } from '../server/fixes.js';
 import { Metrics } from '../server/metrics.js';
 import { isLoopback } from '../server/security.js';
 import { SessionManager } from '../server/sessions.js';
@@ -72,6 +73,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     onEvent: (event) => metrics.event(event),
     configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
   });
+  const fixes = new FixRuns({ project, env, onEvent: (event) => metrics.event(event) });
   let port = listen.port;
   const app = createApp({
     version,
@@ -83,12 +85,15 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     port: () => port,
     configFor: (request) => loadConfig({ cwd: project, flags: flagLayer({ ...flags, ...request }) }),
     manager,
+    fixes,
     metrics,
     webDir: join(packageRoot(), 'dist', 'web'),
     // the A2A endpoint: tasks are sessions of the same manager, behind the same token
     mount: (app) =>
       mountServeA2a(app, {
         manager,
+        fixes,
+        project,
         token,
         port: () => port,
         configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
@@ -122,6 +127,6 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   });
   process.stderr.write('keel serve: stopping (cancelling running turns)\n');
   server.close();
-  await manager.close();
+  await Promise.all([manager.close(), fixes.close()]);
   return EXIT.ok;
 }

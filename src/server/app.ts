@@ -10,13 +10,12 @@ import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { SessionEvent } from '../agent/events.js';
-import { newSessionId } from '../agent/session.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import { MODES } from '../config/schema.js';
-import { runFix } from '../fix/run.js';
 import { readRuns, runReport, summarizeRun } from '../fix/runs.js';
 import { openMemory } from '../memory/open.js';
+import type { FixRuns } from './fixes.js';
 import type { Metrics } from './metrics.js';
 import { guard } from './security.js';
 import { Conflict, type Frame, NotFound, type SessionManager, type SessionState } from './sessions.js';
@@ -173,6 +172,8 @@ export interface AppOptions {
   /** The config for a request's model and profile (ConfigError when they are wrong). */
   configFor(flags: { model?: string; profile?: string }): LoadedConfig;
   manager: SessionManager;
+  /** Fix runs of this server (`POST /v1/fix`, the A2A fix skill). */
+  fixes: FixRuns;
   metrics: Metrics;
   webDir: string;
   /** More routes (the A2A endpoint) mounted on the same guarded app. */
@@ -325,29 +326,18 @@ export function createApp(opts: AppOptions): Hono {
     return c.json({ session_id: id }, 201);
   });
 
-  // fix runs: in this process, each with its own controller (a server that stops cancels them)
-  const fixes = new Map<string, AbortController>();
+  // fix runs: in this process (src/server/fixes.ts), shared with the A2A fix skill
+  const fixes = opts.fixes;
   app.post('/v1/fix', async (c) => {
     const req = await body(c, FixBody);
     if (typeof req === 'string') return fail(c, 400, 'BAD_REQUEST', req);
-    const loaded = opts.configFor({});
-    const runId = newSessionId();
-    const controller = new AbortController();
-    fixes.set(runId, controller);
-    void runFix({
-      repo: realpathSync(opts.project),
-      issue: req.task,
-      targetTests: [],
+    const { runId, done } = fixes.start({
+      task: req.task,
       ...(req.test_command ? { testCommand: req.test_command } : {}),
-      maxAttempts: 3,
-      loaded,
-      env: opts.env,
-      signal: controller.signal,
-      runId,
-      onEvent: (event) => metrics.event(event),
-    })
-      .catch(() => {})
-      .finally(() => fixes.delete(runId));
+      loaded: opts.configFor({}),
+    });
+    // the run's own log holds its verdict or the reason it could not start
+    done.catch(() => {});
     return c.json({ run_id: runId }, 202);
   });
   const runView = (id: string) => {
@@ -356,7 +346,7 @@ export function createApp(opts: AppOptions): Hono {
     if (!row || !['fix', 'loop'].includes(row.mode)) throw new NotFound(`no run ${id}`);
     const run = summarizeRun(manager.log, paths, row);
     const report = runReport(run);
-    const running = fixes.has(id) || run.code === 'running';
+    const running = fixes.isRunning(id) || run.code === 'running';
     const end = manager.log.events(id).findLast((e) => e.type === 'fix_end' || e.type === 'loop_end');
     return {
       run_id: run.id,

@@ -21,7 +21,7 @@ export type Frame =
   | { kind: 'event'; seq: number; event: StoredEvent }
   | { kind: 'delta'; data: { kind: 'text' | 'reasoning' | 'tool_output'; text: string; call_id?: string } }
   | { kind: 'approval'; data: Approval }
-  | { kind: 'approval_settled'; data: { call_id: string; decision: 'allow' | 'deny' } }
+  | { kind: 'approval_settled'; data: { call_id: string; decision: 'allow' | 'deny'; reason?: string } }
   | { kind: 'end'; data: { code: string; state: SessionState } };
 
 export type SessionState = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
@@ -330,7 +330,11 @@ export class SessionManager {
           if (!active.pending.delete(request.callId)) return;
           this.emit(id, {
             kind: 'approval_settled',
-            data: { call_id: request.callId, decision: answer.allow ? 'allow' : 'deny' },
+            data: {
+              call_id: request.callId,
+              decision: answer.allow ? 'allow' : 'deny',
+              ...(!answer.allow && answer.message ? { reason: answer.message } : {}),
+            },
           });
           resolve(answer);
         };

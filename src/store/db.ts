@@ -97,6 +97,17 @@ const MIGRATIONS: string[] = [
      module TEXT NOT NULL
    );
    CREATE INDEX graph_imports_file ON graph_imports(file_id);`,
+  // A2A tasks of `keel serve` (src/server/a2a/task-store.ts): the SDK's Task as JSON, per project
+  `CREATE TABLE a2a_tasks (
+     id TEXT PRIMARY KEY,
+     project TEXT NOT NULL,
+     context_id TEXT NOT NULL,
+     state INTEGER NOT NULL,
+     task TEXT NOT NULL,
+     pid INTEGER NOT NULL,
+     updated_at TEXT NOT NULL
+   );
+   CREATE INDEX a2a_tasks_project ON a2a_tasks(project, updated_at);`,
 ];
 
 /** Open (creating if needed) keel's database and bring its schema up to date. */

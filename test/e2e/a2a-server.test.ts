@@ -15,7 +15,12 @@ import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSession } from '../../src/agent/session.js';
 import { loadConfig } from '../../src/config/load.js';
+import { keelPaths } from '../../src/config/paths.js';
+import { startFixWith } from '../../src/server/a2a/fix-skill.js';
 import { mountA2a } from '../../src/server/a2a/routes.js';
+import { SqliteTaskStore } from '../../src/server/a2a/task-store.js';
+import { FixRuns } from '../../src/server/fixes.js';
+import { openDb } from '../../src/store/db.js';
 import { gitRepo } from '../helpers/tmp.js';
 import { baseEnv, keelHome, model } from './harness.js';
 
@@ -34,11 +39,14 @@ async function startA2a(modelUrl: string, repo: string, flags: Record<string, un
   });
   const app = new Hono();
   let origin = '';
+  const fixes = new FixRuns({ project: repo, env, maxAttempts: 1 });
   mountA2a(app, {
     token: TOKEN,
     origin: () => origin,
     version: '0.1.0',
     start: (opts) => startSession({ ...opts, loaded, cwd: repo, env }),
+    fix: startFixWith(fixes, () => loaded),
+    store: new SqliteTaskStore(openDb(keelPaths(env).db), repo),
   });
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
@@ -88,7 +96,7 @@ describe('keel over A2A, driven by the SDK client', () => {
       capabilities: { streaming: true },
       securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
     });
-    expect((card.skills as Array<{ id: string }>).map((s) => s.id)).toEqual(['ask', 'fix', 'review']);
+    expect((card.skills as Array<{ id: string }>).map((s) => s.id)).toEqual(['ask', 'fix', 'edit', 'review']);
 
     const client = await clientFor(origin);
     const task = asTask(await client.sendMessage(send('Where is the config loaded?')));
@@ -159,7 +167,7 @@ describe('keel over A2A, driven by the SDK client', () => {
     ]);
     const origin = await startA2a(server.url, repo, { approvals: 'writes' });
     const client = await clientFor(origin);
-    const asked = asTask(await client.sendMessage(send('make it 42', { metadata: { skill: 'fix' } })));
+    const asked = asTask(await client.sendMessage(send('make it 42', { metadata: { skill: 'edit' } })));
     expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
     expect(textOf(asked.status?.message?.parts)).toContain('edit_file src/app.js');
     expect(readFileSync(join(repo, 'src/app.js'), 'utf8')).toBe('export const answer = 41;\n');
@@ -224,7 +232,7 @@ describe('keel serve --json mounts the A2A endpoint', () => {
     const serve = await startServe(home, repo);
     try {
       const client = await clientFor(serve.origin);
-      const asked = asTask(await client.sendMessage(send('make it 42', { metadata: { skill: 'fix' } })));
+      const asked = asTask(await client.sendMessage(send('make it 42', { metadata: { skill: 'edit' } })));
       expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
       expect(textOf(asked.status?.message?.parts)).toContain('edit_file');
       const answer = Message.fromJSON({

@@ -140,6 +140,7 @@ describe('keel serve: sessions over HTTP', () => {
     expect(all.find((f) => f.event === 'approval_settled')?.data).toEqual({
       call_id: 'w1',
       decision: 'deny',
+      reason: 'no one answered within 1 s; the call was not made',
     });
     expect(all.find((f) => f.event === 'session_end')?.data.data.code).toBe('COMPLETED');
     expect(existsSync(join(repo, 'late.txt'))).toBe(false);

@@ -1,4 +1,4 @@
-/** keel's A2A agent card: its skills (ask, fix, review), its JSON-RPC endpoint and its bearer auth. */
+/** keel's A2A agent card: its skills (ask, fix, edit, review), its JSON-RPC endpoint and its bearer auth. */
 import { A2A_PROTOCOL_VERSION, AgentCard } from '@a2a-js/sdk';
 
 const SKILLS = [
@@ -11,11 +11,19 @@ const SKILLS = [
   },
   {
     id: 'fix',
-    name: 'Fix or change the code',
+    name: 'Fix, verified',
     description:
-      'Edits files inside the project to do the task; the answer carries the diff. A write that needs approval stops at input-required: answer "yes" or "no".',
-    tags: ['code', 'edit', 'fix'],
-    examples: ['Fix the off-by-one in src/range.ts', 'Rename parseArgs to parseArguments'],
+      "Runs `keel fix`: the change is made in a snapshot and counts as done only when the project's own tests, as they were, pass with no regressions. Completed means verified; the artifact carries the verdict, the PR text and the diff, and the fix waits on a branch. Not verified is failed, with the report.",
+    tags: ['code', 'fix', 'verified'],
+    examples: ['Fix the off-by-one in src/range.ts', 'The date parser rejects leap days; fix it'],
+  },
+  {
+    id: 'edit',
+    name: 'Edit the working tree',
+    description:
+      'Edits files inside the project directly to do the task; the answer carries the diff. A write that needs approval stops at input-required: answer "yes" or "no".',
+    tags: ['code', 'edit'],
+    examples: ['Rename parseArgs to parseArguments', 'Add a --verbose flag to the CLI'],
   },
   {
     id: 'review',
@@ -52,4 +60,4 @@ export function agentCard(url: string, version: string): AgentCard {
 
 /** The skill ids a message may name (metadata `skill`); `ask` when it names none. */
 export const SKILL_IDS = SKILLS.map((s) => s.id);
-export type SkillId = 'ask' | 'fix' | 'review';
+export type SkillId = 'ask' | 'fix' | 'edit' | 'review';

@@ -1,32 +1,71 @@
 /**
  * The A2A executor: a message starts a keel session (skill ask -> ask mode, review -> ask mode with
- * a review prompt, fix -> edit mode), and the session's life becomes the task's states: working
- * while it runs, input-required while an approval waits (a follow-up "yes"/"no" or a data part
- * {decision} answers it), then completed (the answer, and for fix the diff), failed (the terminal
- * code in the status message) or canceled.
+ * a review prompt, edit -> edit mode in the working tree) or a fix run (skill fix -> `keel fix` in a
+ * snapshot, verified by the project's own tests). Its life becomes the task's states: working while
+ * it runs, input-required while an approval waits (a follow-up "yes"/"no" or a data part {decision}
+ * answers it; an answer from elsewhere, or the approval timeout, puts it back to working), then
+ * completed (the answer, for edit the diff, for fix the verified diff and PR text), failed (the
+ * terminal code in the status message) or canceled.
+ *
+ * Between an input-required and the caller's next message no request of the SDK is reading the
+ * task's events, so the executor writes them to the task store itself (`detached`).
  */
 import { randomUUID } from 'node:crypto';
 import { type Message, type Part, Task, TaskState } from '@a2a-js/sdk';
 import {
   AgentEvent,
+  type AgentExecutionEvent,
   type AgentExecutor,
   type ExecutionEventBus,
   type RequestContext,
+  ResultManager,
+  type ServerCallContext,
+  type TaskStore,
 } from '@a2a-js/sdk/server';
 import type { ApprovalAnswer, ApprovalRequest } from '../../agent/approvals.js';
 import type { SessionEvent } from '../../agent/events.js';
 import type { SessionOutcome, StartOptions } from '../../agent/session.js';
+import type { TerminalCode } from '../../agent/terminal.js';
 import type { Mode } from '../../config/schema.js';
 import type { SkillId } from './card.js';
 
 /** Starts a session for a task: the server's own way (its config, project and tools). */
 export type StartSessionFn = (
-  opts: Pick<StartOptions, 'mode' | 'prompt' | 'signal' | 'approve' | 'onEvent'>,
+  opts: Pick<StartOptions, 'mode' | 'prompt' | 'signal' | 'approve' | 'onEvent'> & {
+    /** The session's id, once its row is stored. */
+    onStarted?(sessionId: string): void;
+    /** A question answered other than through this task (the web page, the approval timeout). */
+    onSettled?(callId: string, answer: ApprovalAnswer): void;
+  },
 ) => Promise<SessionOutcome>;
+
+/** A fix run's verdict as the task reports it. */
+export interface FixReport {
+  runId: string;
+  code: TerminalCode;
+  verified: boolean;
+  reason: string;
+  summary: string;
+  attempts: number;
+  branch: string | null;
+  pr: string;
+  diff: string;
+}
+
+/** Starts a verified fix run (`keel fix`) for a task; its id is known at once. */
+export type StartFixFn = (opts: { task: string; signal: AbortSignal }) => {
+  runId: string;
+  done: Promise<FixReport>;
+};
 
 interface Running {
   contextId: string;
   bus: ExecutionEventBus;
+  /** The call this task's events are stored under (its first request's). */
+  call: ServerCallContext;
+  /** No request of the SDK is reading the bus (after input-required): store each event here. */
+  detached: boolean;
+  saving: Promise<void>;
   controller: AbortController;
   /** The approval waiting for the caller's answer, if any. */
   pending?: { request: ApprovalRequest; answer(a: ApprovalAnswer): void };
@@ -38,7 +77,11 @@ interface Running {
 export class KeelExecutor implements AgentExecutor {
   private readonly tasks = new Map<string, Running>();
 
-  constructor(private readonly start: StartSessionFn) {}
+  constructor(
+    private readonly start: StartSessionFn,
+    private readonly fix: StartFixFn,
+    private readonly store: TaskStore,
+  ) {}
 
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const running = this.tasks.get(ctx.taskId);
@@ -48,7 +91,7 @@ export class KeelExecutor implements AgentExecutor {
     bus.publish(AgentEvent.task({ ...taskOf(ctx), history: [message] }));
     if (ctx.task) {
       // a finished task takes no more messages: say so instead of starting over under its id
-      this.status(
+      publishStatus(
         bus,
         taskId,
         contextId,
@@ -60,7 +103,7 @@ export class KeelExecutor implements AgentExecutor {
     const skill = skillOf(message);
     const text = textOf(message.parts);
     if (!text) {
-      this.status(
+      publishStatus(
         bus,
         taskId,
         contextId,
@@ -69,48 +112,74 @@ export class KeelExecutor implements AgentExecutor {
       );
       return;
     }
-    const run = this.track(taskId, contextId, bus);
-    this.status(bus, taskId, contextId, TaskState.TASK_STATE_WORKING, `keel is working (${skill})`);
-    const diffs = new Map<string, string>();
-    const onEvent = (event: SessionEvent) => {
-      if (event.type === 'tool_result' && event.diff && !event.is_error)
-        for (const path of event.files_changed) diffs.set(path, event.diff);
-    };
-    this.start({
-      mode: MODE[skill],
-      prompt: promptFor(skill, text),
-      signal: run.controller.signal,
-      onEvent,
-      approve: (request) => this.ask(taskId, request),
-    })
-      .then((outcome) => this.finish(taskId, skill, outcome, [...diffs.values()]))
-      .catch((err: unknown) => {
-        const live = this.tasks.get(taskId);
-        if (!live) return;
-        const cancelled = live.controller.signal.aborted;
-        this.status(
-          live.bus,
-          taskId,
-          contextId,
-          cancelled ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED,
-          cancelled ? 'CANCELLED' : `ENVIRONMENT_ERROR: ${err instanceof Error ? err.message : String(err)}`,
-        );
-        this.settle(taskId);
-      });
+    const run = this.track(taskId, contextId, bus, ctx.context);
+    if (skill === 'fix') this.runFix(taskId, text);
+    else this.runSession(taskId, skill, text);
     await run.stopped;
   }
 
   async cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
     const running = this.tasks.get(taskId);
     if (!running) return;
+    // the SDK reads this bus until the task ends
     running.bus = bus;
+    running.detached = false;
     running.pending?.answer({ allow: false, message: 'the task was canceled' });
     running.controller.abort(new Error('canceled over A2A'));
+  }
+
+  private runSession(taskId: string, skill: Exclude<SkillId, 'fix'>, text: string): void {
+    this.status(taskId, TaskState.TASK_STATE_WORKING, `keel is working (${skill})`);
+    const run = this.tasks.get(taskId) as Running;
+    const diffs = new Map<string, string>();
+    this.start({
+      mode: MODE[skill],
+      prompt: promptFor(skill, text),
+      signal: run.controller.signal,
+      onEvent: (event: SessionEvent) => {
+        if (event.type === 'tool_result' && event.diff && !event.is_error)
+          for (const path of event.files_changed) diffs.set(path, event.diff);
+      },
+      onStarted: (sessionId) =>
+        this.status(
+          taskId,
+          TaskState.TASK_STATE_WORKING,
+          `keel is working (${skill}) in session ${sessionId}`,
+          {
+            session_id: sessionId,
+          },
+        ),
+      onSettled: (callId, answer) => this.settledElsewhere(taskId, callId, answer),
+      approve: (request) => this.ask(taskId, request),
+    })
+      .then((outcome) => this.finishSession(taskId, skill, outcome, [...diffs.values()]))
+      .catch((err: unknown) => this.crashed(taskId, err));
+  }
+
+  private runFix(taskId: string, text: string): void {
+    const run = this.tasks.get(taskId) as Running;
+    let started: ReturnType<StartFixFn>;
+    try {
+      started = this.fix({ task: text, signal: run.controller.signal });
+    } catch (err) {
+      this.crashed(taskId, err);
+      return;
+    }
+    this.status(
+      taskId,
+      TaskState.TASK_STATE_WORKING,
+      `keel is fixing in a snapshot (run ${started.runId}); the project's own tests decide`,
+      { run_id: started.runId },
+    );
+    started.done
+      .then((report) => this.finishFix(taskId, report))
+      .catch((err: unknown) => this.crashed(taskId, err));
   }
 
   /** A follow-up message to a task waiting for approval: "yes"/"no", or a data part {decision}. */
   private async answer(ctx: RequestContext, bus: ExecutionEventBus, running: Running): Promise<void> {
     running.bus = bus;
+    running.detached = false;
     bus.publish(AgentEvent.task(taskOf(ctx)));
     const pending = running.pending;
     const decision = decisionOf(ctx.userMessage);
@@ -120,20 +189,17 @@ export class KeelExecutor implements AgentExecutor {
       const why = pending
         ? `answer "yes" or "no" (or a data part {"decision": "allow"|"deny"}): ${questionOf(pending.request)}`
         : 'keel is working; this message was not delivered';
-      this.status(bus, ctx.taskId, running.contextId, state, why);
-      if (pending) return;
+      this.status(ctx.taskId, state, why);
+      if (pending) {
+        running.detached = true;
+        return;
+      }
       await running.stopped;
       return;
     }
     running.pending = undefined;
-    const again = this.track(ctx.taskId, running.contextId, bus, running);
-    this.status(
-      bus,
-      ctx.taskId,
-      running.contextId,
-      TaskState.TASK_STATE_WORKING,
-      decision ? 'allowed' : 'denied',
-    );
+    const again = this.track(ctx.taskId, running.contextId, bus, running.call, running);
+    this.status(ctx.taskId, TaskState.TASK_STATE_WORKING, decision ? 'allowed' : 'denied');
     pending.answer(decision ? { allow: true } : { allow: false, message: 'the A2A caller said no' });
     await again.stopped;
   }
@@ -144,51 +210,93 @@ export class KeelExecutor implements AgentExecutor {
     if (!running) return Promise.resolve({ allow: false, message: 'the task is gone' });
     return new Promise<ApprovalAnswer>((resolve) => {
       running.pending = { request, answer: resolve };
-      this.status(
-        running.bus,
-        taskId,
-        running.contextId,
-        TaskState.TASK_STATE_INPUT_REQUIRED,
-        questionOf(request),
-      );
+      this.status(taskId, TaskState.TASK_STATE_INPUT_REQUIRED, questionOf(request));
+      // the request that carried this task returns now; nothing reads its bus until the next one
+      running.detached = true;
       running.stop();
     });
   }
 
-  private finish(taskId: string, skill: SkillId, outcome: SessionOutcome, diffs: string[]): void {
+  /** The question was answered without this task (the web page, the timeout): back to working. */
+  private settledElsewhere(taskId: string, callId: string, answer: ApprovalAnswer): void {
     const running = this.tasks.get(taskId);
-    if (!running) return;
-    const { bus, contextId } = running;
+    const pending = running?.pending;
+    if (!running || !pending || pending.request.callId !== callId) return;
+    running.pending = undefined;
+    pending.answer(answer);
+    const why = answer.allow ? 'allowed elsewhere' : `denied: ${answer.message ?? 'no reason given'}`;
+    this.status(
+      taskId,
+      TaskState.TASK_STATE_WORKING,
+      `the question about ${pending.request.tool} was ${why}`,
+    );
+  }
+
+  private finishSession(taskId: string, skill: SkillId, outcome: SessionOutcome, diffs: string[]): void {
+    if (!this.tasks.has(taskId)) return;
     if (outcome.code === 'COMPLETED') {
-      const parts = [{ text: outcome.summary || '(no answer)', mediaType: 'text/plain' }];
-      if (skill === 'fix' && diffs.length) parts.push({ text: diffs.join('\n'), mediaType: 'text/x-diff' });
-      bus.publish(
-        AgentEvent.artifactUpdate({
-          taskId,
-          contextId,
-          artifact: {
-            artifactId: randomUUID(),
-            name: skill === 'fix' ? 'answer and diff' : 'answer',
-            description: '',
-            parts: parts.map((p) => partOf(p.text, p.mediaType)),
-            metadata: { session_id: outcome.sessionId, files_changed: outcome.filesChanged },
-            extensions: [],
-          },
-          append: false,
-          lastChunk: true,
-          metadata: undefined,
-        }),
-      );
-      this.status(bus, taskId, contextId, TaskState.TASK_STATE_COMPLETED, outcome.summary);
+      const parts = [partOf(outcome.summary || '(no answer)', 'text/plain')];
+      if (skill === 'edit' && diffs.length) parts.push(partOf(diffs.join('\n'), 'text/x-diff'));
+      this.artifact(taskId, skill === 'edit' ? 'answer and diff' : 'answer', parts, {
+        session_id: outcome.sessionId,
+        files_changed: outcome.filesChanged,
+      });
+      this.status(taskId, TaskState.TASK_STATE_COMPLETED, outcome.summary);
     } else if (outcome.code === 'CANCELLED') {
-      this.status(bus, taskId, contextId, TaskState.TASK_STATE_CANCELED, `CANCELLED: ${outcome.reason}`);
+      this.status(taskId, TaskState.TASK_STATE_CANCELED, `CANCELLED: ${outcome.reason}`);
     } else {
-      this.status(bus, taskId, contextId, TaskState.TASK_STATE_FAILED, `${outcome.code}: ${outcome.reason}`);
+      this.status(taskId, TaskState.TASK_STATE_FAILED, `${outcome.code}: ${outcome.reason}`);
     }
     this.settle(taskId);
   }
 
-  private track(taskId: string, contextId: string, bus: ExecutionEventBus, existing?: Running): Running {
+  /** A fix is completed only when verified; an unverified one fails, with its report all the same. */
+  private finishFix(taskId: string, report: FixReport): void {
+    if (!this.tasks.has(taskId)) return;
+    if (report.code === 'CANCELLED') {
+      this.status(taskId, TaskState.TASK_STATE_CANCELED, `CANCELLED: ${report.reason}`);
+      this.settle(taskId);
+      return;
+    }
+    const verdict = report.verified
+      ? `verified after ${report.attempts} attempt(s)${report.branch ? ` on branch ${report.branch}` : ''}: ${report.summary}`
+      : `not verified after ${report.attempts} attempt(s): ${report.code}: ${report.reason}`;
+    const parts = [partOf(verdict, 'text/plain')];
+    if (report.pr) parts.push(partOf(report.pr, 'text/markdown'));
+    if (report.diff) parts.push(partOf(report.diff, 'text/x-diff'));
+    this.artifact(taskId, report.verified ? 'verified fix' : 'fix report', parts, {
+      run_id: report.runId,
+      verdict: report.verified ? 'verified' : 'not verified',
+      attempts: report.attempts,
+      branch: report.branch,
+    });
+    this.status(
+      taskId,
+      report.verified ? TaskState.TASK_STATE_COMPLETED : TaskState.TASK_STATE_FAILED,
+      report.verified ? verdict : `${report.code}: ${report.reason}`,
+    );
+    this.settle(taskId);
+  }
+
+  private crashed(taskId: string, err: unknown): void {
+    const live = this.tasks.get(taskId);
+    if (!live) return;
+    const cancelled = live.controller.signal.aborted;
+    this.status(
+      taskId,
+      cancelled ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED,
+      cancelled ? 'CANCELLED' : `ENVIRONMENT_ERROR: ${err instanceof Error ? err.message : String(err)}`,
+    );
+    this.settle(taskId);
+  }
+
+  private track(
+    taskId: string,
+    contextId: string,
+    bus: ExecutionEventBus,
+    call: ServerCallContext,
+    existing?: Running,
+  ): Running {
     let stop = () => {};
     const stopped = new Promise<void>((resolve) => {
       stop = resolve;
@@ -196,6 +304,9 @@ export class KeelExecutor implements AgentExecutor {
     const running: Running = existing ?? {
       contextId,
       bus,
+      call,
+      detached: false,
+      saving: Promise.resolve(),
       controller: new AbortController(),
       stopped,
       stop,
@@ -212,38 +323,81 @@ export class KeelExecutor implements AgentExecutor {
     running?.stop();
   }
 
-  private status(
-    bus: ExecutionEventBus,
-    taskId: string,
-    contextId: string,
-    state: TaskState,
-    text: string,
-  ): void {
-    bus.publish(
-      AgentEvent.statusUpdate({
+  /** Publish an event of a running task, and store it when no request of the SDK is reading. */
+  private publish(taskId: string, event: AgentExecutionEvent): void {
+    const running = this.tasks.get(taskId);
+    if (!running) return;
+    running.bus.publish(event);
+    if (!running.detached) return;
+    const recorder = new ResultManager(this.store, running.call);
+    running.saving = running.saving
+      .then(() => recorder.processEvent(event))
+      .catch((err: unknown) => {
+        process.stderr.write(`keel serve: warning: A2A task ${taskId} not stored: ${String(err)}\n`);
+      });
+  }
+
+  private status(taskId: string, state: TaskState, text: string, metadata?: Record<string, unknown>): void {
+    const running = this.tasks.get(taskId);
+    if (running) this.publish(taskId, statusEvent(taskId, running.contextId, state, text, metadata));
+  }
+
+  private artifact(taskId: string, name: string, parts: Part[], metadata: Record<string, unknown>): void {
+    const running = this.tasks.get(taskId);
+    if (!running) return;
+    this.publish(
+      taskId,
+      AgentEvent.artifactUpdate({
         taskId,
-        contextId,
-        status: {
-          state,
-          message: {
-            messageId: randomUUID(),
-            contextId,
-            taskId,
-            role: 2, // ROLE_AGENT
-            parts: [partOf(text, 'text/plain')],
-            metadata: undefined,
-            extensions: [],
-            referenceTaskIds: [],
-          },
-          timestamp: new Date().toISOString(),
-        },
+        contextId: running.contextId,
+        artifact: { artifactId: randomUUID(), name, description: '', parts, metadata, extensions: [] },
+        append: false,
+        lastChunk: true,
         metadata: undefined,
       }),
     );
   }
 }
 
-const MODE: Record<SkillId, Mode> = { ask: 'ask', review: 'ask', fix: 'edit' };
+function publishStatus(
+  bus: ExecutionEventBus,
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  text: string,
+) {
+  bus.publish(statusEvent(taskId, contextId, state, text));
+}
+
+function statusEvent(
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  text: string,
+  metadata?: Record<string, unknown>,
+): AgentExecutionEvent {
+  return AgentEvent.statusUpdate({
+    taskId,
+    contextId,
+    status: {
+      state,
+      message: {
+        messageId: randomUUID(),
+        contextId,
+        taskId,
+        role: 2, // ROLE_AGENT
+        parts: [partOf(text, 'text/plain')],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
+      timestamp: new Date().toISOString(),
+    },
+    metadata,
+  });
+}
+
+const MODE: Record<Exclude<SkillId, 'fix'>, Mode> = { ask: 'ask', review: 'ask', edit: 'edit' };
 
 function promptFor(skill: SkillId, text: string): string {
   if (skill !== 'review') return text;
@@ -262,7 +416,7 @@ function skillOf(message: Message): SkillId {
   const named = [message.metadata?.skill, ...message.parts.map((p) => dataOf(p)?.skill)].find(
     (s) => typeof s === 'string',
   );
-  return named === 'fix' || named === 'review' ? named : 'ask';
+  return named === 'fix' || named === 'review' || named === 'edit' ? named : 'ask';
 }
 
 /** true for yes/allow, false for no/deny, undefined when the message answers nothing. */

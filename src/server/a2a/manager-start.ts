@@ -14,6 +14,7 @@ import type { StartSessionFn } from './executor.js';
 export function startWithManager(manager: SessionManager, configFor: () => LoadedConfig): StartSessionFn {
   return async (opts) => {
     const { id } = await manager.start({ prompt: opts.prompt, mode: opts.mode, loaded: configFor() });
+    opts.onStarted?.(id);
     const mode = opts.mode;
     // subscribing after the start loses nothing: the stream replays the log from the first event
     return new Promise<SessionOutcome>((resolve) => {
@@ -47,6 +48,12 @@ export function startWithManager(manager: SessionManager, configFor: () => Loade
               answer.allow ? undefined : answer.message,
             );
           });
+        } else if (frame.kind === 'approval_settled') {
+          const { call_id, decision, reason } = frame.data;
+          opts.onSettled?.(
+            call_id,
+            decision === 'allow' ? { allow: true } : { allow: false, ...(reason ? { message: reason } : {}) },
+          );
         } else if (frame.kind === 'end') {
           unsubscribe();
           opts.signal.removeEventListener('abort', onAbort);

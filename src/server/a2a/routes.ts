@@ -5,21 +5,25 @@
  */
 
 import { timingSafeEqual } from 'node:crypto';
+import { realpathSync } from 'node:fs';
 import { A2A_VERSION_HEADER, AgentCard } from '@a2a-js/sdk';
 import {
   DefaultRequestHandler,
   defaultServerCallContextBuilder,
-  InMemoryTaskStore,
   JsonRpcTransportHandler,
+  type TaskStore,
   validateVersion,
 } from '@a2a-js/sdk/server';
 import type { Hono } from 'hono';
 import { keelVersion } from '../../cli/package-root.js';
 import type { LoadedConfig } from '../../config/load.js';
+import type { FixRuns } from '../fixes.js';
 import type { SessionManager } from '../sessions.js';
 import { agentCard } from './card.js';
-import { KeelExecutor, type StartSessionFn } from './executor.js';
+import { KeelExecutor, type StartFixFn, type StartSessionFn } from './executor.js';
+import { startFixWith } from './fix-skill.js';
 import { startWithManager } from './manager-start.js';
+import { SqliteTaskStore } from './task-store.js';
 
 export interface A2aOptions {
   /** The bearer token of the serve API; every JSON-RPC call needs it. */
@@ -29,11 +33,14 @@ export interface A2aOptions {
   /** keel's version, for the card. */
   version: string;
   start: StartSessionFn;
+  fix: StartFixFn;
+  /** Where tasks are kept (keel's database for `keel serve`, so they outlive a restart). */
+  store: TaskStore;
 }
 
 /** Mount the agent card and the JSON-RPC endpoint on `app`. */
 export function mountA2a(app: Hono, opts: A2aOptions): void {
-  const executor = new KeelExecutor(opts.start);
+  const executor = new KeelExecutor(opts.start, opts.fix, opts.store);
   let handler: DefaultRequestHandler | undefined;
   let transport: JsonRpcTransportHandler | undefined;
   // the card names the server's own URL, which is known only once it listens (port 0 picks one)
@@ -41,7 +48,7 @@ export function mountA2a(app: Hono, opts: A2aOptions): void {
     if (!handler || !transport) {
       handler = new DefaultRequestHandler(
         agentCard(`${opts.origin()}/a2a`, opts.version),
-        new InMemoryTaskStore(),
+        opts.store,
         executor,
       );
       transport = new JsonRpcTransportHandler(handler);
@@ -135,15 +142,33 @@ function isStream<T>(value: T | AsyncGenerator<T>): value is AsyncGenerator<T> {
   return typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
 }
 
-/** The serve app's A2A endpoint: tasks run as sessions of its manager, behind its token. */
+/**
+ * The serve app's A2A endpoint: tasks run as sessions of its manager and fix runs of its FixRuns,
+ * behind its token, kept in keel's database. Tasks a stopped server left unfinished fail now.
+ */
 export function mountServeA2a(
   app: Hono,
-  deps: { manager: SessionManager; token: string; port(): number; configFor(): LoadedConfig },
+  deps: {
+    manager: SessionManager;
+    fixes: FixRuns;
+    project: string;
+    token: string;
+    port(): number;
+    configFor(): LoadedConfig;
+  },
 ): void {
+  const store = new SqliteTaskStore(deps.manager.db, realpathSync(deps.project));
+  const failed = store.recover();
+  if (failed)
+    process.stderr.write(
+      `keel serve: ${failed} A2A task(s) left unfinished by a stopped server are marked failed\n`,
+    );
   mountA2a(app, {
     token: deps.token,
     origin: () => `http://127.0.0.1:${deps.port()}`,
     version: keelVersion(),
     start: startWithManager(deps.manager, deps.configFor),
+    fix: startFixWith(deps.fixes, deps.configFor),
+    store,
   });
 }

@@ -1,0 +1,71 @@
+/**
+ * Fix runs the server started, in its own process: `POST /v1/fix` and the A2A fix skill both start
+ * them here, so `/v1/runs` shows either as running until its verdict. Each has its own controller;
+ * a server that stops cancels them.
+ */
+import { realpathSync } from 'node:fs';
+import type { SessionEvent } from '../agent/events.js';
+import { newSessionId } from '../agent/session.js';
+import type { LoadedConfig } from '../config/load.js';
+import { type FixResult, runFix } from '../fix/run.js';
+
+export interface FixStart {
+  task: string;
+  testCommand?: string;
+  loaded: LoadedConfig;
+  /** Cancels the run (with the server's own cancel). */
+  signal?: AbortSignal;
+  onEvent?(event: SessionEvent): void;
+}
+
+export class FixRuns {
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+
+  constructor(
+    private readonly opts: {
+      project: string;
+      env: NodeJS.ProcessEnv;
+      maxAttempts?: number;
+      onEvent?(event: SessionEvent): void;
+    },
+  ) {}
+
+  /** Start a run; its id is known at once, its result when `done` resolves (or rejects, before attempt one). */
+  start(req: FixStart): { runId: string; done: Promise<FixResult> } {
+    const runId = newSessionId();
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(req.signal?.reason);
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+    const done = runFix({
+      repo: realpathSync(this.opts.project),
+      issue: req.task,
+      targetTests: [],
+      ...(req.testCommand ? { testCommand: req.testCommand } : {}),
+      maxAttempts: this.opts.maxAttempts ?? 3,
+      loaded: req.loaded,
+      env: this.opts.env,
+      signal: controller.signal,
+      runId,
+      onEvent: (event) => {
+        this.opts.onEvent?.(event);
+        req.onEvent?.(event);
+      },
+    }).finally(() => {
+      this.running.delete(runId);
+      req.signal?.removeEventListener('abort', onAbort);
+    });
+    this.running.set(runId, { controller, done: done.catch(() => {}) });
+    return { runId, done };
+  }
+
+  isRunning(runId: string): boolean {
+    return this.running.has(runId);
+  }
+
+  /** Cancel every run still going and wait for each to record its end (the server is stopping). */
+  async close(): Promise<void> {
+    const runs = [...this.running.values()];
+    for (const run of runs) run.controller.abort(new Error('the server stopped'));
+    await Promise.all(runs.map((run) => run.done));
+  }
+}
