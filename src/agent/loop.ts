@@ -4,6 +4,8 @@
  * built from that state alone, so a session reopened from its log goes on exactly where it stopped.
  */
 import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import { isAbsolute, relative, sep } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { costUsd } from '../model/cost.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
@@ -174,6 +176,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         root: scope.root,
         instructions: instructions.text,
         ...(opts.memory ? { memory: opts.memory } : {}),
+        ...userFolder(scope.root),
       }),
       pid: process.pid,
       // null cost, not 0, when the user gave no price for this model: keel never invents a cost
@@ -698,4 +701,17 @@ function stableJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value);
+}
+
+/** The user's folder (the process's), when it is a subfolder of the workspace: the model is told. */
+function userFolder(root: string): { here?: string } {
+  let cwd: string;
+  try {
+    cwd = realpathSync(process.cwd());
+  } catch {
+    return {};
+  }
+  const here = relative(root, cwd);
+  if (!here || here.startsWith('..') || isAbsolute(here)) return {};
+  return { here: here.split(sep).join('/') };
 }

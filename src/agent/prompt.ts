@@ -14,6 +14,8 @@ export interface PromptInput {
   instructions: string;
   /** Memory from earlier sessions, already fitted to its budget (src/memory/inject.ts). */
   memory?: string;
+  /** The folder the user works in, relative to the workspace, when it is a subfolder of it. */
+  here?: string;
 }
 
 /** Build the system prompt for a session. */
@@ -21,6 +23,9 @@ export function systemPrompt(input: PromptInput): string {
   const lines = [
     'You are keel, a coding agent working in a local repository.',
     `Workspace: ${input.root}`,
+    ...(input.here
+      ? [`The user is in ${input.here}/: what they say about "here" or "this folder" means it.`]
+      : []),
     MODE_RULES[input.mode],
     'Use the tools to look before you answer; do not guess file contents. Paths are relative to the workspace.',
     'Call tools through the tool-calling interface. A denied or failed call returns an error: read it and adjust.',

@@ -56,6 +56,9 @@ describe('keel from a subfolder of a repository', () => {
     // the model's path is relative to the root: README.md is the top one
     const tool = requestMessages(bodies[1]).findLast((m) => m.role === 'tool');
     expect(tool?.content).toContain('the top readme');
+    // the model is told where the user stands, so "here" means src/lib
+    const system = requestMessages(bodies[0]).find((m) => m.role === 'system')?.content ?? '';
+    expect(system).toContain('The user is in src/lib/');
     const listed = await keel(['sessions', 'list', '--json'], { cwd: sub, home });
     expect(sessionsJson(listed.stdout)[0]?.cwd).toBe(repo);
     // --project names a folder the same way: the subfolder means its repository
