@@ -117,6 +117,39 @@ describe('keel serve: A2A tasks over time', () => {
     expect(textOf(done.artifacts[0]?.parts)).toMatch(/^not verified after \d attempt\(s\)/);
   }, 180_000);
 
+  it('canceling a fix task cancels its run: the task is canceled and so is the run', async () => {
+    const repo = fixtureRepo('stats');
+    const server = await model([{ hang: true }]);
+    const s = await startServe({
+      cwd: repo,
+      home: keelHome(),
+      args: modelFlags(server),
+      env: { KEEL_SERVE_TOKEN: TOKEN },
+    });
+    const client = await clientFor(s.port);
+    let taskId = '';
+    let runId = '';
+    for await (const event of client.sendMessageStream(send('mean() is wrong', 'fix'))) {
+      if (event.payload?.$case === 'task') taskId = event.payload.value.id;
+      const status = event.payload?.$case === 'statusUpdate' ? event.payload.value : undefined;
+      if (typeof status?.metadata?.run_id === 'string') {
+        runId = status.metadata.run_id;
+        break;
+      }
+    }
+    // the run's plan request is held by the model before the cancel
+    for (let i = 0; i < 200 && !server.requests.some((r) => r.path.endsWith('/chat/completions')); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    const canceled = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    let run = (await s.api('GET', `/v1/runs/${runId}`)).body;
+    for (let i = 0; i < 100 && run.status === 'running'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      run = (await s.api('GET', `/v1/runs/${runId}`)).body;
+    }
+    expect(run).toMatchObject({ run_id: runId, status: 'failed', code: 'CANCELLED' });
+  }, 90_000);
+
   it('tasks outlive a restart; one the killed server was running is failed with its session to resume', async () => {
     const repo = gitRepo();
     const home = keelHome();
