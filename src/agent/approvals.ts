@@ -16,6 +16,8 @@ export interface ApprovalRequest {
   sandboxed?: boolean;
   /** The call's arguments as parsed (for faces that show more). */
   args: unknown;
+  /** The subagent whose call it is (its name); absent for the session's own calls. */
+  agent?: string;
 }
 
 /** A yes, or a no with what to tell the model (sent back as the call's result). */

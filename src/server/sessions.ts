@@ -322,7 +322,7 @@ export class SessionManager {
               ? `${request.reason}: ${request.tool} wants to change ${request.path}`
               : request.reason,
           diff: request.diff ?? null,
-          agent: null,
+          agent: request.agent ?? null,
         };
         const settle = (answer: ApprovalAnswer) => {
           clearTimeout(timer);
