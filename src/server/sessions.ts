@@ -71,6 +71,15 @@ export interface StartRequest {
   parent?: string;
 }
 
+/** What a session's list entry counts from its log, and the last seq counted. */
+interface Tally {
+  seq: number;
+  rounds: number;
+  tokens: number;
+  endedAt: string | null;
+  files: Set<string>;
+}
+
 export class NotFound extends Error {}
 export class Conflict extends Error {}
 
@@ -84,6 +93,7 @@ function stateOf(code: string | null): SessionState {
 export class SessionManager {
   private readonly active = new Map<string, Active>();
   private readonly listeners = new Map<string, Set<(frame: Frame) => void>>();
+  private readonly tallies = new Map<string, Tally>();
   /** The config a turn of a stored session runs with (the one it was started with, in this process). */
   private readonly configs = new Map<string, LoadedConfig>();
   readonly db;
@@ -258,21 +268,7 @@ export class SessionManager {
 
   private describe(row: SessionRow): SessionView {
     const active = this.active.get(row.id);
-    const events = this.log.events(row.id);
-    let rounds = 0;
-    let tokens = 0;
-    let endedAt: string | null = null;
-    const files = new Set<string>();
-    for (const e of events) {
-      if (e.type === 'model_request') rounds++;
-      if (e.type === 'assistant_message') {
-        const u = e.data.usage as { input?: number; output?: number } | undefined;
-        tokens += (u?.input ?? 0) + (u?.output ?? 0);
-      }
-      if (e.type === 'tool_result' && e.data.is_error !== true && Array.isArray(e.data.files_changed))
-        for (const f of e.data.files_changed) files.add(String(f));
-      if (e.type === 'session_end') endedAt = e.ts;
-    }
+    const { rounds, tokens, endedAt, files } = this.tally(row.id);
     const pending = [...(active?.pending.values() ?? [])].map((p) => p.approval);
     const state: SessionState = active
       ? pending.length
@@ -297,6 +293,24 @@ export class SessionManager {
       files_changed: [...files].sort(),
       pending_approvals: pending,
     };
+  }
+
+  /** A session's counts, read from its log once and then only from its new events (the log only grows). */
+  private tally(id: string): Tally {
+    const tally = this.tallies.get(id) ?? { seq: 0, rounds: 0, tokens: 0, endedAt: null, files: new Set() };
+    for (const e of this.log.events(id, tally.seq)) {
+      tally.seq = e.seq;
+      if (e.type === 'model_request') tally.rounds++;
+      if (e.type === 'assistant_message') {
+        const u = e.data.usage as { input?: number; output?: number } | undefined;
+        tally.tokens += (u?.input ?? 0) + (u?.output ?? 0);
+      }
+      if (e.type === 'tool_result' && e.data.is_error !== true && Array.isArray(e.data.files_changed))
+        for (const f of e.data.files_changed) tally.files.add(String(f));
+      if (e.type === 'session_end') tally.endedAt = e.ts;
+    }
+    this.tallies.set(id, tally);
+    return tally;
   }
 
   /** Run one turn of `id` in the background; `stored` resolves once its row (or its failure) is known. */

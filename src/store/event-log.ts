@@ -225,10 +225,13 @@ export class EventLog {
     >;
   }
 
-  events(sessionId: string): StoredEvent[] {
+  /** A session's events in order, or only those after seq `after`. */
+  events(sessionId: string, after = 0): StoredEvent[] {
     const rows = this.db
-      .prepare('SELECT session_id, seq, ts, type, data FROM events WHERE session_id = ? ORDER BY seq')
-      .all(sessionId) as Array<Omit<StoredEvent, 'data'> & { data: string }>;
+      .prepare(
+        'SELECT session_id, seq, ts, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq',
+      )
+      .all(sessionId, after) as Array<Omit<StoredEvent, 'data'> & { data: string }>;
     return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as Record<string, unknown> }));
   }
 
