@@ -546,7 +546,21 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
         'seconds a question waits for an answer before it is a no (default 600)',
         parseIntArg,
       )
-      .option('--json', 'print {url, port, token} as one JSON line when listening'),
+      .option('--json', 'print {url, port, token} as one JSON line when listening')
+      .addHelpText(
+        'after',
+        `
+What it serves:
+  /                    the browser workspace (open the printed URL: it carries the token)
+  /v1/...              the JSON API (sessions, streams, approvals, fix runs, memory);
+                       the whole list: GET /v1/openapi.json
+  /a2a                 the A2A endpoint; its card: /.well-known/agent-card.json
+                       (skills ask, fix, edit, review)
+  /health /ready /metrics
+
+Every write, and every request off loopback, needs Authorization: Bearer TOKEN: the token is
+KEEL_SERVE_TOKEN, or a fresh one printed at start. Listening off loopback needs KEEL_SERVE_TOKEN.`,
+      ),
   ).action(async (opts) => {
     const { runServe } = await import('./serve-command.js');
     setExit(await runServe(opts, version));
