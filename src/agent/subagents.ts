@@ -138,7 +138,15 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
         tools: [agentTools],
         inbox: () => agent.inbox.splice(0),
         ...(approve
-          ? { approve: (req) => approve({ ...req, reason: `subagent ${name}: ${req.reason}` }) }
+          ? {
+              // a grandchild's question names the whole line of agents: "a/b"
+              approve: (req) =>
+                approve({
+                  ...req,
+                  agent: req.agent ? `${name}/${req.agent}` : name,
+                  reason: `subagent ${name}: ${req.reason}`,
+                }),
+            }
           : {}),
       }).then(
         (outcome) => {

@@ -127,6 +127,37 @@ describe('keel serve: sessions over HTTP', () => {
     expect((await s.api('POST', `/v1/sessions/${id}/approvals/w9`, { decision: 'allow' })).status).toBe(404);
   });
 
+  it("a subagent's question names it, and its answer reaches the child", async () => {
+    const server = await model([
+      {
+        task: 'PARENT',
+        tool_calls: [{ name: 'spawn_agent', arguments: { task: 'CHILD: write c.txt', name: 'helper' } }],
+      },
+      {
+        task: 'CHILD',
+        tool_calls: [{ id: 'c1', name: 'write_file', arguments: { path: 'c.txt', content: 'c\n' } }],
+      },
+      { task: 'CHILD', text: 'wrote c.txt' },
+      { task: 'PARENT', tool_calls: [{ name: 'wait_agent', arguments: { names: ['helper'] } }] },
+      { task: 'PARENT', text: 'the helper wrote it', expect: { last_tool_result_contains: 'wrote c.txt' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome('approvals = "writes"\n');
+    const s = await startServe({ cwd: repo, home, args: modelFlags(server) });
+    const id = (await s.api('POST', '/v1/sessions', { prompt: 'PARENT: delegate', mode: 'edit' })).body
+      .session_id;
+    const stream = `${s.url}v1/sessions/${id}/events`;
+    const asked = (await readStream(stream, (f) => f.event === 'approval')).at(-1)?.data;
+    expect(asked).toMatchObject({ call_id: 'c1', tool: 'write_file', agent: 'helper' });
+    expect(asked.question).toContain('subagent helper');
+    const waiting = (await s.api('GET', `/v1/sessions/${id}`)).body;
+    expect(waiting.pending_approvals).toMatchObject([{ call_id: 'c1', agent: 'helper' }]);
+    expect((await s.api('POST', `/v1/sessions/${id}/approvals/c1`, { decision: 'allow' })).status).toBe(200);
+    const all = await readStream(stream, ended);
+    expect(all.find((f) => f.event === 'session_end')?.data.data.code).toBe('COMPLETED');
+    expect(readFileSync(join(repo, 'c.txt'), 'utf8')).toBe('c\n');
+  });
+
   it('a question nobody answers is a no after --approval-timeout', async () => {
     const server = await model([
       { tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'late.txt', content: 'x\n' } }] },
