@@ -1,14 +1,15 @@
 /**
- * A session end to end: open the log, build the scope, tools and model, run the loop, close the
- * log. A new session and a reopened one (resume, continue, a fork's first run) take the same path;
- * a reopened one starts from the state its events fold to.
+ * A session end to end, in a runtime (src/agent/runtime.ts, which holds the store and the audit chain):
+ * build the scope, tools and model, run the loop, record its end. A new session and a reopened one
+ * (resume, continue, a fork's first run) take the same path; a reopened one starts from the state its
+ * events fold to.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
-import { keelPaths, protectedStatePaths } from '../config/paths.js';
+import { protectedStatePaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
 import { sessionInjection } from '../memory/inject.js';
 import { observeSession } from '../memory/observe.js';
@@ -18,9 +19,8 @@ import { pinWorkspace } from '../policy/git-runner.js';
 import { type Policy, policyFor } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
-import { AuditLog, auditEntryFor } from '../store/audit.js';
-import { openDb } from '../store/db.js';
-import { EventLog, type SessionRow } from '../store/event-log.js';
+import { auditEntryFor } from '../store/audit.js';
+import type { EventLog, SessionRow } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { ToolContext, ToolDeps, ToolFactory } from '../tools/types.js';
@@ -30,6 +30,7 @@ import { parseEvents } from './event-schema.js';
 import type { SessionEvent } from './events.js';
 import { replay, type SessionState } from './history.js';
 import { runSession, type SessionResult } from './loop.js';
+import type { Runtime } from './runtime.js';
 import { RunError } from './terminal.js';
 
 export interface StartOptions {
@@ -37,7 +38,6 @@ export interface StartOptions {
   prompt: string;
   loaded: LoadedConfig;
   cwd: string;
-  env?: NodeJS.ProcessEnv;
   signal: AbortSignal;
   onText?(text: string): void;
   onReasoning?(text: string): void;
@@ -113,40 +113,23 @@ export function reopen(log: EventLog, id: string): { row: SessionRow; state: Ses
   return { row, state };
 }
 
-/** Run a session in `cwd` and return its outcome; every event is in the store before it takes effect. */
-export async function startSession(opts: StartOptions): Promise<SessionOutcome> {
-  const env = opts.env ?? process.env;
-  const paths = keelPaths(env);
-  const db = openDb(paths.db);
-  const log = new EventLog(db);
-  let reopened: { row: SessionRow; state: SessionState } | undefined;
-  try {
-    reopened = opts.resume ? reopen(log, opts.resume) : undefined;
-  } catch (err) {
-    db.close();
-    throw err;
-  }
+/** Run a session in `cwd` and return its outcome (`runtime.start`); every event is in the store before it takes effect. */
+export async function runSessionIn(runtime: Runtime, opts: StartOptions): Promise<SessionOutcome> {
+  const reopened = opts.resume ? reopen(runtime.log, opts.resume) : undefined;
   const mode = reopened && opts.keepMode ? (reopened.row.mode as Mode) : opts.mode;
-  if (reopened && !opts.prompt && reopened.state.ended) {
-    db.close();
+  if (reopened && !opts.prompt && reopened.state.ended)
     throw new ResumeError(
       `session ${reopened.row.id} ended (${reopened.row.code ?? 'no code'}); give a new message (-m TEXT) to go on with it`,
     );
-  }
-  try {
-    return await runIn({ ...opts, mode }, env, paths, log, reopened);
-  } finally {
-    db.close();
-  }
+  return runIn(runtime, { ...opts, mode }, reopened);
 }
 
 async function runIn(
+  runtime: Runtime,
   opts: StartOptions,
-  env: NodeJS.ProcessEnv,
-  paths: ReturnType<typeof keelPaths>,
-  log: EventLog,
   reopened: { row: SessionRow; state: SessionState } | undefined,
 ): Promise<SessionOutcome> {
+  const { env, paths, log, audit } = runtime;
   const { config } = opts.loaded;
   // a subagent comes with its policy already narrowed from its parent's; a session a person starts builds one
   const granted = opts.policy;
@@ -167,7 +150,6 @@ async function runIn(
       ? await model.contextWindow(opts.signal).catch(() => undefined)
       : undefined);
   const sessionId = reopened?.row.id ?? opts.id ?? newSessionId();
-  const audit = new AuditLog(paths.auditDir);
   // the row exists before anything can fail: a session that cannot start still has its log and audit line
   if (reopened) log.reopenSession(sessionId);
   else
@@ -225,13 +207,9 @@ async function runIn(
       );
   } catch (err) {
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
-    if (!(err instanceof RunError)) {
-      audit.close();
-      throw err;
-    }
+    if (!(err instanceof RunError)) throw err;
     failedStart(record, err, { mode: opts.mode, model, scope, reopened });
     log.finishSession(sessionId, err.code, err.message, reopened?.state.cost ?? null);
-    audit.close();
     throw new RunError(err.code, err.message, { ...err.detail, session_id: sessionId });
   }
   const { sandboxes, sandboxExec, plainExec } = setup;
@@ -261,6 +239,7 @@ async function runIn(
     model,
     signal: opts.signal,
     env,
+    runtime,
     loaded: opts.loaded,
     ...(opts.approve ? { approve: opts.approve } : {}),
     onClose: (fn) => closers.push(fn),
@@ -268,7 +247,7 @@ async function runIn(
   // a person's session only: a run's attempts and a subagent get their context from what started them
   const topLevel = !opts.parentId && !granted;
   if (topLevel && !reopened)
-    injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env });
+    injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env, db: runtime.db });
   const repoMap = await repoMapLoading;
   try {
     // MCP servers list their tools now (src/tools/mcp.ts); one that fails is skipped with a warning
@@ -297,7 +276,8 @@ async function runIn(
       record,
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);
-    if (topLevel) await observeSession({ sessionId, root: scope.root, prompt: opts.prompt, config, env });
+    if (topLevel)
+      await observeSession({ sessionId, root: scope.root, prompt: opts.prompt, config, env, db: runtime.db });
     let commit: string | undefined;
     if ((opts.commit || config.auto_commit) && result.code === 'COMPLETED' && result.filesChanged.length) {
       const title = opts.prompt.split('\n')[0]?.slice(0, 60) ?? 'keel session';
@@ -309,7 +289,6 @@ async function runIn(
     await Promise.all(closers.map((close) => close()));
     await Promise.all(sandboxes.map((s) => s.close()));
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
-    audit.close();
   }
 }
 
@@ -418,50 +397,45 @@ function tally(results: Array<{ status: string }>) {
   return { passed: n('passed'), failed: n('failed'), skipped: n('skipped') };
 }
 
-/** `keel sessions compact ID`: fold a stored session's older turns into a summary now. */
-export async function compactStoredSession(opts: {
+export interface CompactOptions {
   id: string;
   loaded: LoadedConfig;
-  env?: NodeJS.ProcessEnv;
   signal: AbortSignal;
-}): Promise<{ sessionId: string; event?: Extract<SessionEvent, { type: 'compaction' }> }> {
-  const env = opts.env ?? process.env;
+}
+
+/** `keel sessions compact ID` (`runtime.compact`): fold a stored session's older turns into a summary now. */
+export async function compactIn(
+  runtime: Runtime,
+  opts: CompactOptions,
+): Promise<{ sessionId: string; event?: Extract<SessionEvent, { type: 'compaction' }> }> {
+  const { env, log, audit } = runtime;
   const { config } = opts.loaded;
-  const paths = keelPaths(env);
-  const db = openDb(paths.db);
-  const audit = new AuditLog(paths.auditDir);
-  try {
-    const log = new EventLog(db);
-    const { row, state } = reopen(log, opts.id);
-    const model = createModelClient(config, env, { cwd: row.cwd });
-    const { compact } = await import('./compaction.js');
-    const { estimateRequestTokens } = await import('../model/tokens.js');
-    // with no known window, "the window" is the history itself: the newest share of it stays verbatim
-    const window =
-      config.context_window ??
-      (config.provider === 'ollama'
-        ? await model.contextWindow(opts.signal).catch(() => undefined)
-        : undefined) ??
-      estimateRequestTokens(state.messages, []);
-    const event = await compact({
-      state,
-      model,
-      trigger: 'manual',
-      window,
-      settings: config.compaction,
-      tools: [],
-      pricing: config.pricing,
-      signal: opts.signal,
-    });
-    if (event) {
-      const { type, ...data } = event;
-      log.append(row.id, type, data);
-      const entry = auditEntryFor(event, row.id);
-      if (entry) audit.append(entry);
-    }
-    return { sessionId: row.id, ...(event ? { event } : {}) };
-  } finally {
-    audit.close();
-    db.close();
+  const { row, state } = reopen(log, opts.id);
+  const model = createModelClient(config, env, { cwd: row.cwd });
+  const { compact } = await import('./compaction.js');
+  const { estimateRequestTokens } = await import('../model/tokens.js');
+  // with no known window, "the window" is the history itself: the newest share of it stays verbatim
+  const window =
+    config.context_window ??
+    (config.provider === 'ollama'
+      ? await model.contextWindow(opts.signal).catch(() => undefined)
+      : undefined) ??
+    estimateRequestTokens(state.messages, []);
+  const event = await compact({
+    state,
+    model,
+    trigger: 'manual',
+    window,
+    settings: config.compaction,
+    tools: [],
+    pricing: config.pricing,
+    signal: opts.signal,
+  });
+  if (event) {
+    const { type, ...data } = event;
+    log.append(row.id, type, data);
+    const entry = auditEntryFor(event, row.id);
+    if (entry) audit.append(entry);
   }
+  return { sessionId: row.id, ...(event ? { event } : {}) };
 }

@@ -107,7 +107,7 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
         ...granted,
         budgets: Object.freeze(share(granted.budgets, maxRunning)),
       });
-      const { newSessionId, startSession } = await import('./session.js');
+      const { newSessionId } = await import('./session.js');
       const controller = new AbortController();
       const onParentAbort = () => controller.abort();
       if (deps.signal.aborted) controller.abort();
@@ -124,45 +124,47 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
       };
       agents.set(name, agent);
       const approve = deps.approve;
-      agent.done = startSession({
-        id: agent.sessionId,
-        mode: childPolicy.mode,
-        prompt: args.task,
-        loaded: deps.loaded,
-        cwd: childPolicy.scope.root,
-        env: deps.env,
-        signal: controller.signal,
-        model: deps.model,
-        parentId: deps.sessionId,
-        policy: childPolicy,
-        tools: [agentTools],
-        inbox: () => agent.inbox.splice(0),
-        ...(approve
-          ? {
-              // a grandchild's question names the whole line of agents: "a/b"
-              approve: (req) =>
-                approve({
-                  ...req,
-                  agent: req.agent ? `${name}/${req.agent}` : name,
-                  reason: `subagent ${name}: ${req.reason}`,
-                }),
-            }
-          : {}),
-      }).then(
-        (outcome) => {
-          agent.outcome = outcome;
-          agent.state =
-            outcome.code === 'COMPLETED'
-              ? 'completed'
-              : outcome.code === 'CANCELLED'
-                ? 'cancelled'
-                : 'failed';
-        },
-        (err: unknown) => {
-          agent.state = 'failed';
-          agent.error = err instanceof Error ? err.message : String(err);
-        },
-      );
+      // the child runs in its parent's runtime: the same store connection and audit chain
+      agent.done = deps.runtime
+        .start({
+          id: agent.sessionId,
+          mode: childPolicy.mode,
+          prompt: args.task,
+          loaded: deps.loaded,
+          cwd: childPolicy.scope.root,
+          signal: controller.signal,
+          model: deps.model,
+          parentId: deps.sessionId,
+          policy: childPolicy,
+          tools: [agentTools],
+          inbox: () => agent.inbox.splice(0),
+          ...(approve
+            ? {
+                // a grandchild's question names the whole line of agents: "a/b"
+                approve: (req) =>
+                  approve({
+                    ...req,
+                    agent: req.agent ? `${name}/${req.agent}` : name,
+                    reason: `subagent ${name}: ${req.reason}`,
+                  }),
+              }
+            : {}),
+        })
+        .then(
+          (outcome) => {
+            agent.outcome = outcome;
+            agent.state =
+              outcome.code === 'COMPLETED'
+                ? 'completed'
+                : outcome.code === 'CANCELLED'
+                  ? 'cancelled'
+                  : 'failed';
+          },
+          (err: unknown) => {
+            agent.state = 'failed';
+            agent.error = err instanceof Error ? err.message : String(err);
+          },
+        );
       void agent.done.finally(() => deps.signal.removeEventListener('abort', onParentAbort));
       const scope = childPolicy.scope.writable.map((p) => childPolicy.scope.display(p)).join(', ');
       return {

@@ -126,9 +126,8 @@ export async function runCommand(
         screen.error('nothing to compact yet');
         return;
       }
-      const { compactStoredSession } = await import('../agent/session.js');
       try {
-        const result = await compactStoredSession({
+        const result = await (await conv.runtime()).compact({
           id: conv.sessionId,
           loaded: conv.loadedConfig,
           signal: new AbortController().signal,

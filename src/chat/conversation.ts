@@ -4,6 +4,7 @@
  * Typing during a turn queues steering that the loop reads before its next model request.
  */
 import type { SessionEvent } from '../agent/events.js';
+import type { Runtime } from '../agent/runtime.js';
 import type { SessionOutcome, StartOptions } from '../agent/session.js';
 import { RunError } from '../agent/terminal.js';
 import { EXIT, exitCodeFor } from '../cli/exit-codes.js';
@@ -62,6 +63,8 @@ export class Conversation {
   private queue: string[] = [];
   private controller: AbortController | undefined;
   private current: Promise<void> | undefined;
+  /** Opened at the first turn (the prompt is up before SQLite loads), closed with the chat. */
+  private opened: Runtime | undefined;
   readonly approver: ChatApprover;
   /** The exit status of the last turn, as a one-shot verb would have exited (a piped chat exits with it). */
   lastExit: number = EXIT.ok;
@@ -152,6 +155,17 @@ export class Conversation {
   async close(): Promise<void> {
     this.stop();
     await this.current;
+    this.opened?.close();
+    this.opened = undefined;
+  }
+
+  /** The chat's one runtime: every turn, /compact and subagents use its store and audit chain. */
+  async runtime(): Promise<Runtime> {
+    if (!this.opened) {
+      const { openRuntime } = await import('../agent/runtime.js');
+      this.opened = openRuntime(this.opts.env ?? process.env);
+    }
+    return this.opened;
   }
 
   /** Wait for the turn that runs, if any. */
@@ -165,7 +179,7 @@ export class Conversation {
     this.controller = controller;
     view.turnStart(prompt);
     view.status();
-    const [{ startSession, newSessionId }, { agentTools }, { graphTools }, { memoryTools }, { mcpTools }] =
+    const [{ newSessionId }, { agentTools }, { graphTools }, { memoryTools }, { mcpTools }] =
       await Promise.all([
         import('../agent/session.js'),
         import('../agent/subagents.js'),
@@ -183,7 +197,6 @@ export class Conversation {
       // the same tools as a one-shot session: memory, the code graph, configured MCP servers
       tools: [agentTools, graphTools, memoryTools, mcpTools((line) => view.notice(line, 'error'))],
       ...(this.stored ? { resume: this.sessionId } : { id: this.sessionId }),
-      ...(this.opts.env ? { env: this.opts.env } : {}),
       onText: (chunk) => view.text(chunk),
       onReasoning: (chunk) => view.reasoning(chunk),
       onToolOutput: (callId, text) => view.toolOutput?.(callId, text),
@@ -198,7 +211,7 @@ export class Conversation {
     };
     let outcome: SessionOutcome | undefined;
     try {
-      outcome = await startSession(options);
+      outcome = await (await this.runtime()).start(options);
       this.lastExit = exitCodeFor(outcome.code);
       this.stats.tokens = outcome.tokens.input + outcome.tokens.output;
       this.stats.cost = outcome.costUsd;

@@ -101,17 +101,19 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
           `keel review: ${change.describe}, ${change.files.length} file(s), asking ${inertLine(reviewer)}\n`,
         ),
       );
-    const { startSession } = await import('../agent/session.js');
+    const { withRuntime } = await import('../agent/runtime.js');
     // `ask`: the reviewer may read the repository with its tools and can change nothing
-    outcome = await startSession({
-      mode: 'ask',
-      prompt: reviewTask(change),
-      loaded: setup.loaded,
-      cwd: repo,
-      signal: controller.signal,
-      model,
-      ...(flags.json ? {} : { onEvent: renderEvent }),
-    });
+    outcome = await withRuntime(process.env, (runtime) =>
+      runtime.start({
+        mode: 'ask',
+        prompt: reviewTask(change),
+        loaded: setup.loaded,
+        cwd: repo,
+        signal: controller.signal,
+        model,
+        ...(flags.json ? {} : { onEvent: renderEvent }),
+      }),
+    );
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     if (err instanceof RunError && (err.code === 'ENVIRONMENT_ERROR' || err.code === 'CONFIG_ERROR'))

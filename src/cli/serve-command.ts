@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
+import { openRuntime } from '../agent/runtime.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { graphTools } from '../graph/tools.js';
 import { memoryTools } from '../memory/tools.js';
@@ -60,9 +61,11 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     throw err;
   }
   const metrics = new Metrics();
+  // one runtime for the server's life: every session, fix run and A2A task runs in it
+  const runtime = openRuntime(env);
   const manager = new SessionManager({
     cwd: project,
-    env,
+    runtime,
     approvalTimeoutS: flags.approvalTimeout ?? 600,
     tools: [
       graphTools,
@@ -73,7 +76,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     onEvent: (event) => metrics.event(event),
     configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
   });
-  const fixes = new FixRuns({ project, env, onEvent: (event) => metrics.event(event) });
+  const fixes = new FixRuns({ project, runtime, onEvent: (event) => metrics.event(event) });
   let port = listen.port;
   const app = createApp({
     version,
@@ -112,6 +115,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   });
   if (ready) {
     await manager.close();
+    runtime.close();
     return reportError(flags.json, 'ENVIRONMENT_ERROR', ready);
   }
   const address = server.address();
@@ -128,5 +132,6 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   process.stderr.write('keel serve: stopping (cancelling running turns)\n');
   server.close();
   await Promise.all([manager.close(), fixes.close()]);
+  runtime.close();
   return EXIT.ok;
 }

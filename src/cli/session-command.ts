@@ -108,39 +108,43 @@ export async function runVerb(
     return fail('CONFIG_ERROR', tooBig);
   }
 
-  const { startSession } = await import('../agent/session.js');
+  const { withRuntime } = await import('../agent/runtime.js');
   const renderer = flags.json ? undefined : createRenderer();
   let outcome: SessionOutcome;
   try {
     const { agentTools } = await import('../agent/subagents.js');
     const { graphTools } = await import('../graph/tools.js');
-    outcome = await startSession({
-      mode,
-      prompt,
-      tools: [
-        agentTools,
-        graphTools,
-        (await import('../memory/tools.js')).memoryTools,
-        (await import('../tools/mcp.js')).mcpTools((line) =>
-          process.stderr.write(`${red('keel: warning:')} ${inertLine(line)}\n`),
-        ),
-        (await import('../tools/a2a.js')).a2aTools,
-      ],
-      // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
-      ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
-      loaded: setup.loaded,
-      cwd: setup.cwd,
-      signal: controller.signal,
-      ...(flags.commit ? { commit: true } : {}),
-      // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
-      ...(mode !== 'auto' && !flags.json && process.stdin.isTTY && process.stderr.isTTY
-        ? { approve: terminalApprover() }
-        : {}),
-      // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
-      ...(renderer
-        ? { onText: renderer.onText, onReasoning: renderer.onReasoning, onEvent: renderer.onEvent }
-        : {}),
-    });
+    const tools = [
+      agentTools,
+      graphTools,
+      (await import('../memory/tools.js')).memoryTools,
+      (await import('../tools/mcp.js')).mcpTools((line) =>
+        process.stderr.write(`${red('keel: warning:')} ${inertLine(line)}\n`),
+      ),
+      (await import('../tools/a2a.js')).a2aTools,
+    ];
+    // one session, so the runtime (store, audit chain) lives as long as it does
+    outcome = await withRuntime(process.env, (runtime) =>
+      runtime.start({
+        mode,
+        prompt,
+        tools,
+        // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
+        ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
+        loaded: setup.loaded,
+        cwd: setup.cwd,
+        signal: controller.signal,
+        ...(flags.commit ? { commit: true } : {}),
+        // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
+        ...(mode !== 'auto' && !flags.json && process.stdin.isTTY && process.stderr.isTTY
+          ? { approve: terminalApprover() }
+          : {}),
+        // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
+        ...(renderer
+          ? { onText: renderer.onText, onReasoning: renderer.onReasoning, onEvent: renderer.onEvent }
+          : {}),
+      }),
+    );
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     if (err instanceof Error && /^(ResumeError|EventLogError|SessionLookupError)$/.test(err.name))

@@ -1,5 +1,6 @@
 /** `keel sessions list|show|fork`: read sessions back from the event log, and branch them. */
 import { existsSync } from 'node:fs';
+import type { Runtime } from '../agent/runtime.js';
 import { alive, newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
@@ -248,11 +249,13 @@ export async function compactCommand(id: string, flags: CommonFlags & { json?: b
   };
   const row = withSession(id, (_log, found) => found);
   if (typeof row === 'string') return fail(row);
-  const { compactStoredSession } = await import('../agent/session.js');
-  let result: Awaited<ReturnType<typeof compactStoredSession>>;
+  const { withRuntime } = await import('../agent/runtime.js');
+  let result: Awaited<ReturnType<Runtime['compact']>>;
   try {
     const { loaded } = load({ ...flags, cwd: flags.cwd ?? row.cwd });
-    result = await compactStoredSession({ id: row.id, loaded, signal: new AbortController().signal });
+    result = await withRuntime(process.env, (runtime) =>
+      runtime.compact({ id: row.id, loaded, signal: new AbortController().signal }),
+    );
   } catch (err) {
     if (err instanceof ConfigError || (err instanceof Error && /ResumeError|EventLogError/.test(err.name)))
       return fail(err.message);

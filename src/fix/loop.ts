@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent, TokenCount } from '../agent/events.js';
-import { type SessionOutcome, startSession } from '../agent/session.js';
+import type { Runtime } from '../agent/runtime.js';
+import type { SessionOutcome } from '../agent/session.js';
 import { RunError, type TerminalCode } from '../agent/terminal.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { protectedStatePaths } from '../config/paths.js';
@@ -84,7 +85,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
-  const { runId, paths, log, record, close } = openRunLog({
+  const { runId, runtime, paths, log, record, close } = openRunLog({
     env,
     mode: 'loop',
     cwd: opts.cwd,
@@ -179,7 +180,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
     const model = createModelClient(config, env, { cwd: opts.cwd });
     const reviewRef = config.roles.review;
     const reviewer = reviewRef ? createRoleModelClient(config, reviewRef, env, { cwd: opts.cwd }) : undefined;
-    const edit = editRunner(opts, model, runId, suite.detected.command);
+    const edit = editRunner(opts, runtime, model, runId, suite.detected.command);
 
     const trees: string[] = [];
     let stalled = 0;
@@ -317,13 +318,14 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
 /** Each round is an edit session in the workspace, under the safety net, sharing one model client. */
 function editRunner(
   opts: LoopOptions,
+  runtime: Runtime,
   model: ModelClient,
   runId: string,
   testCommand: string,
 ): (prompt: string) => Promise<SessionOutcome> {
   const config = { ...opts.loaded.config, test_command: testCommand };
   return (prompt) =>
-    startSession({
+    runtime.start({
       mode: 'edit',
       prompt,
       loaded: { ...opts.loaded, config },
@@ -332,7 +334,6 @@ function editRunner(
       model,
       parentId: runId,
       safetyNet: true,
-      ...(opts.env ? { env: opts.env } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     });

@@ -3,27 +3,30 @@
  * Its events (the baseline, each attempt, the verdict) go through the same recorder as a session's:
  * into the event log and, for those that decide something, into the audit chain.
  */
+import { openRuntime, type Runtime } from '../agent/runtime.js';
 import { newSessionId } from '../agent/session.js';
-import { type KeelPaths, keelPaths } from '../config/paths.js';
+import type { KeelPaths } from '../config/paths.js';
 import type { Config } from '../config/schema.js';
-import { AuditLog, auditEntryFor } from '../store/audit.js';
-import { type Db, openDb } from '../store/db.js';
-import { EventLog } from '../store/event-log.js';
+import { auditEntryFor } from '../store/audit.js';
+import type { EventLog } from '../store/event-log.js';
 
 export interface RunLog {
   runId: string;
+  /** The runtime the run's sessions start in (the caller's, or one opened for the run). */
+  runtime: Runtime;
   paths: KeelPaths;
-  db: Db;
   log: EventLog;
   /** Append one of the run's own events (fix_baseline, loop_round, ...). */
   record(type: string, data: Record<string, unknown>): void;
-  /** Close the store and the audit log. */
+  /** Close the runtime if the run opened it; a caller's runtime stays open. */
   close(): void;
 }
 
-/** Open the store and record the run's session row (mode `fix` or `loop`). Close `db` when done. */
+/** Record the run's session row (mode `fix` or `loop`) in `runtime`, or in one opened for the run. */
 export function openRunLog(opts: {
   env: NodeJS.ProcessEnv;
+  /** A runtime to run in (keel serve's); default: one opened now and closed with the run. */
+  runtime?: Runtime;
   mode: 'fix' | 'loop';
   cwd: string;
   config: Config;
@@ -31,10 +34,9 @@ export function openRunLog(opts: {
   /** The run's id when the caller must know it before the run ends (keel serve answers with it). */
   runId?: string;
 }): RunLog {
-  const paths = keelPaths(opts.env);
+  const runtime = opts.runtime ?? openRuntime(opts.env);
+  const { paths, log, audit } = runtime;
   const runId = opts.runId ?? newSessionId();
-  const db = openDb(paths.db);
-  const log = new EventLog(db);
   log.createSession({
     id: runId,
     mode: opts.mode,
@@ -43,7 +45,6 @@ export function openRunLog(opts: {
     model: opts.config.model || 'scripted',
     prompt: opts.prompt,
   });
-  const audit = new AuditLog(paths.auditDir);
   const record = (type: string, data: Record<string, unknown>) => {
     log.append(runId, type, data);
     const entry = auditEntryFor({ type, ...data }, runId);
@@ -59,13 +60,12 @@ export function openRunLog(opts: {
   });
   return {
     runId,
+    runtime,
     paths,
-    db,
     log,
     record,
     close: () => {
-      audit.close();
-      db.close();
+      if (!opts.runtime) runtime.close();
     },
   };
 }

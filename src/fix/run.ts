@@ -4,7 +4,7 @@ import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
-import { startSession } from '../agent/session.js';
+import type { Runtime } from '../agent/runtime.js';
 import { RunError, type TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { ModelClient } from '../model/chain.js';
@@ -43,6 +43,8 @@ export interface FixOptions {
   allowTestEdits?: boolean;
   loaded: LoadedConfig;
   env?: NodeJS.ProcessEnv;
+  /** The runtime its sessions run in (keel serve's); default: one opened for the run and closed at its end. */
+  runtime?: Runtime;
   signal: AbortSignal;
   /** Where the fix is, in words, as it goes (stderr). */
   onProgress?(message: string): void;
@@ -90,8 +92,9 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
   const config = opts.loaded.config;
-  const { runId, paths, log, record, close } = openRunLog({
+  const { runId, runtime, paths, log, record, close } = openRunLog({
     env,
+    ...(opts.runtime ? { runtime: opts.runtime } : {}),
     mode: 'fix',
     cwd: opts.repo,
     config,
@@ -252,7 +255,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       cost,
       wallS: (Date.now() - runStarted) / 1000,
     });
-    const session = sessionRunner(opts, model, runId, snapshot, suite, tokens, spent, (n, c) => {
+    const session = sessionRunner(opts, runtime, model, runId, snapshot, suite, tokens, spent, (n, c) => {
       rounds += n;
       cost = cost === null || c === null ? null : cost + c;
     });
@@ -468,6 +471,7 @@ type Spent = () => { tokens: number; cost: number | null; wallS: number };
  */
 function sessionRunner(
   opts: FixOptions,
+  runtime: Runtime,
   model: ModelClient,
   runId: string,
   snapshot: Snapshot,
@@ -487,7 +491,7 @@ function sessionRunner(
       test_command: suite.detected.command,
       budgets: { ...base.budgets, ...left, max_rounds: maxRounds },
     };
-    const outcome = await startSession({
+    const outcome = await runtime.start({
       mode,
       prompt,
       loaded: { ...opts.loaded, config },
@@ -498,7 +502,6 @@ function sessionRunner(
       safetyNet: false,
       // the linked dependency folders live in the user's checkout: visible, never writable
       readOnlyDirs: snapshot.linkedFrom,
-      ...(opts.env ? { env: opts.env } : {}),
       ...(opts.onText ? { onText: opts.onText } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     });

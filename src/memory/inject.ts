@@ -64,6 +64,8 @@ export async function sessionInjection(opts: {
   prompt: string;
   config: import('../config/schema.js').Config;
   env: NodeJS.ProcessEnv;
+  /** The runtime's open store, shared instead of opening another connection. */
+  db?: import('../store/db.js').Db;
 }): Promise<
   | {
       text: string;
@@ -76,7 +78,13 @@ export async function sessionInjection(opts: {
   const { openMemory } = await import('./open.js');
   let m: ReturnType<typeof openMemory> | undefined;
   try {
-    m = openMemory({ dir: opts.root, config: opts.config, env: opts.env, pinned: true });
+    m = openMemory({
+      dir: opts.root,
+      config: opts.config,
+      env: opts.env,
+      pinned: true,
+      ...(opts.db ? { db: opts.db } : {}),
+    });
     const injection = await injectionFor(m.memory, opts.prompt, budget);
     if (!injection) return undefined;
     const warnings = m.memory.warnings;

@@ -66,10 +66,18 @@ export async function observeSession(opts: {
   prompt: string;
   config: Config;
   env: NodeJS.ProcessEnv;
+  /** The runtime's open store, shared instead of opening another connection. */
+  db?: import('../store/db.js').Db;
 }): Promise<number> {
   let m: ReturnType<typeof openMemory> | undefined;
   try {
-    m = openMemory({ dir: opts.root, config: opts.config, env: opts.env, pinned: true });
+    m = openMemory({
+      dir: opts.root,
+      config: opts.config,
+      env: opts.env,
+      pinned: true,
+      ...(opts.db ? { db: opts.db } : {}),
+    });
     const items = observationsOf(new EventLog(m.db).events(opts.sessionId), opts.prompt);
     for (const item of items) await m.memory.add({ ...item, author: 'user', sessionId: opts.sessionId });
     return items.length;

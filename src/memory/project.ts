@@ -2,7 +2,7 @@
  * The project a memory belongs to: the repository's first commit, so a moved or re-cloned repository keeps
  * its memory; outside git (or before the first commit) the canonical folder path.
  */
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { discoverRepo, GitError, type Repo, repoAt, runGit } from '../policy/git-runner.js';
 
 export interface ProjectKey {
@@ -21,6 +21,22 @@ export interface ProjectKey {
  */
 export function projectKey(dir: string, opts: { pinned?: boolean } = {}): ProjectKey {
   const canonical = realpathSync.native(dir);
+  // a session asks twice (memory injected at its start, observed at its end), a server for every session;
+  // a root commit does not change under a running process, so it is read once (a path key is not kept:
+  // the first commit turns it into a git one)
+  // (the folder's inode is part of the key: a folder removed and cloned again anew is asked again)
+  const { dev, ino } = statSync(canonical);
+  const memo = `${opts.pinned ? 'pinned' : 'found'}:${dev}:${ino}:${canonical}`;
+  const known = rootKeys.get(memo);
+  if (known) return known;
+  const found = readProjectKey(canonical, opts);
+  if (found.source === 'root-commit') rootKeys.set(memo, found);
+  return found;
+}
+
+const rootKeys = new Map<string, ProjectKey>();
+
+function readProjectKey(canonical: string, opts: { pinned?: boolean }): ProjectKey {
   let repo: Repo | undefined;
   try {
     repo = opts.pinned ? repoAt(canonical) : discoverRepo(canonical);

@@ -5,6 +5,7 @@
  */
 import { realpathSync } from 'node:fs';
 import type { SessionEvent } from '../agent/events.js';
+import type { Runtime } from '../agent/runtime.js';
 import { newSessionId } from '../agent/session.js';
 import type { LoadedConfig } from '../config/load.js';
 import { type FixResult, runFix } from '../fix/run.js';
@@ -24,7 +25,8 @@ export class FixRuns {
   constructor(
     private readonly opts: {
       project: string;
-      env: NodeJS.ProcessEnv;
+      /** The server's runtime: each run's sessions start in it. */
+      runtime: Runtime;
       maxAttempts?: number;
       onEvent?(event: SessionEvent): void;
     },
@@ -43,7 +45,8 @@ export class FixRuns {
       ...(req.testCommand ? { testCommand: req.testCommand } : {}),
       maxAttempts: this.opts.maxAttempts ?? 3,
       loaded: req.loaded,
-      env: this.opts.env,
+      env: this.opts.runtime.env,
+      runtime: this.opts.runtime,
       signal: controller.signal,
       runId,
       onEvent: (event) => {

@@ -7,13 +7,12 @@
 
 import type { ApprovalAnswer, ApprovalRequest } from '../agent/approvals.js';
 import type { SessionEvent } from '../agent/events.js';
-import { newSessionId, type SessionOutcome, startSession } from '../agent/session.js';
+import type { Runtime } from '../agent/runtime.js';
+import { newSessionId, type SessionOutcome } from '../agent/session.js';
 import { agentTools } from '../agent/subagents.js';
 import type { LoadedConfig } from '../config/load.js';
-import { keelPaths } from '../config/paths.js';
 import type { Mode } from '../config/schema.js';
-import { openDb } from '../store/db.js';
-import { EventLog, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import type { EventLog, SessionRow, StoredEvent } from '../store/event-log.js';
 import type { ToolFactory } from '../tools/types.js';
 
 /** One frame of a session's stream: a stored event (with its seq) or a live-only notice. */
@@ -102,7 +101,8 @@ export class SessionManager {
   constructor(
     private readonly opts: {
       cwd: string;
-      env: NodeJS.ProcessEnv;
+      /** The server's runtime: every turn runs in it, and the lists and streams read its store. */
+      runtime: Runtime;
       /** Seconds a question waits for a person before it is a no. */
       approvalTimeoutS: number;
       /** More tools for every session (memory, graph, MCP), as the CLI gives them. */
@@ -113,8 +113,8 @@ export class SessionManager {
       onEvent?(event: SessionEvent): void;
     },
   ) {
-    this.db = openDb(keelPaths(opts.env).db);
-    this.log = new EventLog(this.db);
+    this.db = opts.runtime.db;
+    this.log = opts.runtime.log;
   }
 
   /** Start a new session's first turn; resolves with its id once its row is stored. */
@@ -249,11 +249,10 @@ export class SessionManager {
     return { running: this.active.size - waiting, waiting };
   }
 
-  /** Stop every turn and wait until their logs are complete. */
+  /** Stop every turn and wait until their logs are complete (the runtime stays open: its owner closes it). */
   async close(): Promise<void> {
     for (const a of this.active.values()) a.controller.abort();
     await Promise.allSettled([...this.active.values()].map((a) => a.turn));
-    this.db.close();
   }
 
   private row(id: string): SessionRow {
@@ -368,12 +367,11 @@ export class SessionManager {
     active.turn = (async () => {
       let outcome: SessionOutcome | undefined;
       try {
-        outcome = await startSession({
+        outcome = await this.opts.runtime.start({
           mode: req.mode,
           prompt: req.prompt,
           loaded: req.loaded,
           cwd: this.opts.cwd,
-          env: this.opts.env,
           signal: controller.signal,
           tools: [agentTools, ...(this.opts.tools ?? [])],
           ...(req.fresh ? { id } : { resume: id }),

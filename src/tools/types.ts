@@ -106,6 +106,8 @@ export interface ToolDeps {
   model: import('../model/chain.js').ModelClient;
   signal: AbortSignal;
   env: NodeJS.ProcessEnv;
+  /** The runtime the session runs in (its store and audit chain); a subagent runs in its parent's. */
+  runtime: import('../agent/runtime.js').Runtime;
   loaded: import('../config/load.js').LoadedConfig;
   /** Who the session asks (a subagent asks the same person, its question naming it). */
   approve?: import('../agent/approvals.js').Approver;

@@ -13,21 +13,21 @@ import { type Client, ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk
 import { type ServerType, serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSession } from '../../src/agent/session.js';
+import { openRuntime, type Runtime } from '../../src/agent/runtime.js';
 import { loadConfig } from '../../src/config/load.js';
-import { keelPaths } from '../../src/config/paths.js';
 import { startFixWith } from '../../src/server/a2a/fix-skill.js';
 import { mountA2a } from '../../src/server/a2a/routes.js';
 import { SqliteTaskStore } from '../../src/server/a2a/task-store.js';
 import { FixRuns } from '../../src/server/fixes.js';
-import { openDb } from '../../src/store/db.js';
 import { gitRepo } from '../helpers/tmp.js';
 import { baseEnv, keelHome, model } from './harness.js';
 
 const TOKEN = 'serve-token-for-tests';
 const servers: ServerType[] = [];
+const runtimes: Runtime[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise<void>((r) => s.close(() => r()))));
+  for (const runtime of runtimes.splice(0)) runtime.close();
 });
 
 async function startA2a(modelUrl: string, repo: string, flags: Record<string, unknown> = {}) {
@@ -39,14 +39,16 @@ async function startA2a(modelUrl: string, repo: string, flags: Record<string, un
   });
   const app = new Hono();
   let origin = '';
-  const fixes = new FixRuns({ project: repo, env, maxAttempts: 1 });
+  const runtime = openRuntime(env);
+  runtimes.push(runtime);
+  const fixes = new FixRuns({ project: repo, runtime, maxAttempts: 1 });
   mountA2a(app, {
     token: TOKEN,
     origin: () => origin,
     version: '0.1.0',
-    start: (opts) => startSession({ ...opts, loaded, cwd: repo, env }),
+    start: (opts) => runtime.start({ ...opts, loaded, cwd: repo }),
     fix: startFixWith(fixes, () => loaded),
-    store: new SqliteTaskStore(openDb(keelPaths(env).db), repo),
+    store: new SqliteTaskStore(runtime.db, repo),
   });
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
