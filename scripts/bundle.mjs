@@ -29,6 +29,8 @@ await build({
     main: new URL('../dist/cli/main.js', import.meta.url).pathname,
     // the code graph's indexer runs in a worker thread, which needs a file of its own
     'graph-worker': new URL('../dist/graph/worker.js', import.meta.url).pathname,
+    // the safety net's snapshot is prepared in a worker thread while the first model request runs
+    'net-worker': new URL('../dist/policy/net-worker.js', import.meta.url).pathname,
   },
   outdir,
   bundle: true,

@@ -77,7 +77,9 @@ export interface SessionOptions {
    */
   approve?: Approver;
   /** Called before every write or exec call with its canonical paths; returns what it saved, to record. */
-  beforeWrite?(paths: string[]): Array<{ [key: string]: unknown }>;
+  beforeWrite?(
+    paths: string[],
+  ): Array<{ [key: string]: unknown }> | Promise<Array<{ [key: string]: unknown }>>;
   /** Live assistant text, for rendering. */
   onText?(text: string): void;
   /** A running call's output as it is produced (not recorded: the call's result is), for live display. */
@@ -529,7 +531,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       // no safety net, no write: a snapshot that fails ends the run before anything is touched
       let saved: Array<{ [key: string]: unknown }> = [];
       try {
-        saved = opts.beforeWrite?.(decision.paths) ?? [];
+        saved = (await opts.beforeWrite?.(decision.paths)) ?? [];
       } catch (err) {
         throw new RunError(
           'ENVIRONMENT_ERROR',

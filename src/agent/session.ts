@@ -193,6 +193,20 @@ async function runIn(
   };
   // sandbox, tests and safety net exist only in modes that act; read-only sessions never load them
   const acting = opts.mode === 'edit' || opts.mode === 'auto';
+  // the safety net's snapshot starts now in a worker thread, so its git processes overlap the set-up and
+  // the first model request instead of holding up the first write (src/policy/prepare-net.ts)
+  const preparing =
+    acting && opts.safetyNet !== false
+      ? import('../policy/prepare-net.js')
+          .then((m) => m.prepareNetInWorker({ root: scope.root, sessionId }))
+          .catch(() => undefined)
+      : undefined;
+  let net: import('../policy/safety-net.js').SafetyNet | undefined;
+  // a snapshot no write used is dropped: a session that changed nothing leaves no ref or tag behind
+  const dropUnused = async () => {
+    const ready = preparing && !net?.started ? await preparing : undefined;
+    if (ready) (await import('../policy/safety-net.js')).dropPrepared(ready);
+  };
   // test reports are written by the (sandboxed) test command, so they need a folder it may write
   const reportsDir = acting ? mkdtempSync(join(tmpdir(), 'keel-tests-')) : undefined;
   let setup: SessionSandboxes = { sandboxes: [] };
@@ -207,6 +221,7 @@ async function runIn(
       );
   } catch (err) {
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
+    await dropUnused();
     if (!(err instanceof RunError)) throw err;
     failedStart(record, err, { mode: opts.mode, model, scope, reopened });
     log.finishSession(sessionId, err.code, err.message, reopened?.state.cost ?? null);
@@ -215,7 +230,7 @@ async function runIn(
   const { sandboxes, sandboxExec, plainExec } = setup;
   let suite: TestSuite | undefined;
   let describeRun: ((run: Awaited<ReturnType<TestSuite['run']>>) => string) | undefined;
-  let beforeWrite: ((paths: string[]) => Array<{ [key: string]: unknown }>) | undefined;
+  let beforeWrite: ((paths: string[]) => Promise<Array<{ [key: string]: unknown }>>) | undefined;
   if (reportsDir) {
     const [verify, safety] = await Promise.all([
       import('../verify/suite.js'),
@@ -224,8 +239,13 @@ async function runIn(
     suite = verify.findSuite(scope.root, reportsDir, config.test_command);
     describeRun = verify.describeRun;
     if (opts.safetyNet !== false) {
-      const net = new safety.SafetyNet({ root: scope.root, sessionId, undoDir: paths.undoDir });
-      beforeWrite = (written) => net.beforeWrite(written);
+      const kept = new safety.SafetyNet({ root: scope.root, sessionId, undoDir: paths.undoDir });
+      net = kept;
+      beforeWrite = async (written) => {
+        // the prepared snapshot, when the worker made one; else this first call takes it here
+        const ready = kept.started ? undefined : await preparing;
+        return [...(ready ? kept.adopt(ready) : []), ...kept.beforeWrite(written)];
+      };
     }
   }
   const sandboxed = sandboxExec !== undefined;
@@ -288,6 +308,7 @@ async function runIn(
   } finally {
     await Promise.all(closers.map((close) => close()));
     await Promise.all(sandboxes.map((s) => s.close()));
+    await dropUnused();
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
   }
 }

@@ -102,6 +102,8 @@ export class SafetyNet {
   private repo: string | null | undefined;
   /** Paths git keeps for this session: only a path's first write needs asking git whether it is ignored. */
   private readonly kept = new Set<string>();
+  /** Files git tracked when a prepared snapshot was taken (repo-relative): kept by git, never ignored. */
+  private tracked: Set<string> | undefined;
   private copied: CopiedFile[] | undefined;
   /** Bytes copied so far this session, against the total cap. */
   private copiedBytes = 0;
@@ -114,8 +116,8 @@ export class SafetyNet {
     if (this.repo === undefined) {
       // one git call finds the repository, HEAD, and whether this session was snapshotted before (a resume:
       // that first snapshot, already logged, is still the state to return to)
-      const state = repoState(this.opts.root, this.ref());
-      if (state && !state.hasRef) records.push(this.snapshot(state));
+      const state = repoState(this.opts.root, sessionRef(this.opts.sessionId));
+      if (state && !state.hasRef) records.push(takeSnapshot(state, this.opts.sessionId, this.limits()));
       this.repo = state?.repo ?? null;
     }
     const untracked = this.repo ? this.outsideGit(this.repo, paths) : paths;
@@ -124,43 +126,33 @@ export class SafetyNet {
     return records;
   }
 
-  private ref(): string {
-    return `refs/keel/sessions/${this.opts.sessionId}`;
+  /**
+   * Take over a snapshot prepared before the first write (prepareSafetyNet, in a worker while the model
+   * answers): the first call then starts no git. Returns the record to log; nothing once the net has started.
+   */
+  adopt(prepared: PreparedNet): SafetyNetRecord[] {
+    if (this.repo !== undefined) return [];
+    this.repo = prepared.repo;
+    if (prepared.tracked) this.tracked = new Set(prepared.tracked);
+    return prepared.record ? [prepared.record] : [];
   }
 
-  private snapshot({ repo, head, branch }: RepoState): GitRecord {
-    const ref = this.ref();
-    const { tree, skipped } = snapshotTree(repo, head, this.limits());
-    // the commit only keel's ref holds, so keel commits it: no need to look up the user's identity
-    const message = `keel: work tree before session ${this.opts.sessionId}`;
-    const commit = commitTree(repo, tree, head, message, { committer: 'keel' });
-    const record: GitRecord = {
-      kind: 'git',
-      repo,
-      ref,
-      commit,
-      head,
-      branch,
-      tag: null,
-      ...(skipped.length ? { skipped: skipped.map((s) => ({ ...s, path: join(repo, s.path) })) } : {}),
-    };
-    if (!head) {
-      git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
-      return record;
-    }
-    // the session ref and the tag in one transaction; one at a time when that tag name is already taken
-    const at = new Date();
-    const tag = tagName('keel-pre', at);
-    if (createRefs(repo, { [ref]: commit, [`refs/tags/${tag}`]: head }, 'keel: snapshot'))
-      return { ...record, tag };
-    git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
-    return { ...record, tag: createTag(repo, 'keel-pre', head, at) };
+  /** Whether the first call has happened (a prepared snapshot nobody adopted is dropped: dropPrepared). */
+  get started(): boolean {
+    return this.repo !== undefined;
   }
 
   private outsideGit(repo: string, paths: string[]): string[] {
-    const fresh = [...new Set(paths)].filter(
-      (p) => !this.kept.has(p) && !this.saved().some((f) => f.path === p),
-    );
+    const tracked = this.tracked;
+    const fresh = [...new Set(paths)].filter((p) => {
+      if (this.kept.has(p) || this.saved().some((f) => f.path === p)) return false;
+      const rel = tracked ? repoPath(repo, p) : undefined;
+      if (rel !== undefined && tracked?.has(rel)) {
+        this.kept.add(p);
+        return false;
+      }
+      return true;
+    });
     const inside = fresh.map((p) => repoPath(repo, p));
     const ignored = new Set(
       ignoredPaths(
@@ -258,6 +250,83 @@ function createdDir(path: string): { created_dir?: string } {
   let top: string | undefined;
   for (let dir = dirname(path); !lstatOrUndefined(dir) && dirname(dir) !== dir; dir = dirname(dir)) top = dir;
   return top ? { created_dir: top } : {};
+}
+
+/** A first write's work done ahead of it: the repository, its snapshot (none on a resume), what git tracks. */
+export interface PreparedNet {
+  repo: string | null;
+  record?: GitRecord;
+  tracked?: string[];
+}
+
+/**
+ * Everything the first write would do in git, done now: run in a worker thread as an acting session starts
+ * (src/policy/prepare-net.ts), so the snapshot's git processes overlap the first model request instead of
+ * holding up the write. The snapshot is then of the work tree as the session started; keel changes
+ * nothing before its first write or command, so that is the state its writes are undone to.
+ */
+export function prepareSafetyNet(opts: {
+  root: string;
+  sessionId: string;
+  limits?: SnapshotLimits;
+}): PreparedNet {
+  const state = repoState(opts.root, sessionRef(opts.sessionId));
+  if (!state) return { repo: null };
+  const record = state.hasRef
+    ? undefined
+    : takeSnapshot(state, opts.sessionId, opts.limits ?? DEFAULT_SNAPSHOT_LIMITS);
+  // a tracked file is never ignored: its first write needs no check-ignore
+  const tracked = git(state.repo, ['-c', 'core.fsmonitor=false', 'ls-files', '-z', '--cached'])
+    .split('\0')
+    .filter(Boolean);
+  return { repo: state.repo, ...(record ? { record } : {}), tracked };
+}
+
+/** Drop a prepared snapshot that no write used (a session that changed nothing leaves no ref or tag). */
+export function dropPrepared(prepared: PreparedNet): void {
+  const record = prepared.record;
+  if (!record) return;
+  const lines = [`delete ${record.ref}\0${record.commit}\0`];
+  if (record.tag && record.head) lines.push(`delete refs/tags/${record.tag}\0${record.head}\0`);
+  gitTry(record.repo, ['update-ref', '-z', '--stdin'], { input: lines.join('') });
+}
+
+function sessionRef(sessionId: string): string {
+  return `refs/keel/sessions/${sessionId}`;
+}
+
+/** The snapshot commit of the work tree, under the session's ref (and a keel-pre tag on HEAD). */
+function takeSnapshot(
+  { repo, head, branch }: RepoState,
+  sessionId: string,
+  limits: SnapshotLimits,
+): GitRecord {
+  const ref = sessionRef(sessionId);
+  const { tree, skipped } = snapshotTree(repo, head, limits);
+  // the commit only keel's ref holds, so keel commits it: no need to look up the user's identity
+  const message = `keel: work tree before session ${sessionId}`;
+  const commit = commitTree(repo, tree, head, message, { committer: 'keel' });
+  const record: GitRecord = {
+    kind: 'git',
+    repo,
+    ref,
+    commit,
+    head,
+    branch,
+    tag: null,
+    ...(skipped.length ? { skipped: skipped.map((s) => ({ ...s, path: join(repo, s.path) })) } : {}),
+  };
+  if (!head) {
+    git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
+    return record;
+  }
+  // the session ref and the tag in one transaction; one at a time when that tag name is already taken
+  const at = new Date();
+  const tag = tagName('keel-pre', at);
+  if (createRefs(repo, { [ref]: commit, [`refs/tags/${tag}`]: head }, 'keel: snapshot'))
+    return { ...record, tag };
+  git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
+  return { ...record, tag: createTag(repo, 'keel-pre', head, at) };
 }
 
 /** One thing undo will do. `root` is the folder the path must stay inside, with no link on the way. */
