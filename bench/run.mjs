@@ -399,7 +399,7 @@ async function main() {
     row('harness_read', '… of which the read_file round', steps.harnessReadMs, 'ms', undefined, '—', 1),
     row(
       'harness_edit',
-      '… of which the edit_file round (first write: safety-net snapshot runs here)',
+      '… of which the edit_file round (first write: it takes over the snapshot a worker took at session start)',
       steps.harnessEditMs,
       'ms',
       undefined,
