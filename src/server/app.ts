@@ -409,7 +409,14 @@ export function createApp(opts: AppOptions): Hono {
 
   // the browser workspace: static files from dist/web, never a path outside it
   app.get('*', (c) => {
-    const path = decodeURIComponent(new URL(c.req.url).pathname);
+    const raw = new URL(c.req.url).pathname;
+    let path: string;
+    try {
+      path = decodeURIComponent(raw);
+    } catch {
+      // a malformed escape (`/%E0%A4%A`) is the client's mistake, not the server's
+      return fail(c, 400, 'BAD_REQUEST', 'the path has a malformed %-escape');
+    }
     if (path.startsWith('/v1/')) return fail(c, 404, 'NOT_FOUND', `no route GET ${path}`);
     const index = join(opts.webDir, 'index.html');
     if (!existsSync(index))

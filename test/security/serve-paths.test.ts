@@ -1,0 +1,60 @@
+/**
+ * Paths sent to `keel serve` are hostile: the static handler serves dist/web and nothing else, and a path
+ * it cannot read is the client's error, never a 500. Requests go raw over HTTP (node:http keeps `..` and
+ * escapes exactly as written; fetch would normalize them).
+ */
+import { request } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { keelHome, model, modelFlags } from '../e2e/harness.js';
+import { startServe } from '../e2e/serve-harness.js';
+import { gitRepo } from '../helpers/tmp.js';
+
+function rawGet(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => {
+        body += d;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('keel serve static paths', () => {
+  it('refuses a malformed escape with 400 and never serves a file outside dist/web', async () => {
+    const server = await model([{ text: 'unused' }]);
+    const repo = gitRepo({ 'secret.txt': 'TOP-SECRET-IN-PROJECT\n' });
+    const s = await startServe({ cwd: repo, home: keelHome(), args: modelFlags(server) });
+
+    for (const path of ['/%E0%A4%A', '/%', '/assets/%C0', '/%ZZ%']) {
+      const res = await rawGet(s.port, path);
+      expect(res.status, path).toBe(400);
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'BAD_REQUEST' });
+    }
+    const escapes = [
+      '/../package.json',
+      '/../../package.json',
+      '/..%2f..%2fpackage.json',
+      '/%2e%2e/%2e%2e/package.json',
+      '/%252e%252e/%252e%252e/package.json',
+      '/assets/..%5c..%5c..%5cpackage.json',
+      '/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd',
+      '/..%2f..%2f..%2f..%2f..%2f..%2fetc%2fpasswd',
+      `/${'%2e%2e%2f'.repeat(12)}${repo.slice(1)}/secret.txt`,
+      '/%00',
+      '/index.html%00.js',
+    ];
+    for (const path of escapes) {
+      const res = await rawGet(s.port, path);
+      expect(res.status, path).toBeLessThan(500);
+      // the page itself (the workspace's fallback) or a refusal: never the package's manifest, passwd or the project
+      expect(res.body, path).not.toMatch(/"name":\s*"keel"|root:x:0:0|TOP-SECRET-IN-PROJECT/);
+    }
+    const health = await rawGet(s.port, '/health');
+    expect(health.status).toBe(200);
+  });
+});
