@@ -229,9 +229,16 @@ export function createApp(opts: AppOptions): Hono {
     '*',
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
-      onError: (c) => fail(c, 413, 'TOO_LARGE', `request bodies are limited to ${MAX_BODY_BYTES} bytes`),
+      // the rest of the body is never read, so the connection cannot carry another request: say so, or a
+      // keep-alive client sends its next request down a socket that is about to close
+      onError: (c) => {
+        c.header('connection', 'close');
+        return fail(c, 413, 'TOO_LARGE', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+      },
     }),
   );
+  // an unknown route answers in the API's own shape, whatever the method (GETs fall to the workspace below)
+  app.notFound((c) => fail(c, 404, 'NOT_FOUND', `no route ${c.req.method} ${new URL(c.req.url).pathname}`));
   app.onError((err, c) => {
     if (err instanceof NotFound) return fail(c, 404, 'NOT_FOUND', err.message);
     if (err instanceof Conflict) return fail(c, 409, 'CONFLICT', err.message);
