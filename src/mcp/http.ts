@@ -62,20 +62,28 @@ function refuse(
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32_000, message }, id: null }));
 }
 
+/**
+ * The body as text, or undefined once it passes MAX_BODY. An oversize body is not destroyed mid-read:
+ * the client would see a reset instead of the 413. Its rest is read and dropped while the refusal goes
+ * out, and the refusal closes the connection.
+ */
 function readBody(req: IncomingMessage): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     let size = 0;
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] | undefined = [];
     req.on('data', (chunk: Buffer) => {
+      if (!chunks) return;
       size += chunk.length;
       if (size > MAX_BODY) {
+        chunks = undefined;
         resolve(undefined);
-        req.destroy();
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => {
+      if (chunks) resolve(Buffer.concat(chunks).toString('utf8'));
+    });
     req.on('error', reject);
   });
 }
@@ -127,7 +135,8 @@ export async function serveHttp(
     }
     if (req.method !== 'POST') return refuse(res, 405, 'method not allowed without an MCP session');
     const text = await readBody(req);
-    if (text === undefined) return refuse(res, 413, `request body over ${MAX_BODY} bytes`);
+    if (text === undefined)
+      return refuse(res, 413, `request body over ${MAX_BODY} bytes`, { connection: 'close' });
     let body: unknown;
     try {
       body = JSON.parse(text);

@@ -265,6 +265,64 @@ describe('keel mcp over stdio', () => {
   });
 });
 
+/**
+ * A raw request with any method, path and body, or a body of `bytes` streamed in chunks (with no
+ * Content-Length); its status and the JSON-RPC error message. Writing stops once the answer arrives.
+ */
+function rawSend(
+  url: string,
+  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string; bytes?: number },
+): Promise<{ status: number; message: string }> {
+  const target = new URL(opts.path ?? '', url);
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = request(
+      target,
+      {
+        method: opts.method ?? 'POST',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(opts.bytes !== undefined ? { 'transfer-encoding': 'chunked' } : {}),
+          ...opts.headers,
+        },
+      },
+      (res) => {
+        answered = true;
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => {
+          text += d;
+        });
+        res.on('end', () => {
+          let message = text;
+          try {
+            message = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? text;
+          } catch {
+            // not JSON: the text itself
+          }
+          resolve({ status: res.statusCode ?? 0, message });
+        });
+      },
+    );
+    req.on('error', (err) => {
+      if (!answered) reject(err);
+    });
+    if (opts.bytes === undefined) return void req.end(opts.body);
+    const piece = Buffer.alloc(64 * 1024, 'a');
+    let sent = 0;
+    const pump = () => {
+      while (sent < (opts.bytes ?? 0) && !answered) {
+        sent += piece.length;
+        if (!req.write(piece)) return void req.once('drain', pump);
+      }
+      if (!answered) req.end();
+    };
+    pump();
+  });
+}
+
 describe('keel mcp --http', () => {
   it('serves a client with the generated token; refuses no token, a wrong one and a foreign Host', async () => {
     const repo = gitRepo(SOURCES);
@@ -294,6 +352,56 @@ describe('keel mcp --http', () => {
     ).toBe(403);
     expect(await rawPost(server.url, { authorization: `Bearer ${server.token}` })).toBe(200);
     await expect(httpClient(server, 'not-the-token-at-all')).rejects.toThrow();
+  });
+
+  it('answers a hostile client with a clear refusal: oversize, not JSON, unknown session, wrong method or path', async () => {
+    const server = await httpServer(gitRepo(SOURCES), keelHome());
+    const auth = { authorization: `Bearer ${server.token}` };
+    // a body over 4 MiB, chunked with no length: a 413 the client can read, not a reset connection
+    const big = await rawSend(server.url, { headers: auth, bytes: 5 * 1024 * 1024 });
+    expect(big.status).toBe(413);
+    expect(big.message).toContain('request body over');
+    const notJson = await rawSend(server.url, { headers: auth, body: '{"jsonrpc":"2.0",' });
+    expect(notJson).toEqual({ status: 400, message: 'the request body is not JSON' });
+    const notInit = await rawSend(server.url, {
+      headers: auth,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(notInit.status).toBe(400);
+    expect(notInit.message).toContain('send initialize first');
+    for (const method of ['POST', 'GET', 'DELETE']) {
+      const stale = await rawSend(server.url, {
+        method,
+        headers: { ...auth, 'mcp-session-id': '00000000-0000-4000-8000-000000000000' },
+        body: method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) : undefined,
+      });
+      expect(stale.status, method).toBe(404);
+      expect(stale.message).toContain('unknown MCP session');
+    }
+    expect((await rawSend(server.url, { method: 'GET', headers: auth })).status).toBe(405);
+    expect((await rawSend(server.url, { method: 'PUT', headers: auth, body: '{}' })).status).toBe(405);
+    for (const path of [
+      '/',
+      '/mcp/../admin',
+      '/mcp%2f..',
+      '/mcpx',
+      '/.well-known/oauth-authorization-server',
+    ]) {
+      expect((await rawSend(server.url, { path, headers: auth, body: '{}' })).status, path).toBe(404);
+    }
+    for (const origin of [
+      'null',
+      'http://127.0.0.1.evil.example',
+      'http://localhost@evil.example',
+      'not a url',
+    ]) {
+      expect((await rawSend(server.url, { headers: { ...auth, origin }, body: '{}' })).status, origin).toBe(
+        403,
+      );
+    }
+    // after all of it the server still serves a real client
+    const client = await httpClient(server);
+    expect((await client.listTools()).tools).toHaveLength(TOOLS.length);
   });
 
   it('takes KEEL_MCP_TOKEN and does not print it', async () => {
