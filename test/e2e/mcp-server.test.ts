@@ -2,96 +2,14 @@
  * keel as an MCP server, as an outside agent meets it: the official SDK's Client spawning `keel mcp`
  * over stdio, and connecting to `keel mcp --http 127.0.0.1:0` over Streamable HTTP with its token.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { describe, expect, it } from 'vitest';
+import { rawRequest } from '../helpers/raw-http.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
-import { baseEnv, KEEL_BIN, keel, keelHome, model, modelFlags } from './harness.js';
-
-const SOURCES = {
-  'src/util.ts': 'export function helper(n: number): number {\n  return n + 1;\n}\n',
-  'src/app.ts':
-    "import { helper } from './util.js';\nexport class App {\n  run(): number {\n    return helper(1);\n  }\n}\n",
-};
-const TOOLS = [
-  'file_outline',
-  'find_references',
-  'find_symbol',
-  'importers',
-  'memory_add',
-  'memory_list',
-  'memory_search',
-  'repo_map',
-  'run_status',
-  'session_status',
-];
-
-const clients: Client[] = [];
-const children: ChildProcess[] = [];
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
-async function stdioClient(cwd: string, home: string): Promise<Client> {
-  const client = new Client({ name: 'outside-agent', version: '1.0.0' });
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [KEEL_BIN, 'mcp'],
-    cwd,
-    env: baseEnv(home),
-    stderr: 'pipe',
-  });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-interface HttpServer {
-  url: string;
-  token: string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-/** `keel mcp --http 127.0.0.1:0`, once it says where it listens. */
-function httpServer(cwd: string, home: string, env: Record<string, string> = {}): Promise<HttpServer> {
-  const child = spawn(process.execPath, [KEEL_BIN, 'mcp', '--http', '127.0.0.1:0'], {
-    cwd,
-    env: { ...baseEnv(home), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let stderr = '';
-  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line: ${stderr}`)), 30_000);
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      const url = /keel mcp: listening on (http:\/\/\S+)\n/.exec(stderr)?.[1];
-      if (!url) return;
-      clearTimeout(timer);
-      const token = env.KEEL_MCP_TOKEN ?? /^token: (\S+)$/m.exec(stderr)?.[1] ?? '';
-      resolve({ url, token, stderr: () => stderr, exited });
-    });
-    child.on('close', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
-  });
-}
-
-async function httpClient(server: HttpServer, token = server.token): Promise<Client> {
-  const client = new Client({ name: 'outside-agent', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(server.url), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
+import { keel, keelHome, model, modelFlags } from './harness.js';
+import { httpClient, httpServer, SOURCES, stdioClient, TOOLS } from './mcp-harness.js';
 
 interface ToolAnswer {
   isError?: boolean;
@@ -108,7 +26,7 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   return { isError: result.isError === true, text, doc };
 }
 
-/** A raw POST to the server with these headers: what a client without the SDK (or an attacker) sends. */
+/** A raw POST of `initialize` with these headers: what a client without the SDK (or an attacker) sends. */
 function rawPost(url: string, headers: Record<string, string>): Promise<number> {
   const body = JSON.stringify({
     jsonrpc: '2.0',
@@ -116,25 +34,16 @@ function rawPost(url: string, headers: Record<string, string>): Promise<number> 
     method: 'initialize',
     params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
   });
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          ...headers,
-        },
-      },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  const { port, pathname } = new URL(url);
+  return rawRequest(Number(port), pathname, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body,
+  }).then((r) => r.status);
 }
 
 describe('keel mcp over stdio', () => {
@@ -265,64 +174,6 @@ describe('keel mcp over stdio', () => {
   });
 });
 
-/**
- * A raw request with any method, path and body, or a body of `bytes` streamed in chunks (with no
- * Content-Length); its status and the JSON-RPC error message. Writing stops once the answer arrives.
- */
-function rawSend(
-  url: string,
-  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string; bytes?: number },
-): Promise<{ status: number; message: string }> {
-  const target = new URL(opts.path ?? '', url);
-  return new Promise((resolve, reject) => {
-    let answered = false;
-    const req = request(
-      target,
-      {
-        method: opts.method ?? 'POST',
-        agent: false,
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          ...(opts.bytes !== undefined ? { 'transfer-encoding': 'chunked' } : {}),
-          ...opts.headers,
-        },
-      },
-      (res) => {
-        answered = true;
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => {
-          text += d;
-        });
-        res.on('end', () => {
-          let message = text;
-          try {
-            message = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? text;
-          } catch {
-            // not JSON: the text itself
-          }
-          resolve({ status: res.statusCode ?? 0, message });
-        });
-      },
-    );
-    req.on('error', (err) => {
-      if (!answered) reject(err);
-    });
-    if (opts.bytes === undefined) return void req.end(opts.body);
-    const piece = Buffer.alloc(64 * 1024, 'a');
-    let sent = 0;
-    const pump = () => {
-      while (sent < (opts.bytes ?? 0) && !answered) {
-        sent += piece.length;
-        if (!req.write(piece)) return void req.once('drain', pump);
-      }
-      if (!answered) req.end();
-    };
-    pump();
-  });
-}
-
 describe('keel mcp --http', () => {
   it('serves a client with the generated token; refuses no token, a wrong one and a foreign Host', async () => {
     const repo = gitRepo(SOURCES);
@@ -352,56 +203,6 @@ describe('keel mcp --http', () => {
     ).toBe(403);
     expect(await rawPost(server.url, { authorization: `Bearer ${server.token}` })).toBe(200);
     await expect(httpClient(server, 'not-the-token-at-all')).rejects.toThrow();
-  });
-
-  it('answers a hostile client with a clear refusal: oversize, not JSON, unknown session, wrong method or path', async () => {
-    const server = await httpServer(gitRepo(SOURCES), keelHome());
-    const auth = { authorization: `Bearer ${server.token}` };
-    // a body over 4 MiB, chunked with no length: a 413 the client can read, not a reset connection
-    const big = await rawSend(server.url, { headers: auth, bytes: 5 * 1024 * 1024 });
-    expect(big.status).toBe(413);
-    expect(big.message).toContain('request body over');
-    const notJson = await rawSend(server.url, { headers: auth, body: '{"jsonrpc":"2.0",' });
-    expect(notJson).toEqual({ status: 400, message: 'the request body is not JSON' });
-    const notInit = await rawSend(server.url, {
-      headers: auth,
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-    });
-    expect(notInit.status).toBe(400);
-    expect(notInit.message).toContain('send initialize first');
-    for (const method of ['POST', 'GET', 'DELETE']) {
-      const stale = await rawSend(server.url, {
-        method,
-        headers: { ...auth, 'mcp-session-id': '00000000-0000-4000-8000-000000000000' },
-        body: method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) : undefined,
-      });
-      expect(stale.status, method).toBe(404);
-      expect(stale.message).toContain('unknown MCP session');
-    }
-    expect((await rawSend(server.url, { method: 'GET', headers: auth })).status).toBe(405);
-    expect((await rawSend(server.url, { method: 'PUT', headers: auth, body: '{}' })).status).toBe(405);
-    for (const path of [
-      '/',
-      '/mcp/../admin',
-      '/mcp%2f..',
-      '/mcpx',
-      '/.well-known/oauth-authorization-server',
-    ]) {
-      expect((await rawSend(server.url, { path, headers: auth, body: '{}' })).status, path).toBe(404);
-    }
-    for (const origin of [
-      'null',
-      'http://127.0.0.1.evil.example',
-      'http://localhost@evil.example',
-      'not a url',
-    ]) {
-      expect((await rawSend(server.url, { headers: { ...auth, origin }, body: '{}' })).status, origin).toBe(
-        403,
-      );
-    }
-    // after all of it the server still serves a real client
-    const client = await httpClient(server);
-    expect((await client.listTools()).tools).toHaveLength(TOOLS.length);
   });
 
   it('takes KEEL_MCP_TOKEN and does not print it', async () => {

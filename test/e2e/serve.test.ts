@@ -1,8 +1,8 @@
 /** `keel serve` as an editor, a CI job or a browser uses it: real HTTP on 127.0.0.1, the scripted model. */
 import { existsSync, readFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { rawRequest } from '../helpers/raw-http.js';
 import { gitRepo } from '../helpers/tmp.js';
 import { editTurns, fixtureRepo, planTurns } from './fix-harness.js';
 import { chatBodies, keel, keelHome, model, modelFlags, requestMessages } from './harness.js';
@@ -211,19 +211,10 @@ describe('keel serve: sessions over HTTP', () => {
 
 describe('keel serve: who may talk to it', () => {
   /** A raw request, so Host can be forged (fetch will not send another Host). */
-  function raw(port: number, headers: Record<string, string>, method = 'GET', body?: string) {
-    return new Promise<number>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, path: '/v1/sessions', method, headers }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      // the server may answer (413) and close before the whole body is sent
-      req.on('error', (err: NodeJS.ErrnoException) =>
-        err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err),
-      );
-      req.end(body);
-    });
-  }
+  const raw = (port: number, headers: Record<string, string>, method = 'GET', body?: string) =>
+    rawRequest(port, '/v1/sessions', { method, headers, ...(body !== undefined ? { body } : {}) }).then(
+      (r) => r.status,
+    );
 
   it('writes need the token, a forged Origin or Host is refused, bodies are capped', async () => {
     const server = await model([]);

@@ -5,64 +5,33 @@
  * model request, no session, never a 500.
  */
 import { mkdirSync, symlinkSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { chatBodies, keelHome, model, modelFlags } from '../e2e/harness.js';
 import { readStream, startServe } from '../e2e/serve-harness.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
 
-/**
- * A request over node:http, which keeps the path exactly as written (fetch would fold `%2e%2e`). A large
- * body is either chunked with no Content-Length (what a limit on the header alone misses) or declared
- * up front and held back after its first piece: the server must answer on the header alone. Writing stops
- * once the answer arrives, as a client that reads while it writes does.
- */
+/** A raw request to keel serve with the token and a JSON body type (a large one is a prompt of `a`s). */
 function raw(
   port: number,
   method: string,
   path: string,
   opts: { token?: string; body?: string; chunkedBytes?: number; declaredBytes?: number; agent?: Agent } = {},
 ): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    if (opts.chunkedBytes !== undefined) headers['transfer-encoding'] = 'chunked';
-    if (opts.declaredBytes !== undefined) headers['content-length'] = String(opts.declaredBytes + 13);
-    if (opts.body !== undefined) headers['content-length'] = String(Buffer.byteLength(opts.body));
-    let answered = false;
-    const req = request(
-      { host: '127.0.0.1', port, path, method, headers, agent: opts.agent ?? false },
-      (res) => {
-        answered = true;
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => {
-          body += d;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    // a server that answered and closed while the body was still going out: the answer is what counts
-    req.on('error', (err) => {
-      if (!answered) reject(err);
-    });
-    if (opts.chunkedBytes === undefined && opts.declaredBytes === undefined) return void req.end(opts.body);
-    const piece = Buffer.alloc(64 * 1024, 'a');
-    req.write('{"prompt":"');
-    if (opts.declaredBytes !== undefined) return void req.write(piece);
-    const bytes = opts.chunkedBytes ?? 0;
-    let sent = 0;
-    const pump = () => {
-      while (sent < bytes && !answered) {
-        const n = Math.min(piece.length, bytes - sent);
-        sent += n;
-        if (!req.write(piece.subarray(0, n))) return void req.once('drain', pump);
-      }
-      if (!answered) req.end('"}');
-    };
-    pump();
-  });
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  const bytes = opts.chunkedBytes ?? opts.declaredBytes;
+  return rawRequest(port, path, {
+    method,
+    headers,
+    ...(opts.body !== undefined ? { body: opts.body } : {}),
+    ...(bytes !== undefined
+      ? { stream: { bytes, open: '{"prompt":"', close: '"}', declared: opts.declaredBytes !== undefined } }
+      : {}),
+    ...(opts.agent ? { agent: opts.agent } : {}),
+  }).then((r) => ({ status: r.status, body: r.text }));
 }
 
 async function served(files?: Record<string, string>) {
@@ -158,8 +127,8 @@ describe('keel serve API under attack', () => {
       expect(res.body.error, raw).toContain(names);
     }
     // the fix route's schema is as strict
-    const created = await s.api('POST', '/v1/fix', '{"task":"t","__proto__":{"test_command":"rm -rf /"}}');
-    expect(created.status).toBe(400);
+    const fix = await s.api('POST', '/v1/fix', '{"task":"t","__proto__":{"test_command":"rm -rf /"}}');
+    expect(fix.status).toBe(400);
     expect((await s.api('GET', '/v1/sessions')).body.sessions).toEqual([]);
     expect((await s.api('GET', '/v1/runs')).body.runs).toEqual([]);
     expect(chatBodies(server)).toEqual([]);

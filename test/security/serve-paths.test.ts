@@ -3,26 +3,14 @@
  * it cannot read is the client's error, never a 500. Requests go raw over HTTP (node:http keeps `..` and
  * escapes exactly as written; fetch would normalize them).
  */
-import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { keelHome, model, modelFlags } from '../e2e/harness.js';
 import { startServe } from '../e2e/serve-harness.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { gitRepo } from '../helpers/tmp.js';
 
-function rawGet(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'GET' }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const rawGet = (port: number, path: string) =>
+  rawRequest(port, path).then((r) => ({ status: r.status, body: r.text }));
 
 describe('keel serve static paths', () => {
   it('refuses a malformed escape with 400 and never serves a file outside dist/web', async () => {
