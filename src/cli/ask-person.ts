@@ -5,6 +5,7 @@
  * may ask at once), and everything shown that came from the model or a hook is made inert.
  */
 import type { ApprovalAnswer, ApprovalRequest, Approver } from '../agent/approvals.js';
+import { askLine, Interrupted } from './ask-line.js';
 import { inertLine } from './inert.js';
 import { dim, formatDiff, red } from './render.js';
 
@@ -35,23 +36,33 @@ export function terminalApprover(): Approver {
   let queue: Promise<unknown> = Promise.resolve();
   const ask = async (req: ApprovalRequest): Promise<ApprovalAnswer> => {
     if (always.has(req.tool)) return { allow: true };
-    const { createInterface } = await import('node:readline/promises');
     process.stderr.write(describeRequest(req));
-    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    let typed: string;
     try {
-      const typed = await rl.question(
+      typed = await askLine(
         `  ${dim(`[y]es / [n]o / [a]lways for ${inertLine(req.tool)} / or type what to do instead:`)} `,
       );
-      const answer = parseAnswer(typed);
-      if (answer.allow && answer.always) always.add(req.tool);
-      return answer.allow ? { allow: true } : answer;
-    } finally {
-      rl.close();
+    } catch (err) {
+      if (!(err instanceof Interrupted)) throw err;
+      interrupt();
+      return { allow: false, message: 'the person interrupted the session' };
     }
+    const answer = parseAnswer(typed);
+    if (answer.allow && answer.always) always.add(req.tool);
+    return answer.allow ? { allow: true } : answer;
   };
   return (req) => {
     const next = queue.then(() => ask(req));
     queue = next.catch(() => undefined);
     return next;
   };
+}
+
+/**
+ * Ctrl+C at a question is the same interruption as anywhere else: the verb's own SIGINT handler ends the
+ * session CANCELLED (readline held the terminal raw, so the key never became a signal).
+ */
+function interrupt(): void {
+  if (process.listenerCount('SIGINT') > 0) process.emit('SIGINT', 'SIGINT');
+  else process.kill(process.pid, 'SIGINT');
 }

@@ -1,7 +1,6 @@
 /** `keel runs list|show|prune` and `keel fix --clean`: look back at fix and loop runs, and clear what they left. */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createInterface } from 'node:readline/promises';
 import { keelPaths } from '../config/paths.js';
 import {
   describeItem,
@@ -20,6 +19,7 @@ import { findRepo } from '../policy/git.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
+import { confirmOrExit } from './ask-line.js';
 import { EXIT } from './exit-codes.js';
 import { inert, inertLine } from './inert.js';
 import { dim, red } from './render.js';
@@ -197,7 +197,7 @@ async function prune(
         applied: false,
         runs: plan,
       });
-    if (!(await confirm('Remove them? [y/N] '))) return fail(flags, 'nothing removed', EXIT.failed);
+    if (!(await confirmOrExit('Remove them? [y/N] '))) return fail(flags, 'nothing removed', EXIT.failed);
   }
   const done = withLog((log) => {
     const audit = new AuditLog(paths.auditDir);
@@ -252,13 +252,4 @@ function age(iso: string): string {
   if (s < 3600) return `${Math.round(s / 60)}m`;
   if (s < 86_400) return `${Math.round(s / 3600)}h`;
   return `${Math.round(s / 86_400)}d`;
-}
-
-async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(question)).trim());
-  } finally {
-    rl.close();
-  }
 }

@@ -1,7 +1,6 @@
 /** `keel undo [SESSION]`: put the workspace back as it was before a session's first write. */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createInterface } from 'node:readline/promises';
 import { keelPaths } from '../config/paths.js';
 import { openRepoAt } from '../policy/git.js';
 import {
@@ -18,6 +17,7 @@ import { isInside } from '../policy/scope.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow } from '../store/event-log.js';
+import { confirmOrExit } from './ask-line.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
 import { dim, red } from './render.js';
@@ -70,7 +70,7 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
         steps,
       });
     }
-    if (!(await confirm('Proceed? [y/N] '))) return fail('not undone', EXIT.failed);
+    if (!(await confirmOrExit('Proceed? [y/N] '))) return fail('not undone', EXIT.failed);
   }
 
   let done: string[];
@@ -217,15 +217,6 @@ function errorCode(exit: number): string {
   if (exit === EXIT.usage) return 'CONFIG_ERROR';
   if (exit === EXIT.environment) return 'ENVIRONMENT_ERROR';
   return 'NOT_UNDONE';
-}
-
-async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(question)).trim());
-  } finally {
-    rl.close();
-  }
 }
 
 function canonical(dir: string): string {
