@@ -2,8 +2,9 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { hasBinaryExtension, looksBinary } from './binary.js';
+import { hasBinaryExtension } from './binary.js';
 import { globMatcher, listFiles, statExisting, workspacePath } from './files.js';
+import { binaryReason, bomBytes, decodeBody, detectEncoding } from './text-encoding.js';
 import { clipLine, LineWindow, truncationMarker } from './truncate.js';
 import { type Tool, ToolError } from './types.js';
 
@@ -78,8 +79,10 @@ export const grepTool: Tool<typeof schema> = {
         continue;
       }
       const buf = await readFile(real);
-      if (looksBinary(buf)) continue;
-      const text = buf.toString('utf8');
+      // decoded as read_file decodes it: a Latin-1 or UTF-16 file is searched as the text it holds
+      const encoding = detectEncoding(buf);
+      if (binaryReason(buf, encoding)) continue;
+      const text = decodeBody(buf.subarray(bomBytes(encoding).length), encoding);
       // `$` in multiline mode does not match before \r, so CRLF files skip the prefilter
       if (!text.includes('\r') && !prefilter.test(text)) continue;
       const shown = workspacePath(ctx.cwd, target);

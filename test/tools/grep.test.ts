@@ -90,3 +90,17 @@ describe('grep', () => {
     );
   });
 });
+
+describe('grep decodes files as read_file does', () => {
+  it('finds a word in a Latin-1 file and in a UTF-16 file, and shows the line as text', async () => {
+    const root = tempDir();
+    git(root, 'init', '-q');
+    writeFiles(root, {
+      'menu-latin1.txt': Buffer.from('dessert: crème brûlée\n', 'latin1'),
+      'notes-utf16.txt': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('une crème\n', 'utf16le')]),
+    });
+    expect(await grep(root, { pattern: 'crème' })).toBe(
+      'menu-latin1.txt:1: dessert: crème brûlée\nnotes-utf16.txt:1: une crème',
+    );
+  });
+});
