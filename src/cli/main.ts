@@ -68,6 +68,17 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+/** Tags as people type them: `--tag a --tag b`, `--tags a,b` or `--tag "a, b"`. */
+function collectTags(value: string, previous: string[]): string[] {
+  return [
+    ...previous,
+    ...value
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean),
+  ];
+}
+
 function parseFloatArg(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0)
@@ -471,8 +482,14 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
   memoryCommand('add', 'remember a note for later sessions (kept until forgotten)')
     .argument('<text...>', 'the note')
     .option('--kind <kind>', 'note (default), decision, ...')
-    .option('--tag <tag>', 'a tag (repeatable)', collect, [])
-    .action(async (words: string[], opts) => setExit(await (await memoryVerbs()).memoryAdd(words, opts)));
+    .option('--tag <tag>', 'a tag (repeatable)', collectTags, [])
+    .option('--tags <a,b>', 'tags, comma-separated (the same as repeated --tag)', collectTags, [])
+    .action(async (words: string[], opts: { tag: string[]; tags: string[] }) => {
+      const { tags, ...rest } = opts;
+      setExit(
+        await (await memoryVerbs()).memoryAdd(words, { ...rest, tag: [...new Set([...opts.tag, ...tags])] }),
+      );
+    });
   memoryCommand('search', 'search the memory (full text with stemming and identifiers, plus embeddings)')
     .argument('<query...>', 'words, file names or identifiers')
     .option('-k <n>', 'how many results', parseIntArg, 10)
