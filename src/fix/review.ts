@@ -104,15 +104,16 @@ export function reviewPrompt(input: ReviewInput): string {
 }
 
 /**
- * Read a verdict from the reviewer's answer: bare or fenced JSON, or else lines that start with APPROVE or
- * REVISE (one of them only) and the reasons after it. Anything else is an unreadable REVISE: a review that
- * cannot be read never approves.
+ * Read a verdict from the reviewer's answer: bare or fenced JSON (`findings` or `reasons`), or else lines
+ * that start with APPROVE or REVISE (one of them only) and the reasons after it, or in a short answer the
+ * one verdict word anywhere. Anything else is an unreadable REVISE: a review that cannot be read never
+ * approves.
  */
 export function parseReview(text: string): Omit<Review, 'model'> {
   const value = firstJsonObject(text);
   const verdict = typeof value?.verdict === 'string' ? value.verdict.trim().toUpperCase() : undefined;
   if (!value || (verdict !== 'APPROVE' && verdict !== 'REVISE')) {
-    const plain = plainVerdict(text);
+    const plain = plainVerdict(text) ?? shortAnswerVerdict(text);
     if (plain) return plain;
     const said = text.trim().replace(/\s+/g, ' ').slice(0, 200);
     return {
@@ -123,7 +124,8 @@ export function parseReview(text: string): Omit<Review, 'model'> {
       readable: false,
     };
   }
-  const raw: unknown[] = Array.isArray(value.findings) ? value.findings : [];
+  // models trained on other review formats write `reasons` (or both); either list is the findings
+  const raw: unknown[] = [value.findings, value.reasons].flatMap((list) => (Array.isArray(list) ? list : []));
   const findings = raw.map(findingText).filter((f) => f.length > 0);
   if (verdict === 'REVISE' && !findings.length) {
     findings.push('the reviewer asked for changes without naming any; re-check the change against the task');
@@ -151,6 +153,31 @@ function plainVerdict(text: string): Omit<Review, 'model'> | undefined {
   // the reasons follow the verdict; a verdict written last has them before it
   const after = reasons([rest, ...lines.slice(first + 1)]);
   const findings = after.length ? after : reasons(lines.slice(0, first));
+  if (verdict === 'REVISE' && !findings.length)
+    findings.push('the reviewer asked for changes without naming any; re-check the change against the task');
+  return { verdict, findings, readable: true };
+}
+
+// an answer this short is a verdict with a remark, not a review whose words could mean something else
+const SHORT_ANSWER_CHARS = 280;
+// the verdict as a word of its own, written in capitals as asked; a negation before it is no verdict
+const VERDICT_WORD = /(?<![\w-])(APPROVE|REVISE)(?![\w-])/g;
+const NEGATED = /\b(?:not|never|cannot|can't|won't|don't|do not)\s*$/i;
+
+/** `Looks good to me! APPROVE`: in a short answer, the one verdict word written anywhere counts. */
+function shortAnswerVerdict(text: string): Omit<Review, 'model'> | undefined {
+  const said = text.trim();
+  if (said.length > SHORT_ANSWER_CHARS) return undefined;
+  const found = [...said.matchAll(VERDICT_WORD)];
+  if (found.some((m) => NEGATED.test(said.slice(0, m.index)))) return undefined;
+  const verdicts = new Set(found.map((m) => m[1]));
+  if (verdicts.size !== 1) return undefined;
+  const verdict = verdicts.has('APPROVE') ? 'APPROVE' : 'REVISE';
+  const remark = said
+    .replace(VERDICT_WORD, '')
+    .replace(/\s+/g, ' ')
+    .replace(/^[\s:.,!-]+|[\s:,-]+$/g, '');
+  const findings = remark ? [remark] : [];
   if (verdict === 'REVISE' && !findings.length)
     findings.push('the reviewer asked for changes without naming any; re-check the change against the task');
   return { verdict, findings, readable: true };

@@ -100,6 +100,26 @@ describe('keel review', () => {
     expect(doc.reasons[0]).toContain('Looks fine to me, mostly.');
   });
 
+  it('reads `reasons` as it reads `findings`, and a short answer with the verdict word anywhere', async () => {
+    const repo = project();
+    writeFileSync(join(repo, 'math.js'), 'export function add(a, b) {\n  return a * b;\n}\n');
+    const reasons = await model([{ text: '{"verdict": "REVISE", "reasons": ["math.js: add multiplies"]}' }]);
+    const revise = await keel(['review', ...modelFlags(reasons)], { cwd: repo, home: keelHome() });
+    expect(revise.code).toBe(2);
+    expect(revise.stdout).toBe('REVISE\n- math.js: add multiplies\n');
+
+    const short = await model([{ text: 'Looks good to me! APPROVE' }]);
+    const approve = await keel(['review', '--json', ...modelFlags(short)], { cwd: repo, home: keelHome() });
+    expect(approve.code).toBe(0);
+    expect(JSON.parse(approve.stdout)).toMatchObject({ verdict: 'APPROVE', reasons: ['Looks good to me!'] });
+
+    // a negated verdict word is no verdict, and so never an approval
+    const negated = await model([{ text: 'I would not APPROVE this yet.' }]);
+    const no = await keel(['review', '--json', ...modelFlags(negated)], { cwd: repo, home: keelHome() });
+    expect(no.code).toBe(2);
+    expect(JSON.parse(no.stdout)).toMatchObject({ verdict: 'REVISE', readable: false });
+  });
+
   it('--staged reviews the index, the default the working tree: each sends its own diff', async () => {
     const repo = project();
     writeFileSync(join(repo, 'math.js'), 'export function add(a, b) {\n  return a + b; // staged\n}\n');
