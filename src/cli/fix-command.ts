@@ -45,6 +45,14 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
   }
   for (const warning of loaded.warnings)
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
+  // a model keel cannot use is said before any snapshot: no branch or worktree is made for nothing
+  try {
+    const { createModelClient } = await import('../model/create.js');
+    createModelClient(loaded.config, process.env, { cwd: repo });
+  } catch (err) {
+    if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
+    throw err;
+  }
 
   const controller = new AbortController();
   // Ctrl+C or a kill ends the run CANCELLED, with its log ended and no branch or worktree left behind

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { gitRepo } from '../helpers/tmp.js';
+import { git, gitRepo } from '../helpers/tmp.js';
 import {
   chatBodies,
   keel,
@@ -226,5 +226,23 @@ describe('failures end in a named code, and the log stays complete', () => {
     });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('piped ok');
+  });
+});
+
+describe('keel fix with no model configured', () => {
+  it('exits 2 naming the setting, before any snapshot: no branch, no worktree, no run left behind', async () => {
+    const repo = gitRepo({
+      'package.json': '{"scripts":{"test":"node --test"}}\n',
+      'sum.test.js': "require('node:test')('sum', () => { if (1 + 1 !== 3) throw new Error('no'); });\n",
+    });
+    const home = keelHome();
+    const branches = git(repo, 'branch', '--list');
+    const run = await keel(['fix', '--json', '--issue', 'sum is wrong'], { cwd: repo, home });
+    expect(run.code).toBe(2);
+    expect(JSON.parse(run.stdout)).toMatchObject({ code: 'CONFIG_ERROR', exit_code: 2 });
+    expect(JSON.parse(run.stdout).error).toContain('no model configured');
+    expect(git(repo, 'branch', '--list')).toBe(branches);
+    expect(git(repo, 'worktree', 'list').trim().split('\n')).toHaveLength(1);
+    expect(existsSync(join(home, 'worktrees')) ? readdirSync(join(home, 'worktrees')) : []).toEqual([]);
   });
 });
