@@ -54,7 +54,8 @@ export function addSessionOptions(cmd: Command, opts: { reopen?: boolean } = {})
       .option('--resume <id>', 'go on with this session (id or unique prefix)');
   return addBudgetOptions(addModelOptions(cmd), 'per session')
     .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
-    .option('--commit', "commit the session's own files when it completes");
+    .option('--commit', "commit the session's own files when it completes")
+    .option('--skip-approvals', 'without a terminal, go on although `approvals` asks a person first');
 }
 
 function parseIntArg(value: string): number {

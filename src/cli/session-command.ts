@@ -20,6 +20,8 @@ export interface VerbFlags extends CommonFlags {
   continue?: boolean;
   /** `--resume ID` / `keel sessions resume ID`. */
   resume?: string;
+  /** Go on without a terminal although `approvals` asks a person first. */
+  skipApprovals?: boolean;
 }
 
 /** Run a session verb; returns the exit status. */
@@ -79,6 +81,12 @@ export async function runVerb(
   for (const warning of setup.loaded.warnings)
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
 
+  // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
+  const attended =
+    mode !== 'auto' && !flags.json && process.stdin.isTTY === true && process.stderr.isTTY === true;
+  const unasked = attended ? undefined : unaskedApprovals(mode, setup.loaded, flags.skipApprovals === true);
+  if (unasked) return fail('CONFIG_ERROR', unasked);
+
   const controller = new AbortController();
   let interrupts = 0;
   const onSigint = () => {
@@ -136,9 +144,7 @@ export async function runVerb(
         signal: controller.signal,
         ...(flags.commit ? { commit: true } : {}),
         // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
-        ...(mode !== 'auto' && !flags.json && process.stdin.isTTY && process.stderr.isTTY
-          ? { approve: terminalApprover() }
-          : {}),
+        ...(attended ? { approve: terminalApprover() } : {}),
         // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
         ...(renderer
           ? { onText: renderer.onText, onReasoning: renderer.onReasoning, onEvent: renderer.onEvent }
@@ -199,6 +205,24 @@ export function jsonDocument(outcome: SessionOutcome, exit: number): Record<stri
     files_changed: outcome.filesChanged,
     ...(outcome.commit ? { commit: outcome.commit } : {}),
   };
+}
+
+/**
+ * Why a session that cannot ask anyone must not start: the config says to ask a person before writes or
+ * commands this mode could make. Undefined when nothing would be asked, or `--skip-approvals` says go on
+ * (the gate still holds: approvals only ever add questions to calls the policy allows).
+ */
+function unaskedApprovals(
+  mode: Mode,
+  loaded: ReturnType<typeof load>['loaded'],
+  skip: boolean,
+): string | undefined {
+  const setting = loaded.config.approvals;
+  if (skip || setting === undefined || setting === 'never') return undefined;
+  if (mode !== 'edit' && mode !== 'auto') return undefined;
+  const from = loaded.sources.approvals ?? 'config';
+  const why = mode === 'auto' ? `keel ${verbOf(mode)} asks no one` : 'there is no terminal to ask at';
+  return `approvals = "${setting}" (${from}) asks a person first, but ${why}; run it at a terminal, or pass --skip-approvals to go on without asking (the policy still applies)`;
 }
 
 // below this many characters a prompt fits any window keel is used with, so nothing is counted or asked

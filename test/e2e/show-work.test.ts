@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
-import { keel, keelHome, lastSessionEvents, model, modelFlags } from './harness.js';
+import { chatBodies, keel, keelHome, lastSessionEvents, model, modelFlags } from './harness.js';
 
 describe('one-shot verbs show their work on stderr; stdout stays the answer', () => {
   it('edit shows each call with its outcome and the diff of every write', async () => {
@@ -53,14 +53,30 @@ describe('one-shot verbs show their work on stderr; stdout stays the answer', ()
     expect(run.stderr).toContain('→ read_file notes.txt');
   });
 
-  it('--json stays one document: no work on stderr, and approvals do not block an unattended run', async () => {
+  it('--json stays one document; approvals with no one to ask refuse the run unless --skip-approvals says go on', async () => {
     const repo = gitRepo({ 'a.txt': 'one\n' });
     const home = keelHome('approvals = "all"\n');
     const server = await model([
       { tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'two\n' } }] },
       { text: 'done' },
     ]);
-    const run = await keel(['edit', '--json', ...modelFlags(server), 'write two'], { cwd: repo, home });
+    // no terminal to ask at: refused before any request, saying why and how to proceed
+    const refused = await keel(['edit', '--json', ...modelFlags(server), 'write two'], { cwd: repo, home });
+    expect(refused.code).toBe(2);
+    const doc = JSON.parse(refused.stdout);
+    expect(doc).toMatchObject({ code: 'CONFIG_ERROR', exit_code: 2 });
+    expect(doc.error).toContain('approvals = "all"');
+    expect(doc.error).toContain('--skip-approvals');
+    expect(chatBodies(server)).toHaveLength(0);
+    const auto = await keel(['run', ...modelFlags(server), 'write two'], { cwd: repo, home });
+    expect(auto.code).toBe(2);
+    expect(auto.stderr).toContain('keel run asks no one');
+    expect(readFileSync(join(repo, 'a.txt'), 'utf8')).toBe('one\n');
+
+    const run = await keel(['edit', '--json', '--skip-approvals', ...modelFlags(server), 'write two'], {
+      cwd: repo,
+      home,
+    });
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED', files_changed: ['a.txt'] });
     expect(run.stderr).toBe('');
