@@ -22,7 +22,7 @@ interface Check {
 const MARK: Record<Check['status'], string> = { ok: '✓', warn: '!', fail: '✗', skip: '-' };
 
 /** Run the checks, print them, and exit 0 when keel can work with this setup. */
-export async function runDoctor(flags: CommonFlags): Promise<number> {
+export async function runDoctor(flags: CommonFlags & { moveTags?: boolean }): Promise<number> {
   const checks: Check[] = [];
   let exit: number = EXIT.ok;
   const print = () => {
@@ -73,6 +73,8 @@ export async function runDoctor(flags: CommonFlags): Promise<number> {
     checks.push(check);
     if (check.status === 'fail' && exit === EXIT.ok) exit = EXIT.environment;
   }
+  const tags = await checkLegacyTags(setup.cwd, flags.moveTags === true);
+  if (tags) checks.push(tags);
   if (!client) {
     print();
     return exit;
@@ -250,5 +252,28 @@ async function checkToolCalling(
     name: 'tool calling',
     status: 'fail',
     detail: `the model did not call read_file${calls.length ? ` (it called ${calls.map((c) => c.name).join(', ')})` : ''}${said ? `; it said: "${said}"` : ''}`,
+  };
+}
+
+/**
+ * Older keel marked HEAD with `keel-pre/…` tags among the user's own (`git describe` answered with them,
+ * `git push --tags` would publish them); keel now keeps them under refs/keel/pre/. Offer to move them.
+ */
+async function checkLegacyTags(cwd: string, move: boolean): Promise<Check | undefined> {
+  const { findRepo } = await import('../policy/git.js');
+  const repo = findRepo(cwd);
+  if (!repo) return undefined;
+  const { legacyPreTags, moveLegacyPreTags } = await import('../policy/safety-net.js');
+  const tags = legacyPreTags(repo);
+  if (!tags.length) return undefined;
+  const n = `${tags.length} keel-pre/ tag${tags.length === 1 ? '' : 's'}`;
+  if (move) {
+    moveLegacyPreTags(repo);
+    return { name: 'safety net', status: 'ok', detail: `moved ${n} from your tags to refs/keel/pre/` };
+  }
+  return {
+    name: 'safety net',
+    status: 'warn',
+    detail: `${n} from an older keel sit among your tags (git describe and git push --tags see them); keel doctor --move-tags moves them to refs/keel/pre/ (keel undo finds them either way)`,
   };
 }

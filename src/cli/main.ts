@@ -213,7 +213,8 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
       'check the model endpoint: reachable, model present, tool calling works, context window known',
     )
     .option('-C, --cwd <dir>', 'workspace folder')
-    .option('--json', 'print one JSON document');
+    .option('--json', 'print one JSON document')
+    .option('--move-tags', 'move keel-pre/ tags an older keel left among your tags to refs/keel/pre/');
   addModelOptions(doctor).action(async (opts) => {
     const { runDoctor } = await import('./doctor.js');
     setExit(await runDoctor(opts));

@@ -257,20 +257,20 @@ export function diffTrees(repo: string, from: string, to: string): TreeChange[] 
   return changes;
 }
 
-/** The tag name `<prefix>/<UTC timestamp>`, with `-<n>` from the second try on. */
-export function tagName(prefix: string, at: Date, n = 1): string {
+/** The ref name `<prefix>/<UTC timestamp>`, with `-<n>` from the second try on. */
+export function stampedRefName(prefix: string, at: Date, n = 1): string {
   const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
   return `${prefix}/${stamp}${n > 1 ? `-${n}` : ''}`;
 }
 
-/** Point a new lightweight tag `<prefix>/<UTC timestamp>` at `commit`, with a suffix if that name is taken. */
-export function createTag(repo: string, prefix: string, commit: string, at = new Date()): string {
+/** Point a new ref `<prefix>/<UTC timestamp>` (a full name) at `commit`, with a suffix if that name is taken. */
+export function createStampedRef(repo: string, prefix: string, commit: string, at = new Date()): string {
   for (let i = 1; i <= 100; i++) {
-    const name = tagName(prefix, at, i);
-    // an empty old value creates the tag only if it does not exist yet
-    if (gitTry(repo, ['update-ref', `refs/tags/${name}`, commit, '']) !== undefined) return name;
+    const name = stampedRefName(prefix, at, i);
+    // an empty old value creates the ref only if it does not exist yet
+    if (gitTry(repo, ['update-ref', name, commit, '']) !== undefined) return name;
   }
-  throw new GitError(`could not create a ${tagName(prefix, at)} tag in ${repo}`, ['update-ref'], null);
+  throw new GitError(`could not create ${stampedRefName(prefix, at)} in ${repo}`, ['update-ref'], null);
 }
 
 /** Create refs that must not exist yet (full name -> sha) in one transaction: all of them, or none and false. */

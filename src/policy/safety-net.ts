@@ -20,7 +20,7 @@ import {
   commitsSince,
   commitTree,
   createRefs,
-  createTag,
+  createStampedRef,
   currentBranch,
   diffTrees,
   git,
@@ -32,7 +32,7 @@ import {
   repoPath,
   repoState,
   resetIndexPaths,
-  tagName,
+  stampedRefName,
 } from './git.js';
 import { isInside } from './scope.js';
 import { DEFAULT_SNAPSHOT_LIMITS, type SnapshotLimits, snapshotTree } from './snapshot-tree.js';
@@ -287,15 +287,47 @@ export function dropPrepared(prepared: PreparedNet): void {
   const record = prepared.record;
   if (!record) return;
   const lines = [`delete ${record.ref}\0${record.commit}\0`];
-  if (record.tag && record.head) lines.push(`delete refs/tags/${record.tag}\0${record.head}\0`);
+  if (record.tag && record.head) lines.push(`delete ${preRef(record.tag)}\0${record.head}\0`);
   gitTry(record.repo, ['update-ref', '-z', '--stdin'], { input: lines.join('') });
+}
+
+/**
+ * Where HEAD was before a session is marked under keel's own refs, never among the user's tags (where
+ * `git describe` would answer with it and `git push --tags` publish it).
+ */
+export const PRE_REFS = 'refs/keel/pre';
+
+/** The full ref of a record's HEAD marker: new records hold it whole, older ones a `keel-pre/…` tag name. */
+function preRef(tag: string): string {
+  return tag.startsWith('refs/') ? tag : `refs/tags/${tag}`;
+}
+
+/** The `keel-pre/…` tags older keel left among the user's tags, as full ref names. */
+export function legacyPreTags(repo: string): string[] {
+  const out = gitTry(repo, ['for-each-ref', '--format=%(refname)', 'refs/tags/keel-pre/']) ?? '';
+  return out.split('\n').filter(Boolean);
+}
+
+/** Move every `keel-pre/…` tag under refs/keel/pre/ in one transaction; returns how many moved. */
+export function moveLegacyPreTags(repo: string): number {
+  const tags = legacyPreTags(repo);
+  if (!tags.length) return 0;
+  const input = tags
+    .map((ref) => {
+      const sha = git(repo, ['rev-parse', '--verify', `${ref}^{}`]).trim();
+      const moved = `${PRE_REFS}/${ref.slice('refs/tags/keel-pre/'.length)}`;
+      return `create ${moved}\0${sha}\0delete ${ref}\0\0`;
+    })
+    .join('');
+  git(repo, ['update-ref', '-m', 'keel: move keel-pre tags under refs/keel/pre', '--stdin', '-z'], { input });
+  return tags.length;
 }
 
 function sessionRef(sessionId: string): string {
   return `refs/keel/sessions/${sessionId}`;
 }
 
-/** The snapshot commit of the work tree, under the session's ref (and a keel-pre tag on HEAD). */
+/** The snapshot commit of the work tree, under the session's ref (and HEAD marked under refs/keel/pre/). */
 function takeSnapshot(
   { repo, head, branch }: RepoState,
   sessionId: string,
@@ -320,13 +352,13 @@ function takeSnapshot(
     git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
     return record;
   }
-  // the session ref and the tag in one transaction; one at a time when that tag name is already taken
+  // the session ref and the marker in one transaction; one at a time when that marker name is already taken
   const at = new Date();
-  const tag = tagName('keel-pre', at);
-  if (createRefs(repo, { [ref]: commit, [`refs/tags/${tag}`]: head }, 'keel: snapshot'))
-    return { ...record, tag };
+  const marker = stampedRefName(PRE_REFS, at);
+  if (createRefs(repo, { [ref]: commit, [marker]: head }, 'keel: snapshot'))
+    return { ...record, tag: marker };
   git(repo, ['update-ref', '-m', 'keel: snapshot', ref, commit, '']);
-  return { ...record, tag: createTag(repo, 'keel-pre', head, at) };
+  return { ...record, tag: createStampedRef(repo, PRE_REFS, head, at) };
 }
 
 /** One thing undo will do. `root` is the folder the path must stay inside, with no link on the way. */

@@ -65,7 +65,8 @@ describe('the prepared safety net', () => {
     expect(nets.map((e) => e.data.kind)).toEqual(['git', 'copy']);
     expect(types.indexOf('safety_net')).toBeLessThan(firstWrite);
     const snapshot = nets[0]?.data as { ref: string; commit: string; tag: string };
-    expect(keelRefs(repo)).toEqual([snapshot.ref, `refs/tags/${snapshot.tag}`].sort());
+    expect(keelRefs(repo)).toEqual([snapshot.ref, snapshot.tag].sort());
+    expect(snapshot.tag).toMatch(/^refs\/keel\/pre\//);
     expect(git(repo, 'show', `${snapshot.commit}:app.js`)).toBe('const a = 2; // mine, uncommitted\n');
     expect(git(repo, 'show', `${snapshot.commit}:notes.txt`)).toBe('untracked notes\n');
 

@@ -49,7 +49,9 @@ describe('keel undo after keel edit', () => {
     expect(readFileSync(join(repo, 'notes.txt'), 'utf8')).toBe('my untracked notes\n');
     expect(existsSync(join(repo, 'src/new.js'))).toBe(false);
     expect(git(repo, 'status', '--porcelain')).toBe(statusBefore);
-    expect(git(repo, 'tag', '--list', 'keel-pre/*').trim()).not.toBe('');
+    // HEAD was marked under keel's own refs, never among the user's tags
+    expect(git(repo, 'for-each-ref', '--format=%(refname)', 'refs/keel/pre/').trim()).not.toBe('');
+    expect(git(repo, 'tag', '--list')).toBe('');
   });
 });
 
@@ -229,5 +231,30 @@ describe('keel undo finds the change still there', () => {
       exit_code: 2,
       error: `workspace ${missing} is not a folder`,
     });
+  });
+});
+
+describe('keel-pre tags from an older keel', () => {
+  it('keel doctor names them and --move-tags moves them under refs/keel/pre/, out of the user tags', async () => {
+    const repo = gitRepo({ 'app.js': 'const a = 1;\n' });
+    git(repo, 'tag', 'v1.0.0');
+    git(repo, 'tag', 'keel-pre/20260101T000000Z');
+    const head = git(repo, 'rev-parse', 'HEAD').trim();
+    const home = keelHome();
+    const seen = await keel(['doctor', '--json'], { cwd: repo, home });
+    const check = (
+      JSON.parse(seen.stdout).checks as Array<{ name: string; status: string; detail: string }>
+    ).find((c) => c.name === 'safety net');
+    expect(check).toMatchObject({ status: 'warn' });
+    expect(check?.detail).toContain('keel doctor --move-tags');
+    expect(git(repo, 'tag', '--list')).toBe('keel-pre/20260101T000000Z\nv1.0.0\n');
+
+    const moved = await keel(['doctor', '--json', '--move-tags'], { cwd: repo, home });
+    const done = (JSON.parse(moved.stdout).checks as Array<{ name: string; status: string }>).find(
+      (c) => c.name === 'safety net',
+    );
+    expect(done).toMatchObject({ status: 'ok' });
+    expect(git(repo, 'tag', '--list')).toBe('v1.0.0\n');
+    expect(git(repo, 'rev-parse', 'refs/keel/pre/20260101T000000Z').trim()).toBe(head);
   });
 });

@@ -126,8 +126,10 @@ describe('safety net in git', () => {
     expect(record).toMatchObject({ repo, ref: 'refs/keel/sessions/sess-1', head, branch: 'refs/heads/main' });
     expect(git(repo, 'rev-parse', 'refs/keel/sessions/sess-1').trim()).toBe(record.commit);
     expect(git(repo, 'rev-parse', `${record.commit}^`).trim()).toBe(head);
-    expect(record.tag).toMatch(/^keel-pre\/\d{8}T\d{6}Z(-\d+)?$/);
-    expect(git(repo, 'rev-parse', `refs/tags/${record.tag}`).trim()).toBe(head);
+    expect(record.tag).toMatch(/^refs\/keel\/pre\/\d{8}T\d{6}Z(-\d+)?$/);
+    expect(git(repo, 'rev-parse', record.tag ?? '').trim()).toBe(head);
+    // nothing among the user's own tags: git describe and git push --tags never see keel
+    expect(git(repo, 'tag', '--list')).toBe('');
     // the snapshot holds the user's uncommitted work, and not ignored files
     expect(git(repo, 'show', `${record.commit}:src/b.ts`)).toContain('mid-edit');
     expect(git(repo, 'show', `${record.commit}:notes.txt`)).toBe('untracked user notes\n');
@@ -143,7 +145,7 @@ describe('safety net in git', () => {
     expect(first.beforeWrite([join(repo, 'src/a.ts')])).toEqual([]);
     expect(net(repo).beforeWrite([])).toEqual([]);
     const other = net(repo, 'sess-2').beforeWrite([])[0];
-    expect(other?.kind === 'git' && other.tag).toMatch(/^keel-pre\//);
+    expect(other?.kind === 'git' && other.tag).toMatch(/^refs\/keel\/pre\//);
   });
 
   it('undo restores exactly the state before the session', () => {
@@ -219,14 +221,14 @@ describe('safety net in git', () => {
     expect(net(repo).beforeWrite([])[0]).toMatchObject({ kind: 'git', head, branch: null });
   });
 
-  it('takes the next tag name when the snapshot tag is taken, and still creates the session ref', () => {
+  it('takes the next marker name when the HEAD marker is taken, and still creates the session ref', () => {
     const repo = busyRepo();
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
       vi.setSystemTime(new Date('2026-03-01T10:00:00Z'));
-      git(repo, 'tag', 'keel-pre/20260301T100000Z');
+      git(repo, 'update-ref', 'refs/keel/pre/20260301T100000Z', 'HEAD');
       const record = net(repo).beforeWrite([])[0];
-      expect(record).toMatchObject({ kind: 'git', tag: 'keel-pre/20260301T100000Z-2' });
+      expect(record).toMatchObject({ kind: 'git', tag: 'refs/keel/pre/20260301T100000Z-2' });
       expect(git(repo, 'rev-parse', 'refs/keel/sessions/sess-1').trim()).toBe(
         record?.kind === 'git' ? record.commit : '',
       );
