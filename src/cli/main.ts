@@ -88,7 +88,7 @@ function parseFloatArg(value: string): number {
 }
 
 /** The whole command tree (exported so `keel completion` and tests can walk it). */
-export function buildProgram(version: string, setExit: (code: number) => void): Command {
+export function buildProgram(version: string, setExit: (code: number) => void, json = false): Command {
   const program = new Command('keel')
     .description('A local-first coding agent for your own models. Read-only unless you say otherwise.')
     .version(version, '-V, --version')
@@ -96,7 +96,11 @@ export function buildProgram(version: string, setExit: (code: number) => void): 
     // `keel trust --json` and `keel trust diff --json` each own their flags
     .enablePositionalOptions()
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
+    // with --json a usage error is the one JSON document (main writes it): no commander text beside it
+    .configureOutput({
+      writeErr: (s) => (json ? undefined : process.stderr.write(s)),
+      writeOut: (s) => process.stdout.write(s),
+    });
 
   // `keel TASK`, `keel -m TEXT` or a prompt on stdin (no verb): a session in the configured `permission` mode (default ask)
   addSessionOptions(program).action(async (words: string[], opts) => {
@@ -654,10 +658,14 @@ export async function main(argv: string[]): Promise<number> {
   const { keelVersion } = await import('./package-root.js');
   const pkg = { version: keelVersion() };
   let exitCode: number = EXIT.ok;
-  const program = buildProgram(pkg.version, (code) => {
-    exitCode = code;
-  });
   const json = wantsJson(argv.slice(2));
+  const program = buildProgram(
+    pkg.version,
+    (code) => {
+      exitCode = code;
+    },
+    json,
+  );
   try {
     await program.parseAsync(argv);
   } catch (err) {

@@ -63,6 +63,8 @@ describe('--json errors have one shape, usage errors too', () => {
       const doc = errorDoc(run.stdout);
       expect(doc).toMatchObject({ code: 'CONFIG_ERROR', exit_code: 2 });
       expect(doc.error).toMatch(message);
+      // the document is the whole answer: no commander text beside it
+      expect(run.stderr, args.join(' ')).toBe('');
     }
   });
 
