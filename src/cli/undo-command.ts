@@ -53,7 +53,11 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
     return fail(`workspace ${given} is not a folder`, EXIT.usage);
   const cwd = canonical(given);
   const prepared = prepareUndo(sessionId, cwd);
-  if ('error' in prepared) return fail(prepared.error, prepared.exit, prepared.base ?? {});
+  if ('error' in prepared)
+    return fail(prepared.error, prepared.exit, {
+      ...(prepared.code ? { code: prepared.code } : {}),
+      ...prepared.base,
+    });
   const { session, plan, steps } = prepared;
   const base = { session_id: session.id, cwd: session.cwd };
   if (!flags.json) {
@@ -96,14 +100,15 @@ export function prepareUndo(
   cwd: string,
 ):
   | { session: SessionRow; plan: UndoPlan; steps: string[] }
-  | { error: string; exit: number; base?: { session_id: string; cwd: string } } {
-  let found: Target | string;
+  | { error: string; exit: number; code?: string; base?: { session_id: string; cwd: string } } {
+  let found: Target | Nothing | string;
   try {
     found = findTarget(sessionId, cwd);
   } catch (err) {
     return { error: messageOf(err), exit: codeOf(err) };
   }
   if (typeof found === 'string') return { error: found, exit: EXIT.usage };
+  if ('nothing' in found) return { error: found.nothing, exit: EXIT.failed, ...NOTHING };
   const { session } = found;
   const base = { session_id: session.id, cwd: session.cwd };
   const unopened = openRecorded(found.records);
@@ -118,16 +123,23 @@ export function prepareUndo(
   if (!steps.length)
     return {
       error: `session ${session.id} has nothing left to undo (already undone?)`,
-      exit: EXIT.usage,
+      exit: EXIT.failed,
+      ...NOTHING,
       base,
     };
   return { session, plan, steps };
 }
 
-/** The session to undo and its safety-net records, or why there is none. */
-function findTarget(sessionId: string | undefined, cwd: string): Target | string {
+/** Nothing to undo is no mistake of the person's: exit 1 with its own code, never a usage error. */
+interface Nothing {
+  nothing: string;
+}
+const NOTHING = { code: 'NOTHING_TO_UNDO' } as const;
+
+/** The session to undo and its safety-net records, why there is none (Nothing), or a usage error. */
+function findTarget(sessionId: string | undefined, cwd: string): Target | Nothing | string {
   const path = keelPaths().db;
-  if (!existsSync(path)) return 'no sessions recorded yet';
+  if (!existsSync(path)) return { nothing: 'nothing to undo: no sessions recorded yet' };
   const db = openDb(path);
   try {
     const log = new EventLog(db);
@@ -142,7 +154,7 @@ function findTarget(sessionId: string | undefined, cwd: string): Target | string
       if (!session) return `no session matches "${sessionId}" (see keel sessions list)`;
       const records = recordsOf(session.id);
       if (!records.length)
-        return `session ${session.id} has nothing to undo (it saved nothing before writing)`;
+        return { nothing: `session ${session.id} has nothing to undo (it saved nothing before writing)` };
       return { session, records };
     }
     const seen = new Set<string>();
@@ -163,7 +175,7 @@ function findTarget(sessionId: string | undefined, cwd: string): Target | string
       const plan = planUndo(records, session.cwd);
       if (plan.steps.length) return { session, records, plan };
     }
-    return `no recent session in ${cwd} has anything left to undo`;
+    return { nothing: `no recent session in ${cwd} has anything left to undo` };
   } finally {
     db.close();
   }

@@ -203,8 +203,11 @@ describe('keel undo finds the change still there', () => {
     expect(readFileSync(join(repo, 'app.js'), 'utf8')).toBe('const a = 1;\n');
     // undone now: nothing is left to undo, and it says so
     const again = await keel(['undo', '--yes'], { cwd: repo, home });
-    expect(again.code).toBe(2);
+    expect(again.code).toBe(1);
     expect(again.stderr).toContain('has anything left to undo');
+    // nothing to undo is not a usage error: its own code, exit 1
+    const doc = JSON.parse((await keel(['undo', '--yes', '--json'], { cwd: repo, home })).stdout);
+    expect(doc).toMatchObject({ code: 'NOTHING_TO_UNDO', exit_code: 1 });
 
     const tail = await keel(['audit', 'tail', '-n', '200', '--json'], { cwd: repo, home });
     const lines = JSON.parse(tail.stdout).lines as Array<{
