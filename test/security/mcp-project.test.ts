@@ -19,7 +19,11 @@ async function ask(cwd: string, home: string, flags: string[], prompt: string): 
 }
 
 /** A tool's answer: its text, and whether it is an error. */
-async function call(client: Awaited<ReturnType<typeof stdioClient>>, name: string, args: Record<string, unknown>) {
+async function call(
+  client: Awaited<ReturnType<typeof stdioClient>>,
+  name: string,
+  args: Record<string, unknown>,
+) {
   const res = (await client.callTool({ name, arguments: args })) as {
     isError?: boolean;
     content: Array<{ text: string }>;
