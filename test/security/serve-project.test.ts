@@ -124,10 +124,13 @@ describe('keel serve serves its own project, and only with the token', () => {
     const ids = (res: { body: { sessions: Array<{ session_id: string }> } }) =>
       res.body.sessions.map((x) => x.session_id);
     expect(ids(await s.api('GET', '/v1/sessions'))).toEqual([ownId]);
-    for (const project of [other, inner]) {
+    for (const project of [other, inner, `${outer}/vendor/../vendor/inner`]) {
       const res = await s.api('GET', `/v1/sessions?project=${encodeURIComponent(project)}`);
+      expect(res.status, project).toBe(400);
       expect(JSON.stringify(res.body), project).not.toMatch(new RegExp(`${otherId}|${innerId}`));
     }
+    // naming this project itself is fine
+    expect(ids(await s.api('GET', `/v1/sessions?project=${encodeURIComponent(outer)}`))).toEqual([ownId]);
     expect((await probe(s, 'GET', `/v1/sessions/${ownId}`, s.token)).status).toBe(200);
     expect((await s.api('GET', '/v1/runs')).body.runs).toEqual([]);
     const run = await probe(s, 'GET', `/v1/runs/${otherRun}`, s.token);
