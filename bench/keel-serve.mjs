@@ -68,9 +68,9 @@ async function startServe(script) {
   return { info, post, model, stop: () => child.kill('SIGTERM') };
 }
 
-/** Read a stream until its `end` frame; call `onEvent(data, arrivedAt)` for each stored event. */
-async function follow(url, onEvent, onOpen) {
-  const res = await fetch(url);
+/** Read a stream (with the server's token) until its `end` frame; call `onEvent(data, arrivedAt)` for each stored event. */
+async function follow(url, token, onEvent, onOpen) {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
   onOpen();
   const decoder = new TextDecoder();
   let buffer = '';
@@ -106,6 +106,7 @@ const latencies = [];
 const streams = Array.from({ length: STREAMS }, () =>
   follow(
     `http://127.0.0.1:${a.info.port}/v1/sessions/${id}/events`,
+    a.info.token,
     (event, arrived) => {
       const appended = Date.parse(event.ts);
       if (appended > allConnectedAt) latencies.push(arrived - appended);
@@ -131,6 +132,7 @@ await Promise.all(
       const { session_id } = await b.post('/v1/sessions', { prompt: 'hi' });
       await follow(
         `http://127.0.0.1:${b.info.port}/v1/sessions/${session_id}/events`,
+        b.info.token,
         () => {},
         () => {},
       );

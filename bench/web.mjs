@@ -83,7 +83,7 @@ const created = await (
   })
 ).json();
 for (let i = 0; i < 300; i++) {
-  const s = await (await fetch(`${base}/v1/sessions/${created.session_id}`)).json();
+  const s = await (await fetch(`${base}/v1/sessions/${created.session_id}`, { headers: auth })).json();
   if (s.state !== 'running') break;
   await new Promise((r) => setTimeout(r, 100));
 }

@@ -581,8 +581,9 @@ What it serves:
                        (skills ask, fix, edit, review)
   /health /ready /metrics
 
-Every write, and every request off loopback, needs Authorization: Bearer TOKEN: the token is
-KEEL_SERVE_TOKEN, or a fresh one printed at start. Listening off loopback needs KEEL_SERVE_TOKEN.`,
+Every request needs Authorization: Bearer TOKEN (all but /health, the agent card and the page's
+own files): the token is KEEL_SERVE_TOKEN, or a fresh one printed at start. Listening off loopback
+needs KEEL_SERVE_TOKEN. Only this project's sessions and runs are served.`,
       ),
   ).action(async (opts) => {
     const { runServe } = await import('./serve-command.js');

@@ -48,7 +48,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     return reportError(
       flags.json,
       'CONFIG_ERROR',
-      `--listen ${listen.host} is not a loopback address: set KEEL_SERVE_TOKEN first, every request off loopback must carry it`,
+      `--listen ${listen.host} is not a loopback address: set KEEL_SERVE_TOKEN first (every request carries the token, and off loopback it must be one you set)`,
     );
   const token = configured || randomBytes(24).toString('base64url');
   let project: string;
@@ -84,7 +84,6 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     env,
     token,
     listenHost: listen.host,
-    loopback,
     port: () => port,
     configFor: (request) => loadConfig({ cwd: project, flags: flagLayer({ ...flags, ...request }) }),
     manager,

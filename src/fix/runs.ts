@@ -38,15 +38,22 @@ export interface RunSummary {
   pruned: boolean;
 }
 
-/** The runs, newest first; pruned ones only with `all`. */
+/** The runs, newest first; pruned ones only with `all`; with `root`, only that project's (recordedIn). */
 export function readRuns(
   log: EventLog,
   paths: KeelPaths,
-  opts: { limit: number; all?: boolean },
+  opts: { limit: number; all?: boolean; root?: string },
 ): RunSummary[] {
   const out: RunSummary[] = [];
-  // pruned runs are skipped after reading, so read a little further than the limit
-  for (const row of log.listByMode([...RUN_MODES], opts.all ? opts.limit : opts.limit * 4 + 20)) {
+  const { root } = opts;
+  // pruned runs are skipped after reading, so read a little further than the limit; another project's
+  // are skipped before reading (a row's folder is compared canonically, so SQL cannot pick them)
+  const rows = log.listByMode(
+    [...RUN_MODES],
+    root !== undefined ? -1 : opts.all ? opts.limit : opts.limit * 4 + 20,
+  );
+  for (const row of rows) {
+    if (root !== undefined && !recordedIn(row.cwd, root)) continue;
     const run = summarizeRun(log, paths, row);
     if (run.pruned && !opts.all) continue;
     out.push(run);
@@ -191,6 +198,14 @@ export function pruneRun(
 /** `branch keel/fix-x-1a2b3c in /repo`, `worktree /home/.../worktrees/ID`, `run folder ...`. */
 export function describeItem(item: PruneItem): string {
   return item.what === 'branch' ? `branch ${item.path} in ${item.repo}` : `${item.what} ${item.path}`;
+}
+
+/**
+ * Whether a session or run recorded in `cwd` is one of the project at `root` (canonical): the same
+ * folder, never one inside it (a nested repository is another project).
+ */
+export function recordedIn(cwd: string, root: string): boolean {
+  return cwd === root || canonical(cwd) === root;
 }
 
 /** Whether a run belongs to the repository at `repo` (its branch is there, or it ran inside it). */

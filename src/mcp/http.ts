@@ -1,7 +1,8 @@
 /**
  * MCP over Streamable HTTP on node:http. Every request must carry the bearer token (compared in
- * constant time) and a loopback Host (and Origin, when a browser sends one), so a web page that
- * rebinds its name to 127.0.0.1 cannot reach the server. Each client gets its own MCP session.
+ * constant time) and name this server, by a loopback name and its own port, in Host (and Origin, when
+ * a browser sends one), so neither a web page that rebinds its name to 127.0.0.1 nor a page served on
+ * another local port can reach the server. Each client gets its own MCP session.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -36,12 +37,27 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
 }
 
-/** The host name of a Host header (`127.0.0.1:80`, `[::1]:9`, `localhost`), lower-cased. */
-function hostName(header: string): string {
-  const h = header.trim().toLowerCase();
-  if (h.startsWith('[')) return h.slice(1, h.indexOf(']'));
-  const colon = h.lastIndexOf(':');
-  return colon < 0 ? h : h.slice(0, colon);
+/**
+ * `name:port` of an http origin (`http://127.0.0.1:8765`, `http://[::1]:9`, `http://localhost`: port
+ * 80), lower-cased; undefined when it is not one (another scheme, credentials, a path, not a URL).
+ */
+function endpoint(origin: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return undefined;
+  }
+  if (
+    url.protocol !== 'http:' ||
+    url.username ||
+    url.password ||
+    url.pathname !== '/' ||
+    url.search ||
+    url.hash
+  )
+    return undefined;
+  return `${url.hostname.replace(/^\[|\]$/g, '').toLowerCase()}:${url.port || '80'}`;
 }
 
 function sameToken(given: string, expected: string): boolean {
@@ -101,25 +117,20 @@ export async function serveHttp(
 ): Promise<HttpServing> {
   // names a request may use for this server: loopback ones, and the bound address itself when it is a
   // specific one (a wildcard bind is reached by names keel cannot know: loopback ones only)
-  const allowed = new Set(LOOPBACK_NAMES);
-  if (!['0.0.0.0', '::'].includes(address.host)) allowed.add(address.host.toLowerCase());
+  const names = new Set(LOOPBACK_NAMES);
+  if (!['0.0.0.0', '::'].includes(address.host)) names.add(address.host.toLowerCase());
+  // each name on the port the server listens on (known once it does: port 0 picks one)
+  let allowed = new Set<string>();
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://keel.invalid');
     if (url.pathname !== '/mcp') return refuse(res, 404, 'not found: keel serves MCP at /mcp');
-    if (!allowed.has(hostName(req.headers.host ?? '')))
-      return refuse(res, 403, 'forbidden: the Host header is not a name of this server');
+    if (!allowed.has(endpoint(`http://${req.headers.host ?? ''}`) ?? ''))
+      return refuse(res, 403, 'forbidden: the Host header does not name this server and its port');
     const origin = req.headers.origin;
-    if (origin !== undefined) {
-      let name = '';
-      try {
-        name = new URL(origin).hostname.replace(/^\[|\]$/g, '').toLowerCase();
-      } catch {
-        // not a URL: refused below
-      }
-      if (!allowed.has(name)) return refuse(res, 403, 'forbidden: the Origin is not this server');
-    }
+    if (origin !== undefined && !allowed.has(endpoint(origin) ?? ''))
+      return refuse(res, 403, 'forbidden: the Origin is not this server (its name and port)');
     const auth = req.headers.authorization ?? '';
     const given = /^Bearer\s+(\S+)\s*$/i.exec(auth)?.[1];
     if (given === undefined || !sameToken(given, token))
@@ -176,6 +187,7 @@ export async function serveHttp(
   });
   const bound = http.address();
   const port = typeof bound === 'object' && bound ? bound.port : address.port;
+  allowed = new Set([...names].map((name) => `${name}:${port}`));
   const shown = address.host.includes(':') ? `[${address.host}]` : address.host;
   return {
     url: `http://${shown}:${port}/mcp`,

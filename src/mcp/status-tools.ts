@@ -1,13 +1,12 @@
 /**
  * session_status and run_status: keel's recorded sessions and fix/loop runs of this project, read-only
- * from KEEL_HOME/keel.db. A session or run of another project is not found here, whatever its id.
+ * from KEEL_HOME/keel.db. A session or run of another project (a repository nested in this one is
+ * another) is not found here, whatever its id, and an id prefix is matched against this project's only.
  */
-import { realpathSync } from 'node:fs';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { alive } from '../agent/session.js';
-import { RUN_MODES, readRuns, runOfRepo, runSteps, summarizeRun } from '../fix/runs.js';
-import { isInside } from '../policy/scope.js';
+import { RUN_MODES, readRuns, recordedIn, runSteps, summarizeRun } from '../fix/runs.js';
 import { SessionLookupError, type SessionRow } from '../store/event-log.js';
 import { type McpContext, McpToolError } from './context.js';
 import { guarded, jsonResult } from './tool-result.js';
@@ -21,14 +20,6 @@ const id = (what: string) =>
     .describe(`a ${what} id or a unique prefix of it`);
 const readOnly = { readOnlyHint: true, openWorldHint: false } as const;
 
-function canonical(path: string): string {
-  try {
-    return realpathSync.native(path);
-  } catch {
-    return path;
-  }
-}
-
 /** A run's tokens as `--json` reports them: input, output and their total. */
 function tokensOf(value: unknown): { input: number; output: number; total: number } | null {
   const t = value as { input?: unknown; output?: unknown } | undefined;
@@ -37,19 +28,17 @@ function tokensOf(value: unknown): { input: number; output: number; total: numbe
 }
 
 export function registerStatusTools(server: McpServer, ctx: McpContext): void {
-  const ofProject = (row: SessionRow) => isInside(canonical(row.cwd), ctx.root);
-
-  /** The session or run an id names in this project, or a tool error saying there is none. */
+  /** The session or run an id (or a prefix) names in this project, or a tool error saying there is none. */
   const lookup = (given: string, what: string, fits: (row: SessionRow) => boolean): SessionRow => {
     let row: SessionRow | undefined;
     try {
-      row = ctx.log.findSession(given);
+      // other projects' sessions are left out before matching: an ambiguous prefix names none of them
+      row = ctx.log.findSession(given, (r) => recordedIn(r.cwd, ctx.root) && fits(r));
     } catch (err) {
       if (err instanceof SessionLookupError) throw new McpToolError(err.message);
       throw err;
     }
-    if (!row || !ofProject(row) || !fits(row))
-      throw new McpToolError(`no ${what} matches "${given}" in this project`);
+    if (!row) throw new McpToolError(`no ${what} matches "${given}" in this project`);
     return row;
   };
 
@@ -109,9 +98,7 @@ export function registerStatusTools(server: McpServer, ctx: McpContext): void {
     (args) =>
       guarded('run_status', async () => {
         if (args.run_id === undefined) {
-          const runs = readRuns(ctx.log, ctx.paths, { limit: LISTED * 5 })
-            .filter((run) => runOfRepo(run, ctx.root))
-            .slice(0, LISTED);
+          const runs = readRuns(ctx.log, ctx.paths, { limit: LISTED, root: ctx.root });
           return jsonResult({ project: ctx.root, runs });
         }
         const row = lookup(args.run_id, 'run', (r) => (RUN_MODES as readonly string[]).includes(r.mode));

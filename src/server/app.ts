@@ -13,7 +13,7 @@ import type { SessionEvent } from '../agent/events.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import { MODES } from '../config/schema.js';
-import { readRuns, runReport, summarizeRun } from '../fix/runs.js';
+import { readRuns, recordedIn, runReport, summarizeRun } from '../fix/runs.js';
 import { openMemory } from '../memory/open.js';
 import type { FixRuns } from './fixes.js';
 import type { Metrics } from './metrics.js';
@@ -58,6 +58,22 @@ interface Route {
   stream?: boolean;
 }
 
+/**
+ * What answers without the token: the process is up, the A2A agent card (discovery is public; it names
+ * keel and its skills, nothing of the project) and the page's own files (keel's, not the project's; the
+ * page reads the API with the token its address carries).
+ */
+export function isPublic(method: string, path: string): boolean {
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  return (
+    path === '/health' ||
+    path === '/.well-known/agent-card.json' ||
+    path === '/' ||
+    path === '/index.html' ||
+    /^\/assets\/[\w-][\w.-]*$/.test(path)
+  );
+}
+
 /** Every route the server answers, for the OpenAPI document (a test checks it against the app's own). */
 export const ROUTES: Route[] = [
   { method: 'post', path: '/v1/sessions', summary: 'start a session', body: StartBody },
@@ -65,7 +81,7 @@ export const ROUTES: Route[] = [
     method: 'get',
     path: '/v1/sessions',
     summary: 'list sessions',
-    query: { state: 'running|waiting|completed|failed|cancelled', project: 'a folder' },
+    query: { state: 'running|waiting|completed|failed|cancelled' },
   },
   { method: 'get', path: '/v1/sessions/:id', summary: 'one session' },
   {
@@ -150,7 +166,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         },
         '4XX': { description: '{code, error}' },
       },
-      ...(r.method === 'post' ? { security: [{ bearer: [] }] } : {}),
+      ...(isPublic(r.method.toUpperCase(), r.path) ? {} : { security: [{ bearer: [] }] }),
     };
   }
   return {
@@ -167,7 +183,6 @@ export interface AppOptions {
   env: NodeJS.ProcessEnv;
   token: string;
   listenHost: string;
-  loopback: boolean;
   port: () => number;
   /** The config for a request's model and profile (ConfigError when they are wrong). */
   configFor(flags: { model?: string; profile?: string }): LoadedConfig;
@@ -224,7 +239,7 @@ export function createApp(opts: AppOptions): Hono {
       Number(process.hrtime.bigint() - started) / 1e9,
     );
   });
-  app.use('*', guard(opts));
+  app.use('*', guard({ ...opts, isPublic }));
   app.use(
     '*',
     bodyLimit({
@@ -271,13 +286,11 @@ export function createApp(opts: AppOptions): Hono {
   });
   app.get('/v1/sessions', (c) => {
     const state = c.req.query('state') as SessionState | undefined;
+    // the server serves its own project: another folder (a nested repository too) is not one it lists
     const project = c.req.query('project');
-    return c.json({
-      sessions: manager.list({
-        ...(state ? { state } : {}),
-        ...(project ? { project: resolve(project) } : {}),
-      }),
-    });
+    if (project !== undefined && !recordedIn(resolve(opts.project, project), manager.root))
+      return fail(c, 400, 'BAD_REQUEST', `project: this server serves ${opts.project} only`);
+    return c.json({ sessions: manager.list(state ? { state } : {}) });
   });
   app.get('/v1/sessions/:id', (c) => c.json(manager.view(c.req.param('id'))));
   app.get('/v1/sessions/:id/diff', (c) => c.json({ files: manager.diff(c.req.param('id')) }));
@@ -350,7 +363,8 @@ export function createApp(opts: AppOptions): Hono {
   const runView = (id: string) => {
     const paths = keelPaths(opts.env);
     const row = manager.log.getSession(id);
-    if (!row || !['fix', 'loop'].includes(row.mode)) throw new NotFound(`no run ${id}`);
+    if (!row || !['fix', 'loop'].includes(row.mode) || !recordedIn(row.cwd, manager.root))
+      throw new NotFound(`no run ${id}`);
     const run = summarizeRun(manager.log, paths, row);
     const report = runReport(run);
     const running = fixes.isRunning(id) || run.code === 'running';
@@ -372,7 +386,9 @@ export function createApp(opts: AppOptions): Hono {
     };
   };
   app.get('/v1/runs', (c) => {
-    const runs = readRuns(manager.log, keelPaths(opts.env), { limit: 50 }).map((r) => runView(r.id));
+    const runs = readRuns(manager.log, keelPaths(opts.env), { limit: 50, root: manager.root }).map((r) =>
+      runView(r.id),
+    );
     return c.json({ runs });
   });
   app.get('/v1/runs/:id', (c) => c.json(runView(c.req.param('id'))));

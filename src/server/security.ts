@@ -1,8 +1,10 @@
 /**
- * Who may talk to `keel serve`: loopback by default, a bearer token for every state-changing request
- * (and for every request off loopback), and `Host`/`Origin` checks so a web page elsewhere cannot reach
- * the server through DNS rebinding or a cross-site form. The browser sends the token in a header,
- * never a cookie, so a cross-site request carries nothing that would authorize it.
+ * Who may talk to `keel serve`: a bearer token on every request but the few that reveal nothing (the
+ * server's liveness, its A2A agent card, the page's own files), and `Host`/`Origin` checks so a web
+ * page elsewhere cannot reach the server through DNS rebinding or a cross-site form. Loopback is no
+ * boundary: a sandboxed command with network, or another local user, reaches it too. The browser
+ * sends the token in a header, never a cookie, so a cross-site request carries nothing that would
+ * authorize it.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
@@ -31,8 +33,8 @@ export function guard(opts: {
   listenHost: string;
   port: () => number;
   token: string;
-  /** Off loopback every request needs the token, reads too. */
-  loopback: boolean;
+  /** The requests that need no token: they reveal nothing of the project. */
+  isPublic(method: string, path: string): boolean;
 }): MiddlewareHandler {
   return async (c, next) => {
     const port = opts.port();
@@ -46,17 +48,15 @@ export function guard(opts: {
         { code: 'BAD_ORIGIN', error: `Origin ${JSON.stringify(origin)} may not use this server` },
         403,
       );
-    const changes = !['GET', 'HEAD', 'OPTIONS'].includes(c.req.method);
-    if (changes || !opts.loopback) {
+    if (!opts.isPublic(c.req.method, new URL(c.req.url).pathname)) {
       const header = c.req.header('authorization') ?? '';
       const given = header.startsWith('Bearer ') ? header.slice(7) : '';
       if (!given || !sameToken(given, opts.token))
         return c.json(
           {
             code: 'UNAUTHORIZED',
-            error: changes
-              ? 'this request changes state: send Authorization: Bearer <token> (printed by keel serve)'
-              : 'this server is not on loopback: every request needs Authorization: Bearer <token>',
+            error:
+              'every request needs Authorization: Bearer <token> (the token keel serve printed; the address it printed carries it for the page)',
           },
           401,
         );

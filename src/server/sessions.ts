@@ -5,6 +5,7 @@
  * streamed text, and approvals that wait for a person (or a timeout that says no).
  */
 
+import { realpathSync } from 'node:fs';
 import type { ApprovalAnswer, ApprovalRequest } from '../agent/approvals.js';
 import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
@@ -97,6 +98,8 @@ export class SessionManager {
   private readonly configs = new Map<string, LoadedConfig>();
   readonly db;
   readonly log: EventLog;
+  /** The project this server serves (canonical): a session recorded in any other folder is not found here. */
+  readonly root: string;
 
   constructor(
     private readonly opts: {
@@ -115,6 +118,7 @@ export class SessionManager {
   ) {
     this.db = opts.runtime.db;
     this.log = opts.runtime.log;
+    this.root = realpathSync.native(opts.cwd);
   }
 
   /** Start a new session's first turn; resolves with its id once its row is stored. */
@@ -221,8 +225,9 @@ export class SessionManager {
     return this.describe(this.row(id));
   }
 
-  list(filter: { state?: SessionState; project?: string; limit?: number } = {}): SessionView[] {
-    const rows = this.log.listSessions(filter.limit ?? 100, filter.project ? { cwd: filter.project } : {});
+  /** This project's conversations, newest first. */
+  list(filter: { state?: SessionState; limit?: number } = {}): SessionView[] {
+    const rows = this.log.listSessions(filter.limit ?? 100, { cwd: this.root });
     return rows
       .filter((r) => ['ask', 'plan', 'edit', 'auto'].includes(r.mode))
       .map((r) => this.describe(r))
@@ -255,9 +260,10 @@ export class SessionManager {
     await Promise.allSettled([...this.active.values()].map((a) => a.turn));
   }
 
+  /** A session of this project; another project's (a nested repository is another) is as unknown as no session. */
   private row(id: string): SessionRow {
     const row = this.log.getSession(id);
-    if (!row) throw new NotFound(`no session ${id}`);
+    if (!row || row.cwd !== this.root) throw new NotFound(`no session ${id}`);
     return row;
   }
 

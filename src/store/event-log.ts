@@ -152,14 +152,21 @@ export class EventLog {
   /**
    * The session with this id, or the one whose id starts with it; undefined when none does. A prefix
    * that several ids start with throws a SessionLookupError listing a few of them: guessing one would
-   * act on the wrong session.
+   * act on the wrong session. With `keep`, only the sessions it keeps are candidates, before matching:
+   * one that is not kept is neither found nor named.
    */
-  findSession(idOrPrefix: string): SessionRow | undefined {
+  findSession(idOrPrefix: string, keep: (row: SessionRow) => boolean = () => true): SessionRow | undefined {
     const exact = this.getSession(idOrPrefix);
-    if (exact) return exact;
-    const rows = this.db
-      .prepare("SELECT * FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC, id DESC LIMIT ?")
-      .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`, AMBIGUOUS_SHOWN + 1) as SessionRow[];
+    if (exact && keep(exact)) return exact;
+    const rows: SessionRow[] = [];
+    const matching = this.db
+      .prepare("SELECT * FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC, id DESC")
+      .iterate(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`) as IterableIterator<SessionRow>;
+    for (const row of matching) {
+      if (!keep(row)) continue;
+      rows.push(row);
+      if (rows.length > AMBIGUOUS_SHOWN) break;
+    }
     if (rows.length <= 1) return rows[0];
     const shown = rows.slice(0, AMBIGUOUS_SHOWN).map((r) => r.id);
     const more = rows.length > AMBIGUOUS_SHOWN ? ', ...' : '';

@@ -295,7 +295,8 @@ describe('keel serve --json mounts the A2A endpoint', () => {
       expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
       expect(textOf(task.artifacts[0]?.parts)).toBe('Answered by keel serve.');
       // the task ran as a serve session, listed by the API
-      const listed = (await (await fetch(`${origin}/v1/sessions`)).json()) as {
+      const auth = { authorization: `Bearer ${TOKEN}` };
+      const listed = (await (await fetch(`${origin}/v1/sessions`, { headers: auth })).json()) as {
         sessions: Array<{ prompt: string }>;
       };
       expect(listed.sessions.map((s) => s.prompt)).toContain('hello over A2A');

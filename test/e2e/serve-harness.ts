@@ -92,18 +92,19 @@ export interface SseFrame {
 
 /**
  * Read a session's SSE stream until `until` holds for a frame (that frame included), or time runs out.
- * Comments (heartbeats) are skipped; `headers` can carry Last-Event-ID.
+ * Comments (heartbeats) are skipped; `headers` can carry Last-Event-ID; `token` is the server's.
  */
 export async function readStream(
   url: string,
   until: (frame: SseFrame, all: SseFrame[]) => boolean,
-  opts: { headers?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { token: string; headers?: Record<string, string>; timeoutMs?: number },
 ): Promise<SseFrame[]> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), opts.timeoutMs ?? 20_000);
   const frames: SseFrame[] = [];
   try {
-    const res = await fetch(url, { headers: opts.headers ?? {}, signal: controller.signal });
+    const headers = { authorization: `Bearer ${opts.token}`, ...opts.headers };
+    const res = await fetch(url, { headers, signal: controller.signal });
     if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
     const decoder = new TextDecoder();
     let buffer = '';

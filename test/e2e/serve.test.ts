@@ -23,7 +23,7 @@ describe('keel serve: sessions over HTTP', () => {
     expect(created.body).toMatchObject({ mode: 'ask', state: 'running' });
     const id = created.body.session_id as string;
     const events = `${s.url}v1/sessions/${id}/events`;
-    const all = await readStream(events, ended);
+    const all = await readStream(events, ended, { token: s.token });
     const logged = all.filter((f) => f.id !== undefined);
     expect(logged.map((f) => Number(f.id))).toEqual(logged.map((_, i) => i + 1));
     expect(logged[0]?.event).toBe('session_start');
@@ -37,10 +37,13 @@ describe('keel serve: sessions over HTTP', () => {
     // a client that saw event 3 gets exactly the rest, by header or by query
     const rest = logged.slice(3).map((f) => f.event);
     const byHeader = await readStream(events, (_f, got) => got.length === rest.length, {
+      token: s.token,
       headers: { 'Last-Event-ID': '3' },
     });
     expect(byHeader.map((f) => f.event)).toEqual(rest);
-    const byQuery = await readStream(`${events}?after=3`, (_f, got) => got.length === rest.length);
+    const byQuery = await readStream(`${events}?after=3`, (_f, got) => got.length === rest.length, {
+      token: s.token,
+    });
     expect(byQuery.map((f) => f.id)).toEqual(logged.slice(3).map((f) => f.id));
 
     const one = await s.api('GET', `/v1/sessions/${id}`);
@@ -64,10 +67,12 @@ describe('keel serve: sessions over HTTP', () => {
     const home = keelHome();
     const s = await startServe({ cwd: repo, home, args: modelFlags(server) });
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'look around' })).body.session_id;
-    await readStream(`${s.url}v1/sessions/${id}/events`, (f) => f.event === 'model_request');
+    await readStream(`${s.url}v1/sessions/${id}/events`, (f) => f.event === 'model_request', {
+      token: s.token,
+    });
     const steer = await s.api('POST', `/v1/sessions/${id}/messages`, { text: 'also look at the tests' });
     expect(steer).toEqual({ status: 202, body: { delivered: 'steer' } });
-    const first = await readStream(`${s.url}v1/sessions/${id}/events`, ended);
+    const first = await readStream(`${s.url}v1/sessions/${id}/events`, ended, { token: s.token });
     const types = first.map((f) => (f.event === 'user_message' ? `user:${f.data.data.text}` : f.event));
     expect(types.indexOf('user:also look at the tests')).toBeGreaterThan(types.indexOf('tool_result'));
     expect(first.find((f) => f.event === 'session_end')?.data.data.code).toBe('COMPLETED');
@@ -76,6 +81,7 @@ describe('keel serve: sessions over HTTP', () => {
     const second = await readStream(
       `${s.url}v1/sessions/${id}/events`,
       (f, all) => f.event === 'end' && all.filter((x) => x.event === 'session_end').length === 2,
+      { token: s.token },
     );
     expect(second.filter((f) => f.event === 'session_end').map((f) => f.data.data.code)).toEqual([
       'COMPLETED',
@@ -95,7 +101,7 @@ describe('keel serve: sessions over HTTP', () => {
     const s = await startServe({ cwd: repo, home, args: modelFlags(server) });
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'write files', mode: 'edit' })).body.session_id;
     const stream = `${s.url}v1/sessions/${id}/events`;
-    const asked = await readStream(stream, (f) => f.event === 'approval');
+    const asked = await readStream(stream, (f) => f.event === 'approval', { token: s.token });
     const question = asked.at(-1)?.data;
     expect(question).toMatchObject({ call_id: 'w1', tool: 'write_file' });
     expect(question.diff).toContain('+ok');
@@ -108,14 +114,14 @@ describe('keel serve: sessions over HTTP', () => {
     ).toBe(401);
     expect(existsSync(join(repo, 'yes.txt'))).toBe(false);
     expect((await s.api('POST', `/v1/sessions/${id}/approvals/w1`, { decision: 'allow' })).status).toBe(200);
-    await readStream(stream, (f) => f.event === 'approval' && f.data.call_id === 'w2');
+    await readStream(stream, (f) => f.event === 'approval' && f.data.call_id === 'w2', { token: s.token });
     expect(readFileSync(join(repo, 'yes.txt'), 'utf8')).toBe('ok\n');
     const denied = await s.api('POST', `/v1/sessions/${id}/approvals/w2`, {
       decision: 'deny',
       reason: 'not that file',
     });
     expect(denied.status).toBe(200);
-    const all = await readStream(stream, ended);
+    const all = await readStream(stream, ended, { token: s.token });
     expect(all.find((f) => f.event === 'session_end')?.data.data.code).toBe('COMPLETED');
     expect(existsSync(join(repo, 'no.txt'))).toBe(false);
     const view = (await s.api('GET', `/v1/sessions/${id}`)).body;
@@ -147,13 +153,13 @@ describe('keel serve: sessions over HTTP', () => {
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'PARENT: delegate', mode: 'edit' })).body
       .session_id;
     const stream = `${s.url}v1/sessions/${id}/events`;
-    const asked = (await readStream(stream, (f) => f.event === 'approval')).at(-1)?.data;
+    const asked = (await readStream(stream, (f) => f.event === 'approval', { token: s.token })).at(-1)?.data;
     expect(asked).toMatchObject({ call_id: 'c1', tool: 'write_file', agent: 'helper' });
     expect(asked.question).toContain('subagent helper');
     const waiting = (await s.api('GET', `/v1/sessions/${id}`)).body;
     expect(waiting.pending_approvals).toMatchObject([{ call_id: 'c1', agent: 'helper' }]);
     expect((await s.api('POST', `/v1/sessions/${id}/approvals/c1`, { decision: 'allow' })).status).toBe(200);
-    const all = await readStream(stream, ended);
+    const all = await readStream(stream, ended, { token: s.token });
     expect(all.find((f) => f.event === 'session_end')?.data.data.code).toBe('COMPLETED');
     expect(readFileSync(join(repo, 'c.txt'), 'utf8')).toBe('c\n');
   });
@@ -167,7 +173,7 @@ describe('keel serve: sessions over HTTP', () => {
     const home = keelHome('approvals = "writes"\n');
     const s = await startServe({ cwd: repo, home, args: [...modelFlags(server), '--approval-timeout', '1'] });
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'write', mode: 'edit' })).body.session_id;
-    const all = await readStream(`${s.url}v1/sessions/${id}/events`, ended);
+    const all = await readStream(`${s.url}v1/sessions/${id}/events`, ended, { token: s.token });
     expect(all.find((f) => f.event === 'approval_settled')?.data).toEqual({
       call_id: 'w1',
       decision: 'deny',
@@ -187,19 +193,19 @@ describe('keel serve: sessions over HTTP', () => {
     const s = await startServe({ cwd: repo, home, args: modelFlags(server) });
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'take forever' })).body.session_id;
     const stream = `${s.url}v1/sessions/${id}/events`;
-    await readStream(stream, (f) => f.event === 'model_request');
+    await readStream(stream, (f) => f.event === 'model_request', { token: s.token });
     // cancel once the model holds the request (a cancel before it arrives would leave the hanging turn
     // for the fork's request)
     for (const end = Date.now() + 20_000; chatBodies(server).length === 0 && Date.now() < end; )
       await new Promise((r) => setTimeout(r, 20));
     expect((await s.api('POST', `/v1/sessions/${id}/cancel`)).status).toBe(202);
-    const all = await readStream(stream, ended);
+    const all = await readStream(stream, ended, { token: s.token });
     expect(all.at(-1)?.data).toEqual({ code: 'CANCELLED', state: 'cancelled' });
     const fork = await s.api('POST', `/v1/sessions/${id}/fork`, { prompt: 'try another way' });
     expect(fork.status).toBe(201);
     const forkId = fork.body.session_id as string;
     expect(forkId).not.toBe(id);
-    const forked = await readStream(`${s.url}v1/sessions/${forkId}/events`, ended);
+    const forked = await readStream(`${s.url}v1/sessions/${forkId}/events`, ended, { token: s.token });
     expect(forked.find((f) => f.event === 'session_fork')?.data.data.from).toBe(id);
     expect(forked.at(-1)?.data).toEqual({ code: 'COMPLETED', state: 'completed' });
     expect((await s.api('GET', `/v1/sessions/${forkId}`)).body.parent_id).toBe(id);
@@ -216,15 +222,15 @@ describe('keel serve: who may talk to it', () => {
       (r) => r.status,
     );
 
-  it('writes need the token, a forged Origin or Host is refused, bodies are capped', async () => {
+  it('every request needs the token, a forged Origin or Host is refused, bodies are capped', async () => {
     const server = await model([]);
     const repo = gitRepo();
     const home = keelHome();
     const s = await startServe({ cwd: repo, home, args: modelFlags(server) });
     expect((await s.api('POST', '/v1/sessions', { prompt: 'x' }, { token: null })).status).toBe(401);
     expect((await s.api('POST', '/v1/sessions', { prompt: 'x' }, { token: 'wrong' })).status).toBe(401);
-    // reads on loopback need no token
-    expect((await s.api('GET', '/v1/sessions', undefined, { token: null })).status).toBe(200);
+    // reads too, on loopback as anywhere (test/security/serve-project.test.ts tries every route)
+    expect((await s.api('GET', '/v1/sessions', undefined, { token: null })).status).toBe(401);
     expect(
       (await s.api('GET', '/v1/sessions', undefined, { headers: { origin: 'http://evil.example' } })).status,
     ).toBe(403);
@@ -237,8 +243,9 @@ describe('keel serve: who may talk to it', () => {
         .status,
     ).toBe(200);
     // DNS rebinding: a page on evil.example resolved to 127.0.0.1 still says Host: evil.example
-    expect(await raw(s.port, { host: `evil.example:${s.port}` })).toBe(421);
-    expect(await raw(s.port, { host: `127.0.0.1:${s.port}` })).toBe(200);
+    const auth = { authorization: `Bearer ${s.token}` };
+    expect(await raw(s.port, { ...auth, host: `evil.example:${s.port}` })).toBe(421);
+    expect(await raw(s.port, { ...auth, host: `127.0.0.1:${s.port}` })).toBe(200);
     const big = JSON.stringify({ prompt: 'x'.repeat(2 * 1024 * 1024) });
     const tooBig = await raw(
       s.port,
@@ -322,7 +329,7 @@ describe('keel serve: the document and the counters', () => {
     expect((await s.api('GET', '/health')).body).toEqual({ ok: true });
     expect((await s.api('GET', '/ready')).body).toEqual({ ready: true });
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'read' })).body.session_id;
-    await readStream(`${s.url}v1/sessions/${id}/events`, ended);
+    await readStream(`${s.url}v1/sessions/${id}/events`, ended, { token: s.token });
     const text = (await s.api('GET', '/metrics')).body as string;
     expect(text).toContain('keel_tool_calls_total{decision="allow"} 1');
     expect(text).toMatch(/keel_tokens_total [1-9]\d*/);

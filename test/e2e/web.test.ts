@@ -204,6 +204,15 @@ describe.skipIf(!existsSync(CHROMIUM))('browser workspace (chromium, real keel s
     );
     expect(paint).toBeGreaterThan(0);
     expect(pageErrors).toEqual([]);
+
+    // a tab without the token (a fresh context, nothing in its sessionStorage) gets the page, not the sessions
+    const stranger = await (await browser.newContext()).newPage();
+    await stranger.goto(`http://127.0.0.1:${port}/`);
+    await expect.poll(() => stranger.locator('#conn').textContent()).toContain('no token');
+    await expect
+      .poll(() => stranger.getByRole('alert').first().textContent())
+      .toContain('open the address keel serve printed');
+    expect(await stranger.locator('table.sessions').count()).toBe(0);
     await keelServe.stop();
   }, 180_000);
 });

@@ -72,15 +72,35 @@ describe('keel mcp --http under attack', () => {
     ]) {
       expect((await rawSend(server.url, { path, headers: auth, body: '{}' })).status, path).toBe(404);
     }
+    // another port of this machine is another origin: a page served there (any local dev server) is not us
+    const port = Number(new URL(server.url).port);
     for (const origin of [
       'null',
       'http://127.0.0.1.evil.example',
       'http://localhost@evil.example',
       'not a url',
+      `http://127.0.0.1:${port + 1}`,
+      `http://localhost:${port - 1}`,
+      `http://[::1]:${port + 1}`,
+      'http://127.0.0.1',
+      `https://127.0.0.1:${port}`,
+      `http://127.0.0.1:${port}.evil.example`,
     ]) {
       expect((await rawSend(server.url, { headers: { ...auth, origin }, body: '{}' })).status, origin).toBe(
         403,
       );
+    }
+    for (const host of [`127.0.0.1:${port + 1}`, 'localhost', `localhost:${port}0`]) {
+      expect((await rawSend(server.url, { headers: { ...auth, host }, body: '{}' })).status, host).toBe(403);
+    }
+    // this server's own origin and host, by any of its loopback names, get past the check (to the 400 of '{}')
+    for (const name of ['127.0.0.1', 'localhost', '[::1]']) {
+      const origin = `http://${name}:${port}`;
+      const res = await rawSend(server.url, {
+        headers: { ...auth, origin, host: `${name}:${port}` },
+        body: '{}',
+      });
+      expect(res.status, origin).toBe(400);
     }
     // after all of it the server still serves a real client
     const client = await httpClient(server);

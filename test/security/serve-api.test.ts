@@ -190,10 +190,11 @@ describe('keel serve API under attack', () => {
     const s = await startServe({ cwd: repo, home: keelHome(), args: modelFlags(server) });
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'hi' })).body.session_id as string;
     const events = `${s.url}v1/sessions/${id}/events`;
-    const all = await readStream(events, (f) => f.event === 'end');
+    const all = await readStream(events, (f) => f.event === 'end', { token: s.token });
     const count = all.filter((f) => f.id !== undefined).length;
     for (const cursor of ['abc', '-5', '1e3', '0x10', '3.5']) {
       const got = await readStream(events, (f) => f.event === 'end', {
+        token: s.token,
         headers: { 'Last-Event-ID': cursor },
       });
       expect(
@@ -203,6 +204,7 @@ describe('keel serve API under attack', () => {
     }
     // past the end: nothing logged to send, only the end
     const far = await readStream(events, (f) => f.event === 'end', {
+      token: s.token,
       headers: { 'Last-Event-ID': '99999999999999999999' },
     });
     expect(far.filter((f) => f.id !== undefined)).toEqual([]);

@@ -9,8 +9,11 @@ import { startServe } from '../e2e/serve-harness.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { gitRepo } from '../helpers/tmp.js';
 
-const rawGet = (port: number, path: string) =>
-  rawRequest(port, path).then((r) => ({ status: r.status, body: r.text }));
+const rawGet = (port: number, path: string, token?: string) =>
+  rawRequest(port, path, token ? { headers: { authorization: `Bearer ${token}` } } : {}).then((r) => ({
+    status: r.status,
+    body: r.text,
+  }));
 
 describe('keel serve static paths', () => {
   it('refuses a malformed escape with 400 and never serves a file outside dist/web', async () => {
@@ -19,9 +22,11 @@ describe('keel serve static paths', () => {
     const s = await startServe({ cwd: repo, home: keelHome(), args: modelFlags(server) });
 
     for (const path of ['/%E0%A4%A', '/%', '/assets/%C0', '/%ZZ%']) {
-      const res = await rawGet(s.port, path);
+      const res = await rawGet(s.port, path, s.token);
       expect(res.status, path).toBe(400);
       expect(JSON.parse(res.body)).toMatchObject({ code: 'BAD_REQUEST' });
+      // without the token such a path is not one of the page's files: it is refused before it is read
+      expect((await rawGet(s.port, path)).status, path).toBe(401);
     }
     const escapes = [
       '/../package.json',
@@ -36,12 +41,13 @@ describe('keel serve static paths', () => {
       '/%00',
       '/index.html%00.js',
     ];
-    for (const path of escapes) {
-      const res = await rawGet(s.port, path);
-      expect(res.status, path).toBeLessThan(500);
-      // the page itself (the workspace's fallback) or a refusal: never the package's manifest, passwd or the project
-      expect(res.body, path).not.toMatch(/"name":\s*"keel"|root:x:0:0|TOP-SECRET-IN-PROJECT/);
-    }
+    for (const path of escapes)
+      for (const token of [s.token, undefined]) {
+        const res = await rawGet(s.port, path, token);
+        expect(res.status, path).toBeLessThan(500);
+        // the page itself (the workspace's fallback) or a refusal: never the package's manifest, passwd or the project
+        expect(res.body, path).not.toMatch(/"name":\s*"keel"|root:x:0:0|TOP-SECRET-IN-PROJECT/);
+      }
     const health = await rawGet(s.port, '/health');
     expect(health.status).toBe(200);
   });

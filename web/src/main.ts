@@ -60,6 +60,6 @@ window.addEventListener('hashchange', route);
 if (!token()) {
   document
     .getElementById('conn')
-    ?.replaceChildren('read-only: no token (open the address keel serve printed)');
+    ?.replaceChildren('no token: open the address keel serve printed (it carries #token=…)');
 }
 route();
