@@ -163,6 +163,7 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
   const fix = program
     .command('fix')
     .description("fix a bug in a snapshot; 'verified' only when the repository's own tests prove it")
+    .argument('[issue...]', 'the bug report as words (the same as --issue TEXT)')
     .option('--repo <dir>', 'the repository (default: the current folder)')
     .option('--issue <text|@file>', 'the bug report, or @FILE to read it')
     .option(
@@ -183,7 +184,14 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     )
     .option('-y, --yes', 'with --clean: remove without asking')
     .option('--json', 'print one JSON document on stdout and nothing else');
-  addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (opts) => {
+  addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (words: string[], opts) => {
+    if (words.length && opts.issue !== undefined) {
+      setExit(
+        reportError(opts.json, 'CONFIG_ERROR', 'give the issue once: as words or with --issue, not both'),
+      );
+      return;
+    }
+    if (words.length) opts.issue = words.join(' ');
     if (opts.clean) {
       const { cleanRepo } = await import('./runs-command.js');
       setExit(await cleanRepo(opts));
@@ -372,14 +380,15 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
   const review = program
     .command('review')
     .description('a read-only review of the current diff by the model (APPROVE exits 0, REVISE exits 2)')
+    .argument('[task...]', 'what the change is for: the reviewer judges the diff against it')
     .option('--staged', 'review the staged changes (the index against HEAD)')
     .option('--since <rev>', 'review everything since REV (REV against the working tree)')
     .option('-C, --cwd <dir>', 'repository folder (default: the current folder)')
     .option('--profile <name>', 'use [profiles.NAME] from the config')
     .option('--json', 'print one JSON document on stdout and nothing else');
-  addBudgetOptions(addModelOptions(review), 'for the review').action(async (opts) => {
+  addBudgetOptions(addModelOptions(review), 'for the review').action(async (words: string[], opts) => {
     const { runReview } = await import('./review-command.js');
-    setExit(await runReview(opts));
+    setExit(await runReview({ ...opts, ...(words.length ? { task: words.join(' ') } : {}) }));
   });
   const runs = program
     .command('runs')

@@ -20,6 +20,8 @@ import { dim, red, renderEvent } from './render.js';
 export interface ReviewFlags extends CommonFlags {
   staged?: boolean;
   since?: string;
+  /** What the change is for, as the person typed it after `keel review`. */
+  task?: string;
 }
 
 /** The diff under review, in git's words and in a person's. */
@@ -106,7 +108,7 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
     outcome = await withRuntime(process.env, (runtime) =>
       runtime.start({
         mode: 'ask',
-        prompt: reviewTask(change),
+        prompt: reviewTask(change, flags.task),
         loaded: setup.loaded,
         cwd: repo,
         signal: controller.signal,
@@ -241,12 +243,17 @@ function names(out: string): string[] {
 }
 
 /** The reviewer's task: read-only, the verdict format, then the change as data. */
-function reviewTask(change: Change): string {
+function reviewTask(change: Change, task: string | undefined): string {
   return [
     `Review this code change (${change.describe}). You may read the repository's files with your tools to check it; you cannot change anything.`,
-    'Judge whether it is correct and complete: wrong behaviour, broken edge cases, missing pieces. End with your verdict.',
+    `Judge whether it is correct and complete${task === undefined ? '' : ' for the task'}: wrong behaviour, broken edge cases, missing pieces. End with your verdict.`,
     VERDICT_FORMAT,
     '',
-    reviewPrompt({ patch: change.patch, files: change.files, describe: change.describe }),
+    reviewPrompt({
+      patch: change.patch,
+      files: change.files,
+      describe: change.describe,
+      ...(task === undefined ? {} : { task }),
+    }),
   ].join('\n');
 }

@@ -101,10 +101,12 @@ describe('keel fix: a verified fix', () => {
       ...editTurns('src/stats.js', BUGGY_DIVISOR, '  return sum(values) / (values.length - 1);', 'Fixed!'),
       ...RIGHT_FIX,
     ]);
-    const { run, doc } = await fix(repo, server, ['--issue', 'mean is wrong']);
+    // the issue as words, as people type it: `keel fix "mean is wrong"`
+    const { run, doc } = await fix(repo, server, ['mean is wrong']);
 
     expect(run.code, run.stderr).toBe(0);
     expect(doc).toMatchObject({ status: 'verified', attempts: 2, files_changed: ['src/stats.js'] });
+    expect(JSON.stringify(requestMessages(chatBodies(server)[0]))).toContain('mean is wrong');
     expect(branchCommits(repo, doc.branch ?? '')).toHaveLength(1);
     expect(git(repo, 'show', `${doc.branch}:src/stats.js`)).toContain('/ values.length;');
     // requests: plan (2), attempt 1 (2), attempt 2 (2); attempt 2 opens with attempt 1's verdict

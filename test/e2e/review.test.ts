@@ -109,10 +109,15 @@ describe('keel review', () => {
     expect(revise.stdout).toBe('REVISE\n- math.js: add multiplies\n');
 
     const short = await model([{ text: 'Looks good to me! APPROVE' }]);
-    const approve = await keel(['review', '--json', ...modelFlags(short)], { cwd: repo, home: keelHome() });
+    const approve = await keel(['review', '--json', ...modelFlags(short), 'round prices to cents'], {
+      cwd: repo,
+      home: keelHome(),
+    });
     expect(approve.code).toBe(0);
     expect(JSON.parse(approve.stdout)).toMatchObject({ verdict: 'APPROVE', reasons: ['Looks good to me!'] });
 
+    // words after `keel review` are the task the change is judged against
+    expect(shown(short)).toContain('Task:\nround prices to cents');
     // a negated verdict word is no verdict, and so never an approval
     const negated = await model([{ text: 'I would not APPROVE this yet.' }]);
     const no = await keel(['review', '--json', ...modelFlags(negated)], { cwd: repo, home: keelHome() });
