@@ -127,7 +127,7 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
       case 'tool_call_invalid':
         return [style.red(`✗ ${inertLine(event.tool)}: ${inertLine(clip(event.error, 160))}`)];
       case 'session_end': {
-        const summary = `${event.rounds} rounds · ${tokens(event.tokens.input + event.tokens.output)} tokens`;
+        const summary = `${count(event.rounds, 'round')} · ${tokens(event.tokens.input + event.tokens.output)} tokens`;
         return [
           style.dim(
             event.code === 'COMPLETED'
@@ -273,4 +273,9 @@ function safeJson(raw: string): unknown {
   } catch {
     return {};
   }
+}
+
+/** `1 round`, `3 rounds`. */
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

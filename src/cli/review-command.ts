@@ -100,7 +100,7 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
     if (!flags.json)
       process.stderr.write(
         dim(
-          `keel review: ${change.describe}, ${change.files.length} file(s), asking ${inertLine(reviewer)}\n`,
+          `keel review: ${change.describe}, ${count(change.files.length, 'file')}, asking ${inertLine(reviewer)}\n`,
         ),
       );
     const { withRuntime } = await import('../agent/runtime.js');
@@ -180,7 +180,7 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
   const cost = outcome.costUsd === null ? '' : ` · $${outcome.costUsd.toFixed(4)}`;
   process.stderr.write(
     dim(
-      `session ${outcome.sessionId} · ${outcome.rounds} rounds · ${tokens} tokens${cost} · ${inertLine(reviewer)}\n`,
+      `session ${outcome.sessionId} · ${count(outcome.rounds, 'round')} · ${tokens} tokens${cost} · ${inertLine(reviewer)}\n`,
     ),
   );
   return exit;
@@ -256,4 +256,9 @@ function reviewTask(change: Change, task: string | undefined): string {
       ...(task === undefined ? {} : { task }),
     }),
   ].join('\n');
+}
+
+/** `1 round`, `3 rounds`. */
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

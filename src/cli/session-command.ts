@@ -183,7 +183,7 @@ export async function runVerb(
   }
   process.stderr.write(
     dim(
-      `session ${outcome.sessionId} · ${outcome.code} · ${outcome.rounds} rounds · ${tokens} tokens${cost}${files}\n`,
+      `session ${outcome.sessionId} · ${outcome.code} · ${count(outcome.rounds, 'round')} · ${tokens} tokens${cost}${files}\n`,
     ),
   );
   return exit;
@@ -271,4 +271,9 @@ function newestSessionIn(cwd: string): string | undefined {
 
 function verbOf(mode: Mode): string {
   return mode === 'auto' ? 'run' : mode;
+}
+
+/** `1 round`, `3 rounds`. */
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

@@ -211,13 +211,15 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
       const earlier = trees.indexOf(tree);
       trees.push(tree);
       if (earlier >= 0) {
-        const reason = `round ${round} left the same changes as round ${earlier + 1} (${files.length} file(s)); stopping instead of repeating it`;
+        const reason = `round ${round} left the same changes as round ${earlier + 1} (${count(files.length, 'file')}); stopping instead of repeating it`;
         record('loop_verdict', { round, code: 'LOOP_DETECTED', reason });
         progress(`loop: ${reason}`);
         return finish('LOOP_DETECTED', reason);
       }
 
-      progress(`loop: round ${round} of ${opts.maxIterations}: testing (${files.length} file(s) changed)`);
+      progress(
+        `loop: round ${round} of ${opts.maxIterations}: testing (${count(files.length, 'file')} changed)`,
+      );
       const after = await runTests();
       if (opts.signal.aborted) return finish('CANCELLED', `round ${round}: interrupted while testing`);
       const now = failingIds(after);
@@ -375,4 +377,9 @@ function roundPrompt(task: string, round: number, feedback: string): string {
     ...(round > 1 ? ['', `This is round ${round}; your earlier changes are still in the files.`] : []),
     ...(feedback ? ['', feedback] : []),
   ].join('\n');
+}
+
+/** `1 round`, `3 rounds`. */
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

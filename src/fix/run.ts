@@ -323,7 +323,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
           `verifying: the attempt edits existing tests (${guard.edits.join(', ')}); ${countEdits ? '--allow-test-edits: they count' : "judging with the baseline's versions"}`,
         );
       }
-      progress(`verifying: ${diff.files.length} file(s) changed; running the tests`);
+      progress(`verifying: ${count(diff.files.length, 'file')} changed; running the tests`);
       let after: SuiteRun;
       let verdict: Verdict;
       try {
@@ -590,4 +590,9 @@ function testEditFeedback(edits: string[]): string {
 
 function firstLine(text: string): string {
   return text.trim().split('\n')[0] ?? '';
+}
+
+/** `1 round`, `3 rounds`. */
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

@@ -259,8 +259,8 @@ export class KeelExecutor implements AgentExecutor {
       return;
     }
     const verdict = report.verified
-      ? `verified after ${report.attempts} attempt(s)${report.branch ? ` on branch ${report.branch}` : ''}: ${report.summary}`
-      : `not verified after ${report.attempts} attempt(s): ${report.code}: ${report.reason}`;
+      ? `verified after ${count(report.attempts, 'attempt')}${report.branch ? ` on branch ${report.branch}` : ''}: ${report.summary}`
+      : `not verified after ${count(report.attempts, 'attempt')}: ${report.code}: ${report.reason}`;
     const parts = [partOf(verdict, 'text/plain')];
     if (report.pr) parts.push(partOf(report.pr, 'text/markdown'));
     if (report.diff) parts.push(partOf(report.diff, 'text/x-diff'));
@@ -456,4 +456,9 @@ function questionOf(request: ApprovalRequest): string {
 
 function partOf(text: string, mediaType: string): Part {
   return { content: { $case: 'text', value: text }, mediaType, filename: '', metadata: undefined };
+}
+
+/** `1 round`, `3 rounds`. */
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

@@ -161,7 +161,7 @@ export function mountServeA2a(
   const failed = store.recover();
   if (failed)
     process.stderr.write(
-      `keel serve: ${failed} A2A task(s) left unfinished by a stopped server are marked failed\n`,
+      `keel serve: ${count(failed, 'A2A task')} left unfinished by a stopped server are marked failed\n`,
     );
   mountA2a(app, {
     token: deps.token,
@@ -171,4 +171,9 @@ export function mountServeA2a(
     fix: startFixWith(deps.fixes, deps.configFor),
     store,
   });
+}
+
+/** `1 round`, `3 rounds`. */
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
