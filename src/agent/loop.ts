@@ -17,6 +17,7 @@ import { modeAllows } from '../policy/modes.js';
 import type { Policy } from '../policy/policy.js';
 import { ScopeError } from '../policy/scope.js';
 import { parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
+import { capResult } from '../tools/truncate.js';
 import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
 import { streamAnswer } from './answer.js';
 import type { ApprovalRequest, Approver } from './approvals.js';
@@ -591,6 +592,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         if (config.stop_on_violation) throw new Stop('SCOPE_VIOLATION', err.message);
       }
     }
+    // whatever the tool (an MCP server may answer with megabytes), the model and the log get the capped result
+    output = capResult(output);
     for (const f of changed) filesChanged.add(f);
     const post = matchingPostHooks(call.name);
     if (post.length) {
