@@ -1,4 +1,5 @@
 /** The model client: a primary model and its fallbacks, each with retries, timeouts and a cooldown after failing. */
+import { DEFAULT_MAX_OUTPUT_TOKENS } from './answer-limit.js';
 import { type RetryInfo, type RetryPolicy, withRetry } from './retry.js';
 import { abortReason, type StreamTimeouts, streamWithTimeouts } from './timeouts.js';
 import { estimateUsage, loadTokenizer } from './tokens.js';
@@ -28,6 +29,8 @@ export interface ModelClientOptions {
   retries: RetryPolicy;
   /** How long a failed model is skipped (seconds). */
   cooldownS: number;
+  /** The longest answer in tokens, sent with every request that names none (default 8192). */
+  maxOutputTokens?: number;
   /** For tests: the clock used for cooldowns. */
   now?: () => number;
 }
@@ -131,7 +134,12 @@ export class ModelClient {
     signal: AbortSignal,
     hooks: StreamHooks,
   ): AsyncGenerator<ModelDelta> {
-    const full: ModelRequest = { ...request, model: entry.model };
+    // every request carries an output limit: a model that repeats itself must not write until the window is full
+    const full: ModelRequest = {
+      ...request,
+      model: entry.model,
+      maxOutputTokens: request.maxOutputTokens ?? this.options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+    };
     // the model's own configured window wins: it is what its server was set up for
     if (entry.contextWindow !== undefined) full.contextWindow = entry.contextWindow;
     const attempts = withRetry(

@@ -1,5 +1,6 @@
 /** The `openai` provider: Chat Completions over the openai SDK, the wire format most local servers speak. */
 import type OpenAI from 'openai';
+import { AnswerMeter } from './answer-limit.js';
 import { describeNetworkError, errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
 import { normalizeFinishReason } from './finish-reason.js';
 import { httpFetch } from './http-fetch.js';
@@ -75,6 +76,8 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
     const { sdk, client } = await load();
     const calls = new Map<number, { id: string; name: string; args: string }>();
     const think = new ThinkTagSplitter();
+    // a server may ignore max_tokens: keel stops an answer that runs past it (arguments grow here, unseen)
+    const meter = new AnswerMeter(request, baseUrl);
     let finishReason: string | undefined;
     try {
       const chunks = await client.chat.completions.create(
@@ -103,15 +106,24 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
         const choice = chunk.choices[0];
         if (!choice) continue;
         const reasoning = reasoningOf(choice.delta);
-        if (reasoning) yield { type: 'reasoning', text: reasoning };
-        if (choice.delta.content) yield* think.push(choice.delta.content);
+        if (reasoning) {
+          meter.add(reasoning);
+          yield { type: 'reasoning', text: reasoning };
+        }
+        if (choice.delta.content) {
+          meter.add(choice.delta.content);
+          yield* think.push(choice.delta.content);
+        }
         for (const [position, fragment] of (choice.delta.tool_calls ?? []).entries()) {
           // fragments of one call share an index; a few servers omit it and send each call whole
           const index = fragment.index ?? position;
           const call = calls.get(index) ?? { id: '', name: '', args: '' };
           if (fragment.id) call.id = fragment.id;
           if (fragment.function?.name) call.name += fragment.function.name;
-          if (fragment.function?.arguments) call.args += fragment.function.arguments;
+          if (fragment.function?.arguments) {
+            meter.add(fragment.function.arguments);
+            call.args += fragment.function.arguments;
+          }
           calls.set(index, call);
         }
         if (choice.finish_reason) finishReason = choice.finish_reason;
