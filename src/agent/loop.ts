@@ -640,8 +640,9 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         decision: verdict.decision,
         ...(verdict.decision !== 'allow' ? { reason: verdict.reason, hook: verdict.hook } : {}),
       });
-      // the tool already ran; a PostToolUse objection becomes feedback the model must read
-      if (verdict.decision !== 'allow') output = `${output}\n\n[hook ${verdict.hook}]: ${verdict.reason}`;
+      // the tool already ran; a PostToolUse objection becomes feedback the model must read (its end is kept)
+      if (verdict.decision !== 'allow')
+        output = capResult(`${output}\n\n[hook ${verdict.hook}]: ${verdict.reason}`);
     }
     record({
       type: 'tool_result',
