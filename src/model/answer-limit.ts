@@ -7,6 +7,21 @@ import { ModelError, type ModelRequest } from './types.js';
 /** Sent with every request when the config sets no `max_output_tokens`. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 8192;
 
+/**
+ * The longest line of an answer's stream on the wire (one server event; a whole large tool call in one is
+ * far shorter): a parser holds a line until it ends, so one that never ends is stopped here, unseen otherwise.
+ */
+export const MAX_LINE_BYTES = 4 * 1024 * 1024;
+
+/** The ModelError for a line of the stream past MAX_LINE_BYTES. */
+export function lineTooLong(url: string): ModelError {
+  return new ModelError(
+    'too_long',
+    `${url}: a line of the answer's stream ran past ${MAX_LINE_BYTES / 1024 / 1024} MB without end; keel stopped it`,
+    url,
+  );
+}
+
 /** More characters per token than any tokenizer gives over a whole answer: past it, the limit was ignored. */
 const CHARS_PER_TOKEN = 32;
 

@@ -1,6 +1,6 @@
 /** The `openai` provider: Chat Completions over the openai SDK, the wire format most local servers speak. */
 import type OpenAI from 'openai';
-import { AnswerMeter } from './answer-limit.js';
+import { AnswerMeter, lineTooLong, MAX_LINE_BYTES } from './answer-limit.js';
 import { describeNetworkError, errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
 import { normalizeFinishReason } from './finish-reason.js';
 import { httpFetch } from './http-fetch.js';
@@ -66,7 +66,9 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
         apiKey: opts.apiKey ?? 'not-needed', // local servers ignore it, the SDK insists on one
         maxRetries: 0, // keel retries itself, with events the user can see
         timeout: opts.timeoutMs ?? 600_000,
-        fetch: httpFetch,
+        // a line that never ends grows inside the SDK's parser, unseen: the wire's lines are capped
+        fetch: (url: string | URL | Request, init?: RequestInit) =>
+          httpFetch(url, init, { maxLineBytes: MAX_LINE_BYTES, error: () => lineTooLong(baseUrl) }),
       }),
     }));
     return loaded;

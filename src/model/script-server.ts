@@ -296,6 +296,13 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
     const more = chunk({ tool_calls: [{ index: 0, function: { arguments: 'a'.repeat(512) } }] });
     return streamForever(res, () => more);
   }
+  if (turn.endless === 'line') {
+    res.write(
+      `data: {"id":"${id}","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`,
+    );
+    const more = 'a'.repeat(16 * 1024);
+    return streamForever(res, () => more);
+  }
   if (turn.endless === 'text') {
     const more = chunk({ content: 'and again '.repeat(50) });
     return streamForever(res, () => more);

@@ -56,8 +56,8 @@ export const turnSchema = z.strictObject({
   chunk_delay_ms: z.number().nonnegative().optional(),
   /** Accept the request and never answer; only the client giving up ends it. */
   hang: z.boolean().optional(),
-  /** Stream without end (answer text, or one tool call's arguments) until the client goes away. */
-  endless: z.enum(['text', 'arguments']).optional(),
+  /** Stream without end (answer text, one tool call's arguments, or one line) until the client goes away. */
+  endless: z.enum(['text', 'arguments', 'line']).optional(),
   usage: z
     .strictObject({
       prompt_tokens: z.number().int().nonnegative(),

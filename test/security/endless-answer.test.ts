@@ -13,7 +13,7 @@ const endOf = (home: string) =>
     | undefined;
 
 describe('an answer without end', () => {
-  it('keel run sends max_tokens, stops an endless answer and ends MODEL_ERROR; endless tool-call arguments and Ollama too', async () => {
+  it('keel run sends max_tokens, stops an endless answer and ends MODEL_ERROR; endless tool-call arguments, an endless line and Ollama too', async () => {
     const repo = gitRepo({ 'a.txt': 'a\n' });
 
     // the attack: `keel run` (unattended) against a server that streams text forever
@@ -47,6 +47,16 @@ describe('an answer without end', () => {
     expect(second.code, second.stderr).toBe(4);
     expect(JSON.parse(second.stdout).reason).toMatch(/max_output_tokens = 300/);
     expect(chatBodies(args)[0]).toMatchObject({ max_tokens: 300 });
+
+    // one line of the stream that never ends: it would grow inside the SDK's parser, never seen as text
+    const line = await model([{ endless: 'line' }]);
+    const fourth = await keel(['ask', ...modelFlags(line), '--json', 'one long line'], {
+      cwd: repo,
+      home: keelHome(),
+      timeoutMs: 60_000,
+    });
+    expect(fourth.code, fourth.stderr).toBe(4);
+    expect(JSON.parse(fourth.stdout).reason).toMatch(/a line of the answer's stream ran past 4 MB/);
 
     // Ollama's native API: num_predict is its limit, and its stream is cut the same way
     const ollama = await model([{ endless: 'text' }]);
