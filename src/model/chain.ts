@@ -134,14 +134,17 @@ export class ModelClient {
     signal: AbortSignal,
     hooks: StreamHooks,
   ): AsyncGenerator<ModelDelta> {
-    // every request carries an output limit: a model that repeats itself must not write until the window is full
-    const full: ModelRequest = {
-      ...request,
-      model: entry.model,
-      maxOutputTokens: request.maxOutputTokens ?? this.options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
-    };
+    const full: ModelRequest = { ...request, model: entry.model };
     // the model's own configured window wins: it is what its server was set up for
     if (entry.contextWindow !== undefined) full.contextWindow = entry.contextWindow;
+    // every request carries an output limit: a model that repeats itself must not write until the window is
+    // full. The default takes at most half a known window (a server may refuse a prompt plus limit past it)
+    full.maxOutputTokens =
+      request.maxOutputTokens ??
+      this.options.maxOutputTokens ??
+      (full.contextWindow !== undefined
+        ? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, Math.floor(full.contextWindow / 2))
+        : DEFAULT_MAX_OUTPUT_TOKENS);
     const attempts = withRetry(
       () => streamWithTimeouts(entry.provider, full, signal, this.options.timeouts),
       {

@@ -54,9 +54,21 @@ export function toOpenAiTools(tools: ToolSpec[]): ToolParam[] {
   }));
 }
 
+/**
+ * The field the output limit goes in: OpenAI's own API (and Azure's) refuses `max_tokens` for its reasoning
+ * models and takes `max_completion_tokens` for all; the servers people run themselves know `max_tokens`.
+ */
+export function outputLimitField(baseUrl: string): 'max_tokens' | 'max_completion_tokens' {
+  const host = URL.canParse(baseUrl) ? new URL(baseUrl).hostname : '';
+  return host === 'api.openai.com' || host.endsWith('.openai.azure.com')
+    ? 'max_completion_tokens'
+    : 'max_tokens';
+}
+
 /** Create the Chat Completions provider; the SDK is loaded on first use so startup stays fast. */
 export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
   const baseUrl = opts.baseUrl.replace(/\/+$/, '');
+  const limitField = outputLimitField(baseUrl);
   let loaded: Promise<{ sdk: Sdk; client: OpenAI }> | undefined;
   const load = () => {
     loaded ??= import('openai').then((sdk) => ({
@@ -87,7 +99,7 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
           model: request.model,
           messages: toOpenAiMessages(request.messages),
           ...(request.tools.length > 0 ? { tools: toOpenAiTools(request.tools) } : {}),
-          ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
+          ...(request.maxOutputTokens !== undefined ? { [limitField]: request.maxOutputTokens } : {}),
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
           stream: true,
           stream_options: { include_usage: true },
