@@ -116,7 +116,7 @@ export type SessionEvent =
       diff?: string;
       /** The call never finished: the process running it was killed; keel did not run it again. */
       interrupted?: boolean;
-      /** Tokens and cost of the subagents whose results this call reported (they count for this session). */
+      /** Written by older versions when wait_agent collected a child; no longer counted (the tree's counter is). */
       child_usage?: { input: number; output: number; cost_usd: number | null };
     }
   | {

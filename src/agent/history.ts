@@ -23,6 +23,7 @@ export interface SessionState {
   mode: string;
   /** Rounds over the session's life. */
   rounds: number;
+  /** The session's own answers' tokens (its subagents' are in their own logs). */
   tokens: TokenCount;
   /** null when the model has no price: keel never invents a cost. */
   cost: number | null;
@@ -136,14 +137,8 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
       break;
     }
     case 'tool_result':
-      if (event.child_usage) {
-        state.tokens.input += event.child_usage.input;
-        state.tokens.output += event.child_usage.output;
-        state.cost =
-          state.cost === null || event.child_usage.cost_usd === null
-            ? null
-            : state.cost + event.child_usage.cost_usd;
-      }
+      // an older log's child_usage is not folded: a session's own spending is its answers', and what its
+      // subagents spent is read from their own logs (see the tree's counter in budgets.ts)
       for (const f of event.files_changed) state.filesChanged.add(f);
       state.run.diffLines += event.diff_lines;
       // a change to the files is progress: a call repeated after it can see something new (read, edit, read)

@@ -17,10 +17,11 @@ import { modeAllows } from '../policy/modes.js';
 import type { Policy } from '../policy/policy.js';
 import { ScopeError } from '../policy/scope.js';
 import { parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
+import { capResult } from '../tools/truncate.js';
 import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
 import { streamAnswer } from './answer.js';
 import type { ApprovalRequest, Approver } from './approvals.js';
-import { exceeded } from './budgets.js';
+import { exceeded, Spend, type Spent } from './budgets.js';
 import { compact, isContextOverflow, windowFromError } from './compaction.js';
 import type { SessionEvent, TokenCount } from './events.js';
 import { initialState, reduce, type SessionState } from './history.js';
@@ -95,6 +96,13 @@ export interface SessionOptions {
   inbox?(): string[];
   /** Context for a new session (the repo map), recorded right after session_start, before the task. */
   context?: SessionEvent[];
+  /**
+   * This session's place in its tree's one spending counter (a subagent's is under its parent's); it is
+   * charged as each answer arrives. Default: a counter of its own.
+   */
+  spend?: Spend;
+  /** Run just before the end is recorded (a session's subagents end there), so the end counts what they spent. */
+  beforeEnd?(): Promise<void>;
 }
 
 export interface SessionResult {
@@ -137,10 +145,17 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     toolSpec(tools.get(name) as NonNullable<ReturnType<ToolRegistry['get']>>),
   );
   const state = opts.resume ?? initialState();
+  const spend = opts.spend ?? new Spend(budgets);
   /** Record an event and fold it into the state: the one way anything changes. */
   const record = (event: SessionEvent): number => {
     const seq = opts.record(event);
     reduce(state, event, seq);
+    // what a run starts from (a resumed session's own spending so far), then each answer as it arrives
+    const spent =
+      event.type === 'session_start' || event.type === 'session_resume'
+        ? { input: state.tokens.input, output: state.tokens.output, costUsd: state.cost }
+        : spentBy(event);
+    if (spent) spend.add(spent);
     return seq;
   };
   let lastText = '';
@@ -209,16 +224,17 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     return verdict;
   };
 
-  // rounds, wall time and lines changed count per run; tokens and cost over the session's life
+  // rounds, wall time and lines changed count per run; tokens and cost over the life of the session and
+  // its subagents, and of every session above it (one counter for the tree)
   const usage = () => ({
     rounds: state.run.rounds,
-    tokens: state.tokens.input + state.tokens.output,
-    costUsd: state.cost,
+    tokens: spend.tokens,
+    costUsd: spend.costUsd,
     wallS: (Date.now() - started) / 1000,
     diffLines: state.run.diffLines,
   });
   const checkBudgets = () => {
-    const breach = exceeded(budgets, usage());
+    const breach = exceeded(budgets, usage()) ?? spend.exceeded();
     if (breach) throw new Stop('BUDGET_EXCEEDED', breach.reason, breach.budget);
   };
   const throwIfAborted = () => {
@@ -387,12 +403,24 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     clearTimeout(wallTimer);
     opts.signal.removeEventListener('abort', onAbort);
   }
+  await opts.beforeEnd?.();
+  // subagents spend while their parent answers, and need not be waited for: what they spent still counts
+  if (result.code === 'COMPLETED' && spend.tokens > state.tokens.input + state.tokens.output) {
+    const breach = spend.exceeded();
+    if (breach)
+      result = {
+        code: 'BUDGET_EXCEEDED',
+        reason: `${breach.reason} (its subagents spent while it answered)`,
+        budget: breach.budget,
+      };
+  }
 
   const summary =
     result.code === 'COMPLETED' ? lastText : `${result.reason}${lastText ? `\n\n${lastText}` : ''}`;
   const files = [...filesChanged].sort();
   const { rounds } = state.run;
-  const tokens = { ...state.tokens };
+  // the session's totals are its tree's: its own answers and everything its subagents spent
+  const tokens = { input: spend.input, output: spend.output };
   record({
     type: 'session_end',
     code: result.code,
@@ -401,10 +429,10 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     summary,
     rounds,
     tokens,
-    cost_usd: state.cost,
+    cost_usd: spend.costUsd,
     files_changed: files,
   });
-  return { ...result, summary, rounds, tokens, costUsd: state.cost, filesChanged: files };
+  return { ...result, summary, rounds, tokens, costUsd: spend.costUsd, filesChanged: files };
 
   function matchingPostHooks(name: string): HookSpec[] {
     return matchingHooks(hooks, 'PostToolUse', name);
@@ -561,7 +589,6 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     let changed: string[] = [];
     let lines = 0;
     let violations: string[] = [];
-    let childUsage: ToolResult['childUsage'];
     let diff: string | undefined;
     let outcome: ToolResult['outcome'];
     try {
@@ -571,7 +598,6 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       changed = res.filesChanged ?? [];
       lines = res.diffLines ?? 0;
       violations = res.violations ?? [];
-      childUsage = res.childUsage;
       diff = res.diff;
       outcome = res.outcome;
     } catch (err) {
@@ -591,6 +617,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         if (config.stop_on_violation) throw new Stop('SCOPE_VIOLATION', err.message);
       }
     }
+    // whatever the tool (an MCP server may answer with megabytes), the model and the log get the capped result
+    output = capResult(output);
     for (const f of changed) filesChanged.add(f);
     const post = matchingPostHooks(call.name);
     if (post.length) {
@@ -612,8 +640,9 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         decision: verdict.decision,
         ...(verdict.decision !== 'allow' ? { reason: verdict.reason, hook: verdict.hook } : {}),
       });
-      // the tool already ran; a PostToolUse objection becomes feedback the model must read
-      if (verdict.decision !== 'allow') output = `${output}\n\n[hook ${verdict.hook}]: ${verdict.reason}`;
+      // the tool already ran; a PostToolUse objection becomes feedback the model must read (its end is kept)
+      if (verdict.decision !== 'allow')
+        output = capResult(`${output}\n\n[hook ${verdict.hook}]: ${verdict.reason}`);
     }
     record({
       type: 'tool_result',
@@ -626,7 +655,6 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       duration_ms: Date.now() - t0,
       ...(outcome ? { outcome } : {}),
       ...(diff ? { diff } : {}),
-      ...(childUsage ? { child_usage: childUsage } : {}),
     });
     if (violations.length) {
       record({ type: 'violation', call_id: call.id, tool: call.name, removed: violations });
@@ -657,6 +685,19 @@ function classify(
     ?.trim();
   const what = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
   return { code: 'ENVIRONMENT_ERROR', reason: `unexpected error: ${what}${where ? ` (${where})` : ''}` };
+}
+
+/** What an event records as spent on the model: an answer's usage, a compaction's summary request. */
+function spentBy(event: SessionEvent): Spent | undefined {
+  if (event.type === 'assistant_message')
+    return { input: event.usage.input, output: event.usage.output, costUsd: event.cost_usd };
+  if (event.type === 'compaction' && (event.usage || event.cost_usd !== undefined))
+    return {
+      input: event.usage?.input ?? 0,
+      output: event.usage?.output ?? 0,
+      costUsd: event.cost_usd === undefined ? 0 : event.cost_usd,
+    };
+  return undefined;
 }
 
 function isFsError(err: unknown): boolean {

@@ -26,6 +26,7 @@ import { ToolRegistry } from '../tools/registry.js';
 import type { ToolContext, ToolDeps, ToolFactory } from '../tools/types.js';
 import type { TestSuite } from '../verify/suite.js';
 import type { Approver } from './approvals.js';
+import { Spend, type Spent } from './budgets.js';
 import { parseEvents } from './event-schema.js';
 import type { SessionEvent } from './events.js';
 import { replay, type SessionState } from './history.js';
@@ -69,6 +70,8 @@ export interface StartOptions {
   commit?: boolean;
   /** Ask the person (interactive sessions); without it, a hook's question is a no (see runLoop). */
   approve?: Approver;
+  /** A subagent's: its parent's node in the tree's spending counter, which its own spending is charged to too. */
+  spendParent?: Spend;
 }
 
 export interface SessionOutcome extends SessionResult {
@@ -253,6 +256,15 @@ async function runIn(
     ? Object.freeze({ ...granted, sandbox: sandboxed })
     : policyFor({ mode: opts.mode, scope, config, sandbox: sandboxed });
   const closers: Array<() => Promise<void>> = [];
+  // once: before the end is recorded (subagents end there, so the end counts what they spent), and in finally
+  let closing: Promise<void> | undefined;
+  const closeTools = () => {
+    closing ??= Promise.all(closers.map((close) => close())).then(() => undefined);
+    return closing;
+  };
+  // the tree's one counter: a reopened session starts from what its subagents spent before (their logs)
+  const spend = new Spend(policy.budgets, opts.spendParent);
+  if (reopened) spend.add(descendantsSpent(log, sessionId));
   const deps: ToolDeps = {
     policy,
     sessionId,
@@ -263,6 +275,7 @@ async function runIn(
     loaded: opts.loaded,
     ...(opts.approve ? { approve: opts.approve } : {}),
     onClose: (fn) => closers.push(fn),
+    spend,
   };
   // a person's session only: a run's attempts and a subagent get their context from what started them
   const topLevel = !opts.parentId && !granted;
@@ -293,6 +306,9 @@ async function runIn(
       ...(opts.inbox ? { inbox: opts.inbox } : {}),
       ...(injected ? { memory: injected.text } : {}),
       ...(repoMap ? { context: [repoMap] } : {}),
+      spend,
+      // a failure here is thrown again by the finally below, after the end is recorded
+      beforeEnd: () => closeTools().catch(() => undefined),
       record,
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);
@@ -306,11 +322,28 @@ async function runIn(
     }
     return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {
-    await Promise.all(closers.map((close) => close()));
+    await closeTools();
     await Promise.all(sandboxes.map((s) => s.close()));
     await dropUnused();
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
   }
+}
+
+/** What the subagents under a session spent, at every depth, from their own logs (forks are not its spending). */
+function descendantsSpent(log: EventLog, id: string): Spent {
+  const total: Spent = { input: 0, output: 0, costUsd: 0 };
+  for (const child of log.childSessions(id)) {
+    if (child.forked_seq !== null) continue;
+    const own = replay(parseEvents(log.events(child.id)));
+    const below = descendantsSpent(log, child.id);
+    total.input += own.tokens.input + below.input;
+    total.output += own.tokens.output + below.output;
+    total.costUsd =
+      total.costUsd === null || own.cost === null || below.costUsd === null
+        ? null
+        : total.costUsd + own.cost + below.costUsd;
+  }
+  return total;
 }
 
 /** The log of a run that could not start (no sandbox it may use): its start and its one terminal code. */

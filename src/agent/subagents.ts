@@ -1,8 +1,10 @@
 /**
  * Subagents: a session hands side tasks to children that run concurrently in the same process.
  * A child is a session of its own (its own log, linked to its parent, in the audit chain) under a
- * policy the gate narrowed from its parent's (never wider), with a share of the parent's budgets.
- * Results come back as tool results; cancelling or ending the parent cancels its children.
+ * policy the gate narrowed from its parent's (never wider), with a share of the parent's budgets; what
+ * it spends is charged to the tree's one counter as it spends it (budgets.ts), so no child is needed to
+ * be waited for to count, and none starts once the tree's budget is used up. Results come back as tool
+ * results; cancelling or ending the parent cancels its children.
  */
 import { z } from 'zod';
 import { MODES } from '../config/schema.js';
@@ -20,7 +22,7 @@ interface Agent {
   state: AgentState;
   outcome?: SessionOutcome;
   error?: string;
-  /** Its usage was handed to the parent (once, by wait_agent). */
+  /** Its result was handed to the parent (by wait_agent). */
   reported: boolean;
   controller: AbortController;
   inbox: string[];
@@ -103,6 +105,8 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
       if (!NAME.test(name))
         throw new ToolError(`agent name "${name}" must be letters, digits, _ or -, at most 32`);
       if (agents.has(name)) throw new ToolError(`an agent named "${name}" exists already; pick another name`);
+      const spent = deps.spend?.exceeded();
+      if (spent) throw new ToolError(`no agent can start: ${spent.reason}`);
       const childPolicy: Policy = Object.freeze({
         ...granted,
         budgets: Object.freeze(share(granted.budgets, maxRunning)),
@@ -136,6 +140,7 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
           model: deps.model,
           parentId: deps.sessionId,
           policy: childPolicy,
+          ...(deps.spend ? { spendParent: deps.spend } : {}),
           tools: [agentTools],
           inbox: () => agent.inbox.splice(0),
           ...(approve
@@ -205,20 +210,11 @@ export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
         aborted,
       ]);
       clearTimeout(timer);
-      // what a finished child spent counts for its parent's budgets, once
-      const usage = { input: 0, output: 0, cost_usd: 0 as number | null };
-      for (const a of targets) {
-        if (a.state === 'running' || a.reported || !a.outcome) continue;
-        a.reported = true;
-        usage.input += a.outcome.tokens.input;
-        usage.output += a.outcome.tokens.output;
-        usage.cost_usd =
-          usage.cost_usd === null || a.outcome.costUsd === null ? null : usage.cost_usd + a.outcome.costUsd;
-      }
+      // what a child spent was charged as it spent it; here its result is handed over
+      for (const a of targets) if (a.state !== 'running') a.reported = true;
       const stillRunning = targets.filter((a) => a.state === 'running').length;
       return {
         output: `${targets.map(describe).join('\n\n')}${stillRunning ? `\n\n(${stillRunning} still running after ${timeoutS} s)` : ''}`,
-        ...(usage.input + usage.output > 0 || usage.cost_usd ? { childUsage: usage } : {}),
       };
     },
   };

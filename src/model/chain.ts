@@ -1,4 +1,5 @@
 /** The model client: a primary model and its fallbacks, each with retries, timeouts and a cooldown after failing. */
+import { DEFAULT_MAX_OUTPUT_TOKENS } from './answer-limit.js';
 import { type RetryInfo, type RetryPolicy, withRetry } from './retry.js';
 import { abortReason, type StreamTimeouts, streamWithTimeouts } from './timeouts.js';
 import { estimateUsage, loadTokenizer } from './tokens.js';
@@ -28,6 +29,8 @@ export interface ModelClientOptions {
   retries: RetryPolicy;
   /** How long a failed model is skipped (seconds). */
   cooldownS: number;
+  /** The longest answer in tokens, sent with every request that names none (default 8192). */
+  maxOutputTokens?: number;
   /** For tests: the clock used for cooldowns. */
   now?: () => number;
 }
@@ -134,6 +137,14 @@ export class ModelClient {
     const full: ModelRequest = { ...request, model: entry.model };
     // the model's own configured window wins: it is what its server was set up for
     if (entry.contextWindow !== undefined) full.contextWindow = entry.contextWindow;
+    // every request carries an output limit: a model that repeats itself must not write until the window is
+    // full. The default takes at most half a known window (a server may refuse a prompt plus limit past it)
+    full.maxOutputTokens =
+      request.maxOutputTokens ??
+      this.options.maxOutputTokens ??
+      (full.contextWindow !== undefined
+        ? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, Math.floor(full.contextWindow / 2))
+        : DEFAULT_MAX_OUTPUT_TOKENS);
     const attempts = withRetry(
       () => streamWithTimeouts(entry.provider, full, signal, this.options.timeouts),
       {

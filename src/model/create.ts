@@ -89,6 +89,7 @@ export function createModelClient(
     timeouts: { firstTokenMs: config.timeouts.first_token_s * 1000, idleMs: config.timeouts.idle_s * 1000 },
     retries: config.retries,
     cooldownS: config.retries.cooldown_s,
+    ...(config.max_output_tokens !== undefined ? { maxOutputTokens: config.max_output_tokens } : {}),
     ...(opts.now ? { now: opts.now } : {}),
   });
 }

@@ -34,8 +34,18 @@ function bodyOf(body: RequestInit['body']): string | Uint8Array | undefined {
   throw new TypeError('httpFetch sends only string or byte bodies');
 }
 
-/** A fetch-compatible function for plain HTTP(S) requests with string or byte bodies. */
-export function httpFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+export interface BodyLimit {
+  /** The most bytes one line of the answer's body may have; past it the body fails with `error()`. */
+  maxLineBytes: number;
+  error(): Error;
+}
+
+/** A fetch-compatible function for plain HTTP(S) requests with string or byte bodies, optionally size-capped. */
+export function httpFetch(
+  input: string | URL | Request,
+  init: RequestInit = {},
+  limit?: BodyLimit,
+): Promise<Response> {
   const url = typeof input === 'string' || input instanceof URL ? new URL(input) : new URL(input.url);
   const signal = init.signal ?? undefined;
   if (signal?.aborted) return Promise.reject(signal.reason);
@@ -53,6 +63,14 @@ export function httpFetch(input: string | URL | Request, init: RequestInit = {})
         const status = res.statusCode ?? 0;
         const body = NULL_BODY.has(status) ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
         if (body === null) res.resume();
+        else if (limit) {
+          let line = 0; // bytes since the last newline
+          res.on('data', (chunk: Buffer) => {
+            const newline = chunk.lastIndexOf(10);
+            line = newline < 0 ? line + chunk.length : chunk.length - newline - 1;
+            if (line > limit.maxLineBytes && !res.destroyed) res.destroy(limit.error());
+          });
+        }
         resolve(new Response(body, { status, statusText: res.statusMessage ?? '', headers }));
       },
     );

@@ -1,5 +1,6 @@
 /** The `ollama` provider: Ollama's native /api/chat, so num_ctx takes effect (its /v1 endpoint ignores it). */
 
+import { AnswerMeter } from './answer-limit.js';
 import { errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
 import { normalizeFinishReason } from './finish-reason.js';
 import { httpFetch } from './http-fetch.js';
@@ -118,8 +119,10 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
     let callCount = 0;
     let finished = false;
     const think = new ThinkTagSplitter();
+    // num_predict may be ignored (or -1 in a Modelfile): keel stops an answer that runs past it
+    const meter = new AnswerMeter(request, baseUrl);
     try {
-      for await (const line of ndjsonLines(res.body)) {
+      for await (const line of ndjsonLines(res.body, meter)) {
         let msg: unknown;
         try {
           msg = JSON.parse(line);
@@ -133,15 +136,18 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
         const message = isObject(msg.message) ? msg.message : {};
         // Ollama parses reasoning into `thinking` when it knows the model thinks; otherwise it is inline <think>
         if (typeof message.thinking === 'string' && message.thinking.length > 0) {
+          meter.add(message.thinking);
           yield { type: 'reasoning', text: message.thinking };
         }
         if (typeof message.content === 'string' && message.content.length > 0) {
+          meter.add(message.content);
           yield* think.push(message.content);
         }
         for (const tc of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
           const fn = isObject(tc) && isObject(tc.function) ? tc.function : undefined;
           if (!fn || typeof fn.name !== 'string') continue;
           const args = typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {});
+          meter.add(args);
           // Ollama gives no ids; the loop needs them to pair results with calls
           yield { type: 'tool_call', call: { id: `call_${callCount++}`, name: fn.name, arguments: args } };
         }
@@ -190,8 +196,8 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
   };
 }
 
-/** Split a byte stream into non-empty lines. */
-async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+/** Split a byte stream into non-empty lines; a line that never ends is stopped at the answer's cap. */
+async function* ndjsonLines(body: ReadableStream<Uint8Array>, meter: AnswerMeter): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffer = '';
   for await (const bytes of body as unknown as AsyncIterable<Uint8Array>) {
@@ -203,6 +209,7 @@ async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<st
       if (line) yield line;
       newline = buffer.indexOf('\n');
     }
+    meter.holding(buffer.length);
   }
   const rest = (buffer + decoder.decode()).trim();
   if (rest) yield rest;

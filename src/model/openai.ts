@@ -1,5 +1,6 @@
 /** The `openai` provider: Chat Completions over the openai SDK, the wire format most local servers speak. */
 import type OpenAI from 'openai';
+import { AnswerMeter, lineTooLong, MAX_LINE_BYTES } from './answer-limit.js';
 import { describeNetworkError, errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
 import { normalizeFinishReason } from './finish-reason.js';
 import { httpFetch } from './http-fetch.js';
@@ -53,9 +54,21 @@ export function toOpenAiTools(tools: ToolSpec[]): ToolParam[] {
   }));
 }
 
+/**
+ * The field the output limit goes in: OpenAI's own API (and Azure's) refuses `max_tokens` for its reasoning
+ * models and takes `max_completion_tokens` for all; the servers people run themselves know `max_tokens`.
+ */
+export function outputLimitField(baseUrl: string): 'max_tokens' | 'max_completion_tokens' {
+  const host = URL.canParse(baseUrl) ? new URL(baseUrl).hostname : '';
+  return host === 'api.openai.com' || host.endsWith('.openai.azure.com')
+    ? 'max_completion_tokens'
+    : 'max_tokens';
+}
+
 /** Create the Chat Completions provider; the SDK is loaded on first use so startup stays fast. */
 export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
   const baseUrl = opts.baseUrl.replace(/\/+$/, '');
+  const limitField = outputLimitField(baseUrl);
   let loaded: Promise<{ sdk: Sdk; client: OpenAI }> | undefined;
   const load = () => {
     loaded ??= import('openai').then((sdk) => ({
@@ -65,7 +78,9 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
         apiKey: opts.apiKey ?? 'not-needed', // local servers ignore it, the SDK insists on one
         maxRetries: 0, // keel retries itself, with events the user can see
         timeout: opts.timeoutMs ?? 600_000,
-        fetch: httpFetch,
+        // a line that never ends grows inside the SDK's parser, unseen: the wire's lines are capped
+        fetch: (url: string | URL | Request, init?: RequestInit) =>
+          httpFetch(url, init, { maxLineBytes: MAX_LINE_BYTES, error: () => lineTooLong(baseUrl) }),
       }),
     }));
     return loaded;
@@ -75,6 +90,8 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
     const { sdk, client } = await load();
     const calls = new Map<number, { id: string; name: string; args: string }>();
     const think = new ThinkTagSplitter();
+    // a server may ignore max_tokens: keel stops an answer that runs past it (arguments grow here, unseen)
+    const meter = new AnswerMeter(request, baseUrl);
     let finishReason: string | undefined;
     try {
       const chunks = await client.chat.completions.create(
@@ -82,7 +99,7 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
           model: request.model,
           messages: toOpenAiMessages(request.messages),
           ...(request.tools.length > 0 ? { tools: toOpenAiTools(request.tools) } : {}),
-          ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
+          ...(request.maxOutputTokens !== undefined ? { [limitField]: request.maxOutputTokens } : {}),
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
           stream: true,
           stream_options: { include_usage: true },
@@ -103,15 +120,24 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
         const choice = chunk.choices[0];
         if (!choice) continue;
         const reasoning = reasoningOf(choice.delta);
-        if (reasoning) yield { type: 'reasoning', text: reasoning };
-        if (choice.delta.content) yield* think.push(choice.delta.content);
+        if (reasoning) {
+          meter.add(reasoning);
+          yield { type: 'reasoning', text: reasoning };
+        }
+        if (choice.delta.content) {
+          meter.add(choice.delta.content);
+          yield* think.push(choice.delta.content);
+        }
         for (const [position, fragment] of (choice.delta.tool_calls ?? []).entries()) {
           // fragments of one call share an index; a few servers omit it and send each call whole
           const index = fragment.index ?? position;
           const call = calls.get(index) ?? { id: '', name: '', args: '' };
           if (fragment.id) call.id = fragment.id;
           if (fragment.function?.name) call.name += fragment.function.name;
-          if (fragment.function?.arguments) call.args += fragment.function.arguments;
+          if (fragment.function?.arguments) {
+            meter.add(fragment.function.arguments);
+            call.args += fragment.function.arguments;
+          }
           calls.set(index, call);
         }
         if (choice.finish_reason) finishReason = choice.finish_reason;

@@ -226,6 +226,22 @@ async function emit(res: ServerResponse, line: string, gap: number): Promise<boo
   return true;
 }
 
+/** Write `line()` again and again, as fast as the client reads, until it disconnects. */
+async function streamForever(res: ServerResponse, line: () => string): Promise<void> {
+  while (!res.destroyed && !res.writableEnded) {
+    if (!res.write(line()))
+      await new Promise<void>((resolve) => {
+        const go = () => {
+          res.off('drain', go);
+          res.off('close', go);
+          resolve();
+        };
+        res.on('drain', go);
+        res.on('close', go);
+      });
+  }
+}
+
 /** Keep a hanging turn open until the client disconnects. */
 function hangUntilClosed(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => res.on('close', () => resolve()));
@@ -274,6 +290,23 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
   if (turn.hang) return hangUntilClosed(res);
   const chunk = (delta: Json, finish: string | null = null) =>
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  if (turn.endless === 'arguments') {
+    const open = { index: 0, id: 'call_0', type: 'function', function: { name: 'read_file', arguments: '' } };
+    res.write(chunk({ tool_calls: [open] }));
+    const more = chunk({ tool_calls: [{ index: 0, function: { arguments: 'a'.repeat(512) } }] });
+    return streamForever(res, () => more);
+  }
+  if (turn.endless === 'line') {
+    res.write(
+      `data: {"id":"${id}","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`,
+    );
+    const more = 'a'.repeat(16 * 1024);
+    return streamForever(res, () => more);
+  }
+  if (turn.endless === 'text') {
+    const more = chunk({ content: 'and again '.repeat(50) });
+    return streamForever(res, () => more);
+  }
   const lines: string[] = [chunk({ role: 'assistant', content: '' })];
   for (const part of turnChunks(turn, turn.reasoning ?? '')) lines.push(chunk({ [reasoningField]: part }));
   for (const part of turnChunks(turn, turn.text ?? '')) lines.push(chunk({ content: part }));
@@ -332,6 +365,11 @@ async function answerOllama(
   if (turn.hang) return hangUntilClosed(res);
   const line = (message: Json, done = false) =>
     `${JSON.stringify({ model, created_at: createdAt, message: { role: 'assistant', ...message }, done })}\n`;
+  // Ollama sends tool calls whole, so only text can stream without end
+  if (turn.endless) {
+    const more = line({ content: 'and again '.repeat(50) });
+    return streamForever(res, () => more);
+  }
   const lines = [
     ...turnChunks(turn, turn.reasoning ?? '').map((part) => line({ content: '', thinking: part })),
     ...turnChunks(turn, turn.text ?? '').map((part) => line({ content: part })),

@@ -10,6 +10,7 @@
  *   there are tool calls, else `stop`); Ollama's `done_reason` has no `tool_calls` and says `stop`
  * - `chunk_size`: stream text, reasoning and arguments in pieces of this many characters (default: three pieces)
  * - `error` (`{"status", "retry_after"?, "body"?}`), `usage`, `delay_ms`, `chunk_delay_ms`, `hang`
+ * - `endless`: stream text (or one tool call's arguments) without end, as a server ignoring max_tokens does
  * - `model`: the turn answers only that model; `expect`: checks on the request, a 400 when they fail
  * - `task`: the turn answers only requests whose first user message contains this text (concurrent sessions)
  */
@@ -55,6 +56,8 @@ export const turnSchema = z.strictObject({
   chunk_delay_ms: z.number().nonnegative().optional(),
   /** Accept the request and never answer; only the client giving up ends it. */
   hang: z.boolean().optional(),
+  /** Stream without end (answer text, one tool call's arguments, or one line) until the client goes away. */
+  endless: z.enum(['text', 'arguments', 'line']).optional(),
   usage: z
     .strictObject({
       prompt_tokens: z.number().int().nonnegative(),

@@ -26,6 +26,7 @@ export interface ModelRequest {
   tools: ToolSpec[];
   /** Context window to ask for (Ollama's num_ctx); ignored by servers that fix it themselves. */
   contextWindow?: number;
+  /** The longest answer, in tokens: every request the model client sends carries one. */
   maxOutputTokens?: number;
   temperature?: number;
 }
@@ -65,7 +66,8 @@ export type ModelErrorKind =
   | 'timeout' // first-token or idle timeout, 408
   | 'server' // 5xx
   | 'bad_request' // 400/422: the request itself is wrong
-  | 'protocol'; // the server answered something that is not the wire format
+  | 'protocol' // the server answered something that is not the wire format
+  | 'too_long'; // an answer streamed past its output limit without end
 
 /** A failure talking to a model, classified so retries, fallback and exit codes can act on it. */
 export class ModelError extends Error {

@@ -1,4 +1,8 @@
-/** Output truncation for every tool: line, byte and line-length caps with markers that say how to get the rest. */
+/**
+ * Output truncation for every tool: line, byte and line-length caps with markers that say how to get the
+ * rest. Tools shape their own output within the caps (read_file's window, shell's head and tail); every
+ * result then passes `capResult` once, where the loop records it, so no tool can send more.
+ */
 
 /** Default caps: what one tool result may put in a small model's context. */
 export const LIMITS = {
@@ -121,4 +125,30 @@ export function truncateMiddle(text: string, limits: WindowLimits & { maxLineCha
   if (omittedLines <= 0) return joined;
   const marker = `${omittedMarker(Math.max(0, total - kept))} (${omittedLines} lines)`;
   return [...head.lines, marker, ...tail.lines].join('\n');
+}
+
+/** Room past the caps that a tool's own labels and markers take: a result a tool cut itself is not cut again. */
+const MARKER_ROOM = { bytes: 1024, lines: 8, lineChars: 64 } as const;
+
+/** Whether `text` is within the caps, give or take the room markers take. */
+function fitsCaps(text: string): boolean {
+  if (text.length > LIMITS.bytes + MARKER_ROOM.bytes) return false;
+  if (Buffer.byteLength(text) > LIMITS.bytes + MARKER_ROOM.bytes) return false;
+  let lines = 0;
+  for (let start = 0; start <= text.length; lines++) {
+    const end = text.indexOf('\n', start);
+    const stop = end < 0 ? text.length : end;
+    if (stop - start > LIMITS.lineChars + MARKER_ROOM.lineChars) return false;
+    start = stop + 1;
+  }
+  return lines <= LIMITS.lines + MARKER_ROOM.lines;
+}
+
+/**
+ * The one cap every tool result passes (built-in, MCP, A2A and subagent tools alike) before the model or
+ * the log sees it: a result within the caps is kept as it is; a bigger one keeps its head and tail, long
+ * lines cut, with a marker saying how much is missing.
+ */
+export function capResult(text: string): string {
+  return fitsCaps(text) ? text : truncateMiddle(text);
 }

@@ -75,8 +75,6 @@ export interface ToolResult {
   diff?: string;
   /** Protected names the call created and keel removed again; the loop records them as a violation. */
   violations?: string[];
-  /** What child sessions this call reports on spent (wait_agent): it counts for this session's budgets. */
-  childUsage?: { input: number; output: number; cost_usd: number | null };
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {
@@ -113,6 +111,8 @@ export interface ToolDeps {
   approve?: import('../agent/approvals.js').Approver;
   /** Run this when the session ends, before its sandbox closes (a subagent tool cancels its children). */
   onClose?(fn: () => Promise<void>): void;
+  /** The session's node in its tree's spending counter: a subagent's is made under it. */
+  spend?: import('../agent/budgets.js').Spend;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FallbackInfo } from '../../src/model/chain.js';
-import { createOpenAiProvider } from '../../src/model/openai.js';
+import { createOpenAiProvider, outputLimitField } from '../../src/model/openai.js';
 import { type RetryInfo, retryDelayMs } from '../../src/model/retry.js';
 import type { Script } from '../../src/model/script.js';
 import { type ScriptServer, startScriptServer } from '../../src/model/script-server.js';
@@ -172,5 +172,24 @@ describe('retries and the fallback chain', () => {
     const limited = (s: number) => new ModelError('rate_limit', 'x', 'u', 429, s);
     expect(retryDelayMs(1, limited(10), policy)).toBe(10_000); // beyond max_delay_ms: the server asked
     expect(retryDelayMs(1, limited(600), policy)).toBeUndefined(); // absurd: give up, let the chain fall back
+  });
+});
+
+describe('the output limit', () => {
+  it('goes with every request: the configured one, else 8192 or half a known window; OpenAI itself gets max_completion_tokens', async () => {
+    const server = await startScriptServer({ turns: [{ text: 'a' }, { text: 'b' }, { text: 'c' }] });
+    try {
+      const provider = createOpenAiProvider({ baseUrl: server.url });
+      await collect(clientOf([{ provider, model: 'm' }]).stream(ask, signal()));
+      await collect(clientOf([{ provider, model: 'm', contextWindow: 4096 }]).stream(ask, signal()));
+      await collect(clientOf([{ provider, model: 'm' }]).stream({ ...ask, maxOutputTokens: 100 }, signal()));
+      const sent = server.requests.map((r) => (r.body as { max_tokens?: number }).max_tokens);
+      expect(sent).toEqual([8192, 2048, 100]);
+    } finally {
+      await server.close();
+    }
+    expect(outputLimitField('https://api.openai.com/v1')).toBe('max_completion_tokens');
+    expect(outputLimitField('https://x.openai.azure.com/openai')).toBe('max_completion_tokens');
+    expect(outputLimitField('http://127.0.0.1:8000/v1')).toBe('max_tokens');
   });
 });
