@@ -73,6 +73,7 @@ export async function runDoctor(flags: CommonFlags & { moveTags?: boolean }): Pr
     checks.push(check);
     if (check.status === 'fail' && exit === EXIT.ok) exit = EXIT.environment;
   }
+  checks.push(await checkGit());
   const tags = await checkLegacyTags(setup.cwd, flags.moveTags === true);
   if (tags) checks.push(tags);
   if (!client) {
@@ -276,4 +277,23 @@ async function checkLegacyTags(cwd: string, move: boolean): Promise<Check | unde
     status: 'warn',
     detail: `${n} from an older keel sit among your tags (git describe and git push --tags see them); keel doctor --move-tags moves them to refs/keel/pre/ (keel undo finds them either way)`,
   };
+}
+
+/** git: keel's safety net, review, loop and fix need it; without it, say so instead of "not a repository". */
+async function checkGit(): Promise<Check> {
+  const { execFileSync } = await import('node:child_process');
+  try {
+    const version = execFileSync('git', ['--version'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    return { name: 'git', status: 'ok', detail: version.trim().replace(/^git version /, 'git ') };
+  } catch {
+    return {
+      name: 'git',
+      status: 'warn',
+      detail:
+        'git is not installed (not found on PATH): no snapshots for keel undo; keel fix, loop and review need it',
+    };
+  }
 }

@@ -8,7 +8,7 @@ import { RunError } from '../agent/terminal.js';
 import { keelPaths } from '../config/paths.js';
 import { parseReview, type Review, reviewPrompt, VERDICT_FORMAT } from '../fix/review.js';
 import { createModelClient, createRoleModelClient } from '../model/create.js';
-import { emptyTree, findRepo, GitError, git, gitTry, worktreeTree } from '../policy/git.js';
+import { emptyTree, findRepo, GitError, git, gitTry, noRepoReason, worktreeTree } from '../policy/git.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
@@ -60,10 +60,7 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
     return fail('CONFIG_ERROR', `workspace ${setup.cwd} is not a folder`);
   const repo = findRepo(setup.cwd);
   if (!repo)
-    return fail(
-      'ENVIRONMENT_ERROR',
-      `${setup.cwd} is not in a git repository: keel review reviews git's diff`,
-    );
+    return fail('ENVIRONMENT_ERROR', noRepoReason(setup.cwd, "keel review reviews git's diff"));
   let change: Change | string;
   try {
     change = currentChange(repo, flags);

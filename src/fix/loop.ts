@@ -14,7 +14,7 @@ import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { protectedStatePaths } from '../config/paths.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient, createRoleModelClient } from '../model/create.js';
-import { diffTrees, findRepo, git, worktreeTree } from '../policy/git.js';
+import { diffTrees, findRepo, git, noRepoReason, worktreeTree } from '../policy/git.js';
 import { SafetyNet } from '../policy/safety-net.js';
 import { createSandbox, type Sandbox, SandboxError } from '../policy/sandbox.js';
 import { counts, describeRun, findSuite } from '../verify/suite.js';
@@ -130,7 +130,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
     if (!repo) {
       throw new RunError(
         'ENVIRONMENT_ERROR',
-        `${opts.cwd} is not in a git repository: keel loop compares each round's changes with git`,
+        noRepoReason(opts.cwd, "keel loop compares each round's changes with git"),
       );
     }
     const suite = findSuite(opts.cwd, reportsDir, opts.testCommand ?? config.test_command);

@@ -237,6 +237,28 @@ export function runGitAsync(
 }
 
 /** Run git outside any opened repository (discovery, `git init`): the same environment and static overrides. */
+let gitMissingAnswer: boolean | undefined;
+
+/** Whether git cannot be run at all (not on PATH): "not a repository" is then the wrong thing to say. */
+export function gitMissing(): boolean {
+  if (gitMissingAnswer === undefined) {
+    try {
+      execFileSync('git', ['--version'], { stdio: 'ignore' });
+      gitMissingAnswer = false;
+    } catch (err) {
+      gitMissingAnswer = (err as { code?: string }).code === 'ENOENT';
+    }
+  }
+  return gitMissingAnswer;
+}
+
+/** Why a folder has no repository keel can use: git is missing, or the folder is not in one. */
+export function noRepoReason(dir: string, purpose: string): string {
+  return gitMissing()
+    ? `git is not installed (not found on PATH): ${purpose}`
+    : `${dir} is not in a git repository: ${purpose}`;
+}
+
 export function runGitUnpinned(cwd: string, args: string[]): Buffer {
   return spawnGit(cwd, ['--no-pager', ...STATIC_OVERRIDES, ...args], gitEnv(), {}, args);
 }

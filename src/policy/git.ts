@@ -15,7 +15,7 @@ import {
   workspaceRepo,
 } from './git-runner.js';
 
-export { GitError, gitEnv, pinWorkspace } from './git-runner.js';
+export { GitError, gitEnv, noRepoReason, pinWorkspace } from './git-runner.js';
 
 /** The author of every commit keel makes; undo trusts only commits by this author. */
 export const KEEL_IDENT = { name: 'keel', email: 'keel@localhost' } as const;

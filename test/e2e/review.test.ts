@@ -125,6 +125,28 @@ describe('keel review', () => {
     expect(JSON.parse(no.stdout)).toMatchObject({ verdict: 'REVISE', readable: false });
   });
 
+  it('without git on PATH it says git is missing, not that the folder is no repository', async () => {
+    const repo = project();
+    const home = keelHome();
+    const env = { PATH: '/nonexistent' };
+    const run = await keel(['review', '--json', '--provider', 'openai', '--model', 'm'], {
+      cwd: repo,
+      home,
+      env,
+    });
+    expect(run.code).toBe(3);
+    const doc = JSON.parse(run.stdout);
+    expect(doc).toMatchObject({ code: 'ENVIRONMENT_ERROR' });
+    expect(doc.error).toContain('git is not installed');
+    expect(doc.error).not.toContain('not in a git repository');
+    const doctor = await keel(['doctor', '--json'], { cwd: repo, home, env });
+    const git = (
+      JSON.parse(doctor.stdout).checks as Array<{ name: string; status: string; detail: string }>
+    ).find((c) => c.name === 'git');
+    expect(git).toMatchObject({ status: 'warn' });
+    expect(git?.detail).toContain('git is not installed');
+  });
+
   it('--staged reviews the index, the default the working tree: each sends its own diff', async () => {
     const repo = project();
     writeFileSync(join(repo, 'math.js'), 'export function add(a, b) {\n  return a + b; // staged\n}\n');
