@@ -3,7 +3,8 @@
  * model-chosen call id (`call_0`): `keel serve` must keep both questions, each under its own
  * server-made id (recorded in each session's log), and an answer names one and applies to exactly
  * that one. Over A2A the two questions queue on the task, and a bare "yes" while two wait applies to
- * neither. Attack variant: answering by the shared call id (what the API took before) is refused.
+ * neither; in `keel chat` they come one after another, none dropped. Attack variant: answering by the
+ * shared call id (what the API took before) is refused.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import type { ScriptTurn } from '../../src/model/script.js';
 import { openDb } from '../../src/store/db.js';
 import { EventLog, type StoredEvent } from '../../src/store/event-log.js';
 import { keelHome, model, modelFlags } from '../e2e/harness.js';
+import { Pane } from '../e2e/pane.js';
 import { readStream, startServe } from '../e2e/serve-harness.js';
 import { gitRepo } from '../helpers/tmp.js';
 
@@ -257,6 +259,29 @@ describe('an approval answers exactly the question it names', () => {
     expect(done.status?.state, textOf(done.status?.message?.parts)).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(existsSync(join(repo, 'parent.txt'))).toBe(false);
     expect(readFileSync(join(repo, 'child.txt'), 'utf8')).toBe('child\n');
+  }, 90_000);
+
+  it('chat: the two questions come one after another, and each answer applies to the question on screen', async () => {
+    const server = await model(sameCallId);
+    const repo = gitRepo();
+    const home = keelHome('approvals = "writes"\n');
+    const pane = Pane.start(['chat', '--mode', 'edit', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(/ctx \d/);
+    pane.type('PARENT: delegate, then write', 'Enter');
+    const shown = await pane.waitFor(/wants to change (child|parent)\.txt/);
+    const first = /wants to change (child|parent)\.txt/.exec(shown)?.[1] as string;
+    const second = first === 'child' ? 'parent' : 'child';
+    await questionsAsked(home, 2);
+    await pane.waitFor('then Enter');
+    pane.type('y', 'Enter');
+    // the other question was not dropped: it comes next, and the yes applied only to the first
+    await pane.waitFor(`wants to change ${second}.txt`);
+    await until(() => existsSync(join(repo, `${first}.txt`)), `the ${first}'s write`);
+    expect(existsSync(join(repo, `${second}.txt`))).toBe(false);
+    await pane.waitFor('then Enter');
+    pane.type('n', 'Enter');
+    await pane.waitFor('parent done');
+    expect(existsSync(join(repo, `${second}.txt`))).toBe(false);
   }, 90_000);
 });
 
