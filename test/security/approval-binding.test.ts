@@ -245,14 +245,27 @@ describe('an approval answers exactly the question it names', () => {
     );
     expect(textOf(stranger.status?.message?.parts)).toContain('no question q-000000000000 waits');
 
-    // naming the child's question applies it alone; the parent's still waits
-    const named = asTask(
-      await client.sendMessage(send([{ data: { decision: 'allow', question: child.id } }], undefined, ref)),
+    // the child's question answered elsewhere (the API, as the page does): off the task's queue
+    const session = (await s.api('GET', '/v1/sessions', undefined, { token: TOKEN })).body.sessions.find(
+      (v: { pending_approvals: Pending[] }) => v.pending_approvals.some((p) => p.id === child.id),
     );
-    expect(named.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(
+      (
+        await s.api(
+          'POST',
+          `/v1/sessions/${session.session_id}/approvals/${child.id}`,
+          { decision: 'allow' },
+          { token: TOKEN },
+        )
+      ).status,
+    ).toBe(200);
     await until(() => existsSync(join(repo, 'child.txt')), "the child's write");
-    expect(existsSync(join(repo, 'parent.txt'))).toBe(false);
     expect((await waitForQuestions(client, first.id, 1)).map((q) => q.id)).toEqual([parent.id]);
+    // the variant: a bare "yes" sent now may have been meant for the child's question; it applies to none
+    const late = asTask(await client.sendMessage(send([{ text: 'yes' }], undefined, ref)));
+    expect(late.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(textOf(late.status?.message?.parts)).toContain('answered elsewhere since your last message');
+    expect(existsSync(join(repo, 'parent.txt'))).toBe(false);
 
     // text that names the question works too
     const done = asTask(await client.sendMessage(send([{ text: `no ${parent.id}` }], undefined, ref)));

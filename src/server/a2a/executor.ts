@@ -10,9 +10,10 @@
  * question id; the input-required status lists every one (in words, and as a data part
  * {questions: [{id, tool, agent, question}]}). A follow-up answers one question: a data part
  * {decision, question} or text "yes q-…"/"no q-…" names it; a bare "yes"/"no" is taken only when
- * exactly one question waits, and answers nothing when more do (the status says which wait). An
- * answer from elsewhere, or the approval timeout, takes its question off the queue; with none left
- * the task is back to working.
+ * exactly one question waits, and answers nothing when more do (the status says which wait) or when
+ * a question was answered elsewhere since the caller's last message (the yes may have been meant for
+ * it). An answer from elsewhere, or the approval timeout, takes its question off the queue; with none
+ * left the task is back to working.
  *
  * Between an input-required and the caller's next message no request of the SDK is reading the
  * task's events, so the executor writes them to the task store itself (`detached`).
@@ -76,6 +77,11 @@ interface Running {
   controller: AbortController;
   /** The approvals waiting for the caller's answers, oldest first. */
   pending: Array<{ request: ApprovalRequest; answer(a: ApprovalAnswer): void }>;
+  /**
+   * A question was answered elsewhere since the caller's last message: the caller's bare "yes" may
+   * have been meant for it, so it answers nothing until the caller has seen what waits now.
+   */
+  movedOn: boolean;
   /** Resolves when the task reaches a state the caller must see (an end, or input-required). */
   stopped: Promise<void>;
   stop(): void;
@@ -193,6 +199,8 @@ export class KeelExecutor implements AgentExecutor {
     bus.publish(AgentEvent.task(taskOf(ctx)));
     const said = answerOf(ctx.userMessage);
     const waiting = running.pending;
+    const movedOn = running.movedOn;
+    running.movedOn = false;
     if (!waiting.length) {
       // nothing to answer: the task stays where it was
       this.status(
@@ -206,17 +214,19 @@ export class KeelExecutor implements AgentExecutor {
     const named = said.question;
     const target = named
       ? waiting.find((p) => p.request.id === named)
-      : waiting.length === 1
+      : waiting.length === 1 && !movedOn
         ? waiting[0]
         : undefined;
     if (said.decision === undefined || !target) {
-      // no answer in it, a question that does not wait, or a bare answer with several waiting
+      // no answer in it, a question that does not wait, or a bare answer that cannot say which
       const why =
         said.decision === undefined
           ? 'this message answers no question'
           : named
             ? `no question ${named} waits`
-            : 'a bare answer does not say which';
+            : movedOn
+              ? 'a question was answered elsewhere since your last message, so a bare answer does not say which'
+              : 'a bare answer does not say which';
       this.asking(ctx.taskId, `${why}; ${waitingText(waiting)}`);
       running.detached = true;
       return;
@@ -273,6 +283,7 @@ export class KeelExecutor implements AgentExecutor {
     if (!running || index < 0) return;
     const [pending] = running.pending.splice(index, 1);
     if (!pending) return;
+    running.movedOn = true;
     pending.answer(answer);
     const why = answer.allow ? 'allowed elsewhere' : `denied: ${answer.message ?? 'no reason given'}`;
     const what = `the question about ${pending.request.tool} was ${why} (question ${questionId})`;
@@ -355,6 +366,7 @@ export class KeelExecutor implements AgentExecutor {
       call,
       detached: false,
       pending: [],
+      movedOn: false,
       saving: Promise.resolve(),
       controller: new AbortController(),
       stopped,
