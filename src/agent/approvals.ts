@@ -1,7 +1,13 @@
 /** Asking a person before a call: what a face (the terminal, chat, a server) is shown, and what it answers. */
+import { randomBytes } from 'node:crypto';
 
 /** One question: the file and its diff for a write, the exact command for a shell call, a hook's question. */
 export interface ApprovalRequest {
+  /**
+   * The question's own id, made by keel (never the model's call id, which a subagent and its parent
+   * may share): recorded in the log with the question and its answer, and what an answer names.
+   */
+  id: string;
   callId: string;
   tool: string;
   /** Why keel asks: a write or a command under the `approvals` setting, or a hook that asked. */
@@ -24,3 +30,8 @@ export interface ApprovalRequest {
 export type ApprovalAnswer = { allow: true } | { allow: false; message?: string };
 
 export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
+
+/** A fresh question id: `q-` and 12 hex digits, unguessable and never chosen by the model. */
+export function newQuestionId(): string {
+  return `q-${randomBytes(6).toString('hex')}`;
+}

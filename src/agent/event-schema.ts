@@ -45,6 +45,7 @@ const schemas: Record<string, z.ZodType> = {
     tool: z.string(),
     decision: z.enum(['allow', 'deny', 'ask']),
     reason: z.string().optional(),
+    question_id: z.string().optional(),
     fingerprint: z.string().optional(),
   }),
   tool_start: z.looseObject({ call_id: z.string(), tool: z.string() }),

@@ -86,6 +86,8 @@ export type SessionEvent =
       decision: 'allow' | 'deny' | 'ask';
       reason?: string;
       deny?: string;
+      /** The question a person was asked about this call (on the ask, and on the decision it settled). */
+      question_id?: string;
       /** The tool and its arguments, canonical and hashed: what loop detection counts. */
       fingerprint?: string;
     }

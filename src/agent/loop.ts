@@ -20,7 +20,7 @@ import { parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
 import { capResult } from '../tools/truncate.js';
 import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
 import { streamAnswer } from './answer.js';
-import type { ApprovalRequest, Approver } from './approvals.js';
+import { type ApprovalRequest, type Approver, newQuestionId } from './approvals.js';
 import { exceeded, Spend, type Spent } from './budgets.js';
 import { compact, isContextOverflow, windowFromError } from './compaction.js';
 import type { SessionEvent, TokenCount } from './events.js';
@@ -443,7 +443,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
    * chain where it stopped (the same paths and sandbox). With no one to ask, a hook's question is a no,
    * and keel's own `approvals` question is not asked: the policy already allows the call.
    */
-  async function settle(ask: Ask, tool: Tool, args: unknown, call: ToolCall): Promise<Decision> {
+  async function settle(ask: Ask, tool: Tool, args: unknown, call: ToolCall, id: string): Promise<Decision> {
     const approve = opts.approve;
     if (!approve) {
       if (!ask.hook) return ask.ifConfirmed;
@@ -454,6 +454,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       };
     }
     const request: ApprovalRequest = {
+      id,
       callId: call.id,
       tool: call.name,
       kind: ask.hook ? 'hook' : (ask.approval ?? 'hook'),
@@ -529,15 +530,19 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       );
     }
     let decision = await decide(tool, parsed.args, { policy, hookBase, signal: run.signal });
+    // a question has keel's own id, never the model's call id (a subagent and its parent may share one)
+    let asked: { question_id: string } | Record<string, never> = {};
     if (decision.kind === 'ask') {
+      asked = { question_id: newQuestionId() };
       record({
         type: 'gate_decision',
         call_id: call.id,
         tool: call.name,
         decision: 'ask',
         reason: decision.question,
+        ...asked,
       });
-      decision = await settle(decision, tool, parsed.args, call);
+      decision = await settle(decision, tool, parsed.args, call, asked.question_id);
     }
     if (decision.kind === 'deny') {
       record({
@@ -547,6 +552,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         decision: 'deny',
         reason: decision.reason,
         deny: decision.deny,
+        ...asked,
         fingerprint,
       });
       if (decision.deny === 'scope' && config.stop_on_violation)
@@ -554,7 +560,14 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       return `Error: denied: ${decision.reason}`;
     }
     if (decision.kind !== 'allow') throw new Error('unreachable: gate decision not settled');
-    record({ type: 'gate_decision', call_id: call.id, tool: call.name, decision: 'allow', fingerprint });
+    record({
+      type: 'gate_decision',
+      call_id: call.id,
+      tool: call.name,
+      decision: 'allow',
+      ...asked,
+      fingerprint,
+    });
     if (tool.effect === 'write' || tool.effect === 'exec') {
       // no safety net, no write: a snapshot that fails ends the run before anything is touched
       let saved: Array<{ [key: string]: unknown }> = [];

@@ -1,7 +1,8 @@
 /**
  * Approvals for one chat: the core asks (a write, a shell command, a hook's question) and the person
- * answers y / n / a (always for this tool, remembered for the rest of the chat) / an explanation
- * that goes back to the model as the refusal's message.
+ * answers yes / no / always (for this tool, remembered for the rest of the chat) / an explanation
+ * that goes back to the model as the refusal's message. Questions asked at once (a subagent and its
+ * parent) are put to the person one at a time, in order: none replaces another.
  */
 
 import type { ApprovalAnswer, ApprovalRequest } from '../agent/approvals.js';
@@ -17,11 +18,18 @@ export type ApprovalChoice =
 
 export class ChatApprover {
   private readonly always = new Set<string>();
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly ask: (req: ApprovalRequest) => Promise<ApprovalChoice>) {}
 
-  /** Answer a request: at once for a tool the person said "always" to, else by asking. */
-  readonly approve = async (req: ApprovalRequest): Promise<ApprovalAnswer> => {
+  /** Answer a request: at once for a tool the person said "always" to, else by asking (in turn). */
+  readonly approve = (req: ApprovalRequest): Promise<ApprovalAnswer> => {
+    const next = this.queue.then(() => this.decide(req));
+    this.queue = next.catch(() => undefined);
+    return next;
+  };
+
+  private async decide(req: ApprovalRequest): Promise<ApprovalAnswer> {
     if (this.always.has(req.tool)) return { allow: true };
     const choice = await this.ask(req);
     switch (choice.kind) {
@@ -35,7 +43,7 @@ export class ChatApprover {
       default:
         return { allow: false };
     }
-  };
+  }
 
   /** Tools answered "always" so far. */
   remembered(): string[] {

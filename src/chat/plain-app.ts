@@ -86,9 +86,9 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
             ? `${inertLine(req.tool)} wants to change ${inertLine(req.path ?? '')}`
             : `${toolHeadline(req.tool, req.args)}: ${inertLine(req.reason)}`;
       if (req.diff) for (const l of colorDiff(req.diff.split('\n'), style)) out(`  ${l}`);
-      const answer = (await question(`keel asks: ${what}  [y]es [n]o [a]lways, or type why not`)).trim();
+      const answer = (await question(`keel asks: ${what}  [y]es [n]o always, or type why not`)).trim();
       if (/^y(es)?$/i.test(answer)) return { kind: 'yes' };
-      if (/^a(lways)?$/i.test(answer)) return { kind: 'always' };
+      if (/^always$/i.test(answer)) return { kind: 'always' };
       if (/^n(o)?$/i.test(answer) || !answer) return { kind: 'no' };
       return { kind: 'explain', message: answer };
     },

@@ -78,10 +78,20 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
 
   // a question on screen, and how to answer it "no" when the turn stops under it
   let cancelAsk: (() => void) | undefined;
+  // a question that waits for the keyboard: the editor keeps it while it holds unsent text, so keys
+  // typed for a message never answer a question that appeared mid-word
+  let waiting: Component | undefined;
+  const handOver = () => {
+    if (!waiting || editor.getText()) return;
+    tui.setFocus(waiting);
+    waiting = undefined;
+    tui.requestRender();
+  };
   const ask = <T>(make: (answer: (value: T) => void) => Component, no: T): Promise<T> =>
     new Promise<T>((resolve) => {
       const answer = (value: T) => {
         cancelAsk = undefined;
+        waiting = undefined;
         slot.set(undefined);
         tui.setFocus(editor);
         tui.requestRender();
@@ -90,7 +100,8 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       cancelAsk = () => answer(no);
       const prompt = make(answer);
       slot.set(prompt);
-      tui.setFocus(prompt);
+      waiting = prompt;
+      handOver();
       tui.requestRender();
     });
 
@@ -164,6 +175,8 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
     previous = current;
     current = text;
     interrupts = 0;
+    // the message was sent or cleared: a waiting question takes the keyboard now
+    if (!text) handOver();
   };
   editor.onSubmit = (submitted) => {
     // the editor trims; the text as typed (before its clear) says whether it began with a space

@@ -1,6 +1,7 @@
 /**
  * Asking the person at the terminal before a call (one-shot verbs): the file and its diff, or the exact
- * command, then y (yes), n (no, the default), a (always for this tool in this run), or any other text:
+ * command, then y (yes), n (no, the default), always (for this tool in this run; the whole word, never a
+ * single key), or any other text:
  * a no, with that text sent back to the model as the reason. Questions are asked one at a time (subagents
  * may ask at once), and everything shown that came from the model or a hook is made inert.
  */
@@ -21,11 +22,11 @@ export function describeRequest(req: ApprovalRequest): string {
   return `${red('keel asks:')} ${what}\n  ${dim(inertLine(req.reason))}${diff}`;
 }
 
-/** Read a typed answer: y, a, n, empty (no) or a reason (no, told to the model). */
+/** Read a typed answer: y, always, n, empty (no) or a reason (no, told to the model). */
 export function parseAnswer(typed: string): ApprovalAnswer & { always?: boolean } {
   const t = typed.trim();
   if (/^y(es)?$/i.test(t)) return { allow: true };
-  if (/^a(lways)?$/i.test(t)) return { allow: true, always: true };
+  if (/^always$/i.test(t)) return { allow: true, always: true };
   if (t === '' || /^no?$/i.test(t)) return { allow: false };
   return { allow: false, message: t };
 }
@@ -40,7 +41,7 @@ export function terminalApprover(): Approver {
     let typed: string;
     try {
       typed = await askLine(
-        `  ${dim(`[y]es / [n]o / [a]lways for ${inertLine(req.tool)} / or type what to do instead:`)} `,
+        `  ${dim(`[y]es / [n]o / always for ${inertLine(req.tool)} / or type what to do instead:`)} `,
       );
     } catch (err) {
       if (!(err instanceof Interrupted)) throw err;

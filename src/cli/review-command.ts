@@ -59,8 +59,7 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
   if (!statSync(setup.cwd, { throwIfNoEntry: false })?.isDirectory())
     return fail('CONFIG_ERROR', `workspace ${setup.cwd} is not a folder`);
   const repo = findRepo(setup.cwd);
-  if (!repo)
-    return fail('ENVIRONMENT_ERROR', noRepoReason(setup.cwd, "keel review reviews git's diff"));
+  if (!repo) return fail('ENVIRONMENT_ERROR', noRepoReason(setup.cwd, "keel review reviews git's diff"));
   let change: Change | string;
   try {
     change = currentChange(repo, flags);

@@ -100,8 +100,9 @@ export const ROUTES: Route[] = [
   },
   {
     method: 'post',
-    path: '/v1/sessions/:id/approvals/:call',
-    summary: 'answer a question the session waits on',
+    path: '/v1/sessions/:id/approvals/:question',
+    summary:
+      "answer a question the session waits on, named by its id (pending_approvals[].id, not the model's call_id)",
     body: ApprovalBody,
   },
   { method: 'post', path: '/v1/sessions/:id/cancel', summary: 'cancel the running turn' },
@@ -327,11 +328,18 @@ export function createApp(opts: AppOptions): Hono {
     const delivered = await manager.message(c.req.param('id'), req.text);
     return c.json({ delivered }, 202);
   });
-  app.post('/v1/sessions/:id/approvals/:call', async (c) => {
+  app.post('/v1/sessions/:id/approvals/:question', async (c) => {
     const req = await body(c, ApprovalBody);
     if (typeof req === 'string') return fail(c, 400, 'BAD_REQUEST', req);
-    const ok = manager.approve(c.req.param('id'), c.req.param('call'), req.decision, req.reason);
-    if (!ok) return fail(c, 404, 'NOT_FOUND', `no question waits for call ${c.req.param('call')}`);
+    const question = c.req.param('question');
+    const ok = manager.approve(c.req.param('id'), question, req.decision, req.reason);
+    if (!ok)
+      return fail(
+        c,
+        404,
+        'NOT_FOUND',
+        `no question ${question} waits in this session; an answer names the question id (pending_approvals[].id), not the call id`,
+      );
     return c.json({ ok: true });
   });
   app.post('/v1/sessions/:id/cancel', (c) => {

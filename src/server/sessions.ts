@@ -21,12 +21,17 @@ export type Frame =
   | { kind: 'event'; seq: number; event: StoredEvent }
   | { kind: 'delta'; data: { kind: 'text' | 'reasoning' | 'tool_output'; text: string; call_id?: string } }
   | { kind: 'approval'; data: Approval }
-  | { kind: 'approval_settled'; data: { call_id: string; decision: 'allow' | 'deny'; reason?: string } }
+  | {
+      kind: 'approval_settled';
+      data: { id: string; call_id: string; decision: 'allow' | 'deny'; reason?: string };
+    }
   | { kind: 'end'; data: { code: string; state: SessionState } };
 
 export type SessionState = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 
+/** A question waiting for a person; `id` is keel's own (an answer names it), `call_id` the model's. */
 export interface Approval {
+  id: string;
   call_id: string;
   tool: string;
   args: unknown;
@@ -60,6 +65,7 @@ interface Pending {
 interface Active {
   controller: AbortController;
   queue: string[];
+  /** The questions waiting, by question id, oldest first. */
   pending: Map<string, Pending>;
   turn: Promise<void>;
 }
@@ -171,10 +177,13 @@ export class SessionManager {
     return true;
   }
 
-  /** Answer a waiting question; false when no question with that id waits. */
-  approve(id: string, callId: string, decision: 'allow' | 'deny', reason?: string): boolean {
+  /**
+   * Answer a waiting question by its id (never by the model's call id: a subagent and its parent may
+   * ask with the same one); false when no question with that id waits.
+   */
+  approve(id: string, questionId: string, decision: 'allow' | 'deny', reason?: string): boolean {
     this.row(id);
-    const pending = this.active.get(id)?.pending.get(callId);
+    const pending = this.active.get(id)?.pending.get(questionId);
     if (!pending) return false;
     pending.settle(
       decision === 'allow' ? { allow: true } : { allow: false, ...(reason ? { message: reason } : {}) },
@@ -330,8 +339,11 @@ export class SessionManager {
       failStored = reject;
     });
     const approve = (request: ApprovalRequest): Promise<ApprovalAnswer> =>
-      new Promise((resolve) => {
+      new Promise((resolve, reject) => {
+        // each question is its own entry: one never replaces another, none is left unanswered
+        if (active.pending.has(request.id)) return reject(new Error(`question ${request.id} is asked twice`));
         const approval: Approval = {
+          id: request.id,
           call_id: request.callId,
           tool: request.tool,
           args: request.args,
@@ -346,10 +358,11 @@ export class SessionManager {
         const settle = (answer: ApprovalAnswer) => {
           clearTimeout(timer);
           controller.signal.removeEventListener('abort', onAbort);
-          if (!active.pending.delete(request.callId)) return;
+          if (!active.pending.delete(request.id)) return;
           this.emit(id, {
             kind: 'approval_settled',
             data: {
+              id: request.id,
               call_id: request.callId,
               decision: answer.allow ? 'allow' : 'deny',
               ...(!answer.allow && answer.message ? { reason: answer.message } : {}),
@@ -367,7 +380,7 @@ export class SessionManager {
         );
         const onAbort = () => settle({ allow: false, message: 'the session was cancelled' });
         controller.signal.addEventListener('abort', onAbort);
-        active.pending.set(request.callId, { approval, settle });
+        active.pending.set(request.id, { approval, settle });
         this.emit(id, { kind: 'approval', data: approval });
       });
     active.turn = (async () => {

@@ -74,7 +74,9 @@ describe('outcomes and answers', () => {
 
   it('reads y, a, n, nothing and a reason', () => {
     expect(parseAnswer('y')).toEqual({ allow: true });
-    expect(parseAnswer('A')).toEqual({ allow: true, always: true });
+    expect(parseAnswer('Always')).toEqual({ allow: true, always: true });
+    // "always" is never a single key: `a` is a no, told to the model
+    expect(parseAnswer('a')).toEqual({ allow: false, message: 'a' });
     expect(parseAnswer('')).toEqual({ allow: false });
     expect(parseAnswer('n')).toEqual({ allow: false });
     expect(parseAnswer('use a test instead')).toEqual({ allow: false, message: 'use a test instead' });

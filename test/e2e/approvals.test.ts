@@ -6,7 +6,7 @@ import { chatBodies, keelHome, lastSessionEvents, model, modelFlags, requestMess
 import { Pane } from './pane.js';
 
 describe('approvals on a terminal: the person sees the diff or the command and answers', () => {
-  it('y lets a write land; a typed reason is a no sent back to the model; a lets the rest through', async () => {
+  it('y lets a write land; a typed reason is a no sent back to the model; always lets the rest through', async () => {
     const repo = gitRepo({ 'src/app.js': 'export const answer = 41;\n' });
     const home = keelHome('approvals = "all"\n');
     const server = await model([
@@ -38,7 +38,7 @@ describe('approvals on a terminal: the person sees the diff or the command and a
     expect(readFileSync(join(repo, 'src/app.js'), 'utf8')).toBe('export const answer = 42;\n');
     pane.type('keep the build folder', 'Enter');
     screen = await pane.waitFor('keel asks: write_file b.txt');
-    pane.keys('a', 'Enter');
+    pane.type('always', 'Enter');
     await pane.waitFor(/keel exited \d+/);
     screen = pane.history();
     expect(screen).toContain('[keel exited 0]');

@@ -182,7 +182,7 @@ describe('keel chat in a terminal', () => {
     expect(result?.data.outcome).toMatchObject({ exit_code: 3 });
   });
 
-  it('asks before a write (approvals = "writes"): y lets it land, e sends the person\'s reason back to the model', async () => {
+  it('asks before a write (approvals = "writes"): y and Enter lets it land, e sends the person\'s reason back to the model', async () => {
     const server = await model([
       {
         tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'yes.txt', content: 'allowed\n' } }],
@@ -200,11 +200,13 @@ describe('keel chat in a terminal', () => {
     pane.type('write two files', 'Enter');
     const screen = await pane.waitFor('keel asks: write_file wants to change yes.txt');
     expect(screen).toContain('+allowed');
-    expect(screen).toContain('y yes · n no · a always for write_file · e no, and say why');
-    pane.type('y');
+    // every answer is typed and sent with Enter, once the prompt takes keys
+    await pane.waitFor('y yes · n no · always for write_file · e no, and say why · then Enter');
+    pane.type('y', 'Enter');
     await pane.waitFor(/write_file yes\.txt\s*\n\s*└ allowed · \+1 -0 in yes\.txt/);
     await pane.waitFor('keel asks: write_file wants to change no.txt');
-    pane.type('e');
+    await pane.waitFor('then Enter');
+    pane.type('e', 'Enter');
     await pane.waitFor('tell the model why not');
     pane.type('use the notes folder instead', 'Enter');
     await pane.waitFor('understood');
@@ -219,7 +221,7 @@ describe('keel chat in a terminal', () => {
     expect(gates).toEqual(['ask', 'allow', 'ask', 'deny']);
   });
 
-  it("asks when a hook asks; n is a plain no, and 'a' answers that tool for the rest of the chat", async () => {
+  it("asks when a hook asks; n is a plain no, and 'always' answers that tool for the rest of the chat", async () => {
     const server = await model([
       { tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'one.txt', content: '1\n' } }] },
       { tool_calls: [{ id: 'w2', name: 'write_file', arguments: { path: 'two.txt', content: '2\n' } }] },
@@ -236,11 +238,12 @@ describe('keel chat in a terminal', () => {
     await pane.waitFor(READY);
     pane.type('write three files', 'Enter');
     await pane.waitFor('may it write this file?');
-    pane.type('n');
+    await pane.waitFor('then Enter');
+    pane.type('n', 'Enter');
     await pane.waitFor(/✗ write_file one\.txt/);
     await pane.waitFor(/two\.txt/);
-    await pane.waitFor('e no, and say why');
-    pane.type('a');
+    await pane.waitFor('e no, and say why · then Enter');
+    pane.type('always', 'Enter');
     await pane.waitFor('all asked');
     expect(existsSync(join(repo, 'one.txt'))).toBe(false);
     expect(existsSync(join(repo, 'two.txt'))).toBe(true);
@@ -533,7 +536,7 @@ describe('keel chat in a terminal', () => {
     });
     await pane.waitFor(/^>/m);
     pane.type('write x', 'Enter');
-    await pane.waitFor('keel asks: write_file wants to change x.txt  [y]es [n]o [a]lways, or type why not');
+    await pane.waitFor('keel asks: write_file wants to change x.txt  [y]es [n]o always, or type why not');
     expect(pane.screen()).toContain('+x');
     pane.type('not that file', 'Enter');
     await pane.waitFor('ok then');

@@ -108,15 +108,29 @@ describe('keel serve: sessions over HTTP', () => {
     const waiting = await s.api('GET', `/v1/sessions/${id}`);
     expect(waiting.body.state).toBe('waiting');
     expect(waiting.body.pending_approvals.map((a: { call_id: string }) => a.call_id)).toEqual(['w1']);
+    // an answer names the question by keel's id, not the model's call id
+    expect(question.id).toMatch(/^q-[0-9a-f]{12}$/);
+    expect(waiting.body.pending_approvals[0].id).toBe(question.id);
     // an answer needs the token like every write
     expect(
-      (await s.api('POST', `/v1/sessions/${id}/approvals/w1`, { decision: 'allow' }, { token: null })).status,
+      (
+        await s.api(
+          'POST',
+          `/v1/sessions/${id}/approvals/${question.id}`,
+          { decision: 'allow' },
+          { token: null },
+        )
+      ).status,
     ).toBe(401);
     expect(existsSync(join(repo, 'yes.txt'))).toBe(false);
-    expect((await s.api('POST', `/v1/sessions/${id}/approvals/w1`, { decision: 'allow' })).status).toBe(200);
-    await readStream(stream, (f) => f.event === 'approval' && f.data.call_id === 'w2', { token: s.token });
+    expect(
+      (await s.api('POST', `/v1/sessions/${id}/approvals/${question.id}`, { decision: 'allow' })).status,
+    ).toBe(200);
+    const second = (
+      await readStream(stream, (f) => f.event === 'approval' && f.data.call_id === 'w2', { token: s.token })
+    ).at(-1)?.data;
     expect(readFileSync(join(repo, 'yes.txt'), 'utf8')).toBe('ok\n');
-    const denied = await s.api('POST', `/v1/sessions/${id}/approvals/w2`, {
+    const denied = await s.api('POST', `/v1/sessions/${id}/approvals/${second.id}`, {
       decision: 'deny',
       reason: 'not that file',
     });
@@ -158,7 +172,9 @@ describe('keel serve: sessions over HTTP', () => {
     expect(asked.question).toContain('subagent helper');
     const waiting = (await s.api('GET', `/v1/sessions/${id}`)).body;
     expect(waiting.pending_approvals).toMatchObject([{ call_id: 'c1', agent: 'helper' }]);
-    expect((await s.api('POST', `/v1/sessions/${id}/approvals/c1`, { decision: 'allow' })).status).toBe(200);
+    expect(
+      (await s.api('POST', `/v1/sessions/${id}/approvals/${asked.id}`, { decision: 'allow' })).status,
+    ).toBe(200);
     const all = await readStream(stream, ended, { token: s.token });
     expect(all.find((f) => f.event === 'session_end')?.data.data.code).toBe('COMPLETED');
     expect(readFileSync(join(repo, 'c.txt'), 'utf8')).toBe('c\n');
@@ -175,6 +191,7 @@ describe('keel serve: sessions over HTTP', () => {
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'write', mode: 'edit' })).body.session_id;
     const all = await readStream(`${s.url}v1/sessions/${id}/events`, ended, { token: s.token });
     expect(all.find((f) => f.event === 'approval_settled')?.data).toEqual({
+      id: all.find((f) => f.event === 'approval')?.data.id,
       call_id: 'w1',
       decision: 'deny',
       reason: 'no one answered within 1 s; the call was not made',
@@ -316,7 +333,7 @@ describe('keel serve: the document and the counters', () => {
       doc.paths['/v1/sessions'].post.requestBody.content['application/json'].schema.properties.mode.enum,
     ).toEqual(['ask', 'plan', 'edit', 'auto']);
     expect(documented).toEqual(
-      expect.arrayContaining(['POST /v1/sessions/{id}/approvals/{call}', 'GET /metrics']),
+      expect.arrayContaining(['POST /v1/sessions/{id}/approvals/{question}', 'GET /metrics']),
     );
   });
 

@@ -2,7 +2,9 @@
 
 export type SessionState = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 
+/** A waiting question: `id` is keel's own and what an answer names; `call_id` is the model's. */
 export interface Approval {
+  id: string;
   call_id: string;
   tool: string;
   args: unknown;

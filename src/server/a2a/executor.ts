@@ -2,10 +2,18 @@
  * The A2A executor: a message starts a keel session (skill ask -> ask mode, review -> ask mode with
  * a review prompt, edit -> edit mode in the working tree) or a fix run (skill fix -> `keel fix` in a
  * snapshot, verified by the project's own tests). Its life becomes the task's states: working while
- * it runs, input-required while an approval waits (a follow-up "yes"/"no" or a data part {decision}
- * answers it; an answer from elsewhere, or the approval timeout, puts it back to working), then
+ * it runs, input-required while approvals wait, then
  * completed (the answer, for edit the diff, for fix the verified diff and PR text), failed (the
  * terminal code in the status message) or canceled.
+ *
+ * Questions queue on the task (a subagent and its parent may ask at once), each under keel's own
+ * question id; the input-required status lists every one (in words, and as a data part
+ * {questions: [{id, tool, agent, question}]}). A follow-up answers one question: a data part
+ * {decision, question} or text "yes q-…"/"no q-…" names it; a bare "yes"/"no" is taken only when
+ * exactly one question waits, and answers nothing when more do (the status says which wait) or when
+ * a question was answered elsewhere since the caller's last message (the yes may have been meant for
+ * it). An answer from elsewhere, or the approval timeout, takes its question off the queue; with none
+ * left the task is back to working.
  *
  * Between an input-required and the caller's next message no request of the SDK is reading the
  * task's events, so the executor writes them to the task store itself (`detached`).
@@ -34,8 +42,8 @@ export type StartSessionFn = (
   opts: Pick<StartOptions, 'mode' | 'prompt' | 'signal' | 'approve' | 'onEvent'> & {
     /** The session's id, once its row is stored. */
     onStarted?(sessionId: string): void;
-    /** A question answered other than through this task (the web page, the approval timeout). */
-    onSettled?(callId: string, answer: ApprovalAnswer): void;
+    /** A question (by its id) answered other than through this task (the web page, the timeout). */
+    onSettled?(questionId: string, answer: ApprovalAnswer): void;
   },
 ) => Promise<SessionOutcome>;
 
@@ -67,8 +75,13 @@ interface Running {
   detached: boolean;
   saving: Promise<void>;
   controller: AbortController;
-  /** The approval waiting for the caller's answer, if any. */
-  pending?: { request: ApprovalRequest; answer(a: ApprovalAnswer): void };
+  /** The approvals waiting for the caller's answers, oldest first. */
+  pending: Array<{ request: ApprovalRequest; answer(a: ApprovalAnswer): void }>;
+  /**
+   * A question was answered elsewhere since the caller's last message: the caller's bare "yes" may
+   * have been meant for it, so it answers nothing until the caller has seen what waits now.
+   */
+  movedOn: boolean;
   /** Resolves when the task reaches a state the caller must see (an end, or input-required). */
   stopped: Promise<void>;
   stop(): void;
@@ -124,7 +137,7 @@ export class KeelExecutor implements AgentExecutor {
     // the SDK reads this bus until the task ends
     running.bus = bus;
     running.detached = false;
-    running.pending?.answer({ allow: false, message: 'the task was canceled' });
+    for (const p of running.pending.splice(0)) p.answer({ allow: false, message: 'the task was canceled' });
     running.controller.abort(new Error('canceled over A2A'));
   }
 
@@ -149,7 +162,7 @@ export class KeelExecutor implements AgentExecutor {
             session_id: sessionId,
           },
         ),
-      onSettled: (callId, answer) => this.settledElsewhere(taskId, callId, answer),
+      onSettled: (questionId, answer) => this.settledElsewhere(taskId, questionId, answer),
       approve: (request) => this.ask(taskId, request),
     })
       .then((outcome) => this.finishSession(taskId, skill, outcome, [...diffs.values()]))
@@ -176,60 +189,106 @@ export class KeelExecutor implements AgentExecutor {
       .catch((err: unknown) => this.crashed(taskId, err));
   }
 
-  /** A follow-up message to a task waiting for approval: "yes"/"no", or a data part {decision}. */
+  /**
+   * A follow-up message to a task waiting for approval: "yes"/"no" or a data part {decision}, naming
+   * the question it answers ({question}, or its id in the text) unless exactly one waits.
+   */
   private async answer(ctx: RequestContext, bus: ExecutionEventBus, running: Running): Promise<void> {
     running.bus = bus;
     running.detached = false;
     bus.publish(AgentEvent.task(taskOf(ctx)));
-    const pending = running.pending;
-    const decision = decisionOf(ctx.userMessage);
-    if (!pending || decision === undefined) {
-      // nothing to answer, or no answer in it: the task stays where it was
-      const state = pending ? TaskState.TASK_STATE_INPUT_REQUIRED : TaskState.TASK_STATE_WORKING;
-      const why = pending
-        ? `answer "yes" or "no" (or a data part {"decision": "allow"|"deny"}): ${questionOf(pending.request)}`
-        : 'keel is working; this message was not delivered';
-      this.status(ctx.taskId, state, why);
-      if (pending) {
-        running.detached = true;
-        return;
-      }
+    const said = answerOf(ctx.userMessage);
+    const waiting = running.pending;
+    const movedOn = running.movedOn;
+    running.movedOn = false;
+    if (!waiting.length) {
+      // nothing to answer: the task stays where it was
+      this.status(
+        ctx.taskId,
+        TaskState.TASK_STATE_WORKING,
+        'keel is working; this message was not delivered',
+      );
       await running.stopped;
       return;
     }
-    running.pending = undefined;
+    const named = said.question;
+    const target = named
+      ? waiting.find((p) => p.request.id === named)
+      : waiting.length === 1 && !movedOn
+        ? waiting[0]
+        : undefined;
+    if (said.decision === undefined || !target) {
+      // no answer in it, a question that does not wait, or a bare answer that cannot say which
+      const why =
+        said.decision === undefined
+          ? 'this message answers no question'
+          : named
+            ? `no question ${named} waits`
+            : movedOn
+              ? 'a question was answered elsewhere since your last message, so a bare answer does not say which'
+              : 'a bare answer does not say which';
+      this.asking(ctx.taskId, `${why}; ${waitingText(waiting)}`);
+      running.detached = true;
+      return;
+    }
+    waiting.splice(waiting.indexOf(target), 1);
+    const verdict = said.decision ? 'allowed' : 'denied';
+    if (waiting.length) {
+      target.answer(said.decision ? { allow: true } : { allow: false, message: 'the A2A caller said no' });
+      this.asking(ctx.taskId, `${target.request.id} ${verdict}; ${waitingText(waiting)}`);
+      running.detached = true;
+      return;
+    }
     const again = this.track(ctx.taskId, running.contextId, bus, running.call, running);
-    this.status(ctx.taskId, TaskState.TASK_STATE_WORKING, decision ? 'allowed' : 'denied');
-    pending.answer(decision ? { allow: true } : { allow: false, message: 'the A2A caller said no' });
+    this.status(ctx.taskId, TaskState.TASK_STATE_WORKING, `${target.request.id} ${verdict}`);
+    target.answer(said.decision ? { allow: true } : { allow: false, message: 'the A2A caller said no' });
     await again.stopped;
   }
 
-  /** The session asks: the task goes input-required until a follow-up message answers. */
+  /** The session asks: the question joins the queue and the task is input-required until answered. */
   private ask(taskId: string, request: ApprovalRequest): Promise<ApprovalAnswer> {
     const running = this.tasks.get(taskId);
     if (!running) return Promise.resolve({ allow: false, message: 'the task is gone' });
     return new Promise<ApprovalAnswer>((resolve) => {
-      running.pending = { request, answer: resolve };
-      this.status(taskId, TaskState.TASK_STATE_INPUT_REQUIRED, questionOf(request));
+      running.pending.push({ request, answer: resolve });
+      this.asking(taskId, waitingText(running.pending));
       // the request that carried this task returns now; nothing reads its bus until the next one
       running.detached = true;
       running.stop();
     });
   }
 
-  /** The question was answered without this task (the web page, the timeout): back to working. */
-  private settledElsewhere(taskId: string, callId: string, answer: ApprovalAnswer): void {
+  /** Input-required, with every waiting question listed (in words and as a data part). */
+  private asking(taskId: string, text: string): void {
     const running = this.tasks.get(taskId);
-    const pending = running?.pending;
-    if (!running || !pending || pending.request.callId !== callId) return;
-    running.pending = undefined;
+    if (!running) return;
+    const questions = running.pending.map(({ request: r }) => ({
+      id: r.id,
+      tool: r.tool,
+      agent: r.agent ?? null,
+      question: questionOf(r),
+    }));
+    this.publish(
+      taskId,
+      statusEvent(taskId, running.contextId, TaskState.TASK_STATE_INPUT_REQUIRED, text, undefined, [
+        dataPartOf({ questions }),
+      ]),
+    );
+  }
+
+  /** A question answered without this task (the web page, the timeout): off the queue. */
+  private settledElsewhere(taskId: string, questionId: string, answer: ApprovalAnswer): void {
+    const running = this.tasks.get(taskId);
+    const index = running?.pending.findIndex((p) => p.request.id === questionId) ?? -1;
+    if (!running || index < 0) return;
+    const [pending] = running.pending.splice(index, 1);
+    if (!pending) return;
+    running.movedOn = true;
     pending.answer(answer);
     const why = answer.allow ? 'allowed elsewhere' : `denied: ${answer.message ?? 'no reason given'}`;
-    this.status(
-      taskId,
-      TaskState.TASK_STATE_WORKING,
-      `the question about ${pending.request.tool} was ${why}`,
-    );
+    const what = `the question about ${pending.request.tool} was ${why} (question ${questionId})`;
+    if (running.pending.length) this.asking(taskId, `${what}; ${waitingText(running.pending)}`);
+    else this.status(taskId, TaskState.TASK_STATE_WORKING, what);
   }
 
   private finishSession(taskId: string, skill: SkillId, outcome: SessionOutcome, diffs: string[]): void {
@@ -306,6 +365,8 @@ export class KeelExecutor implements AgentExecutor {
       bus,
       call,
       detached: false,
+      pending: [],
+      movedOn: false,
       saving: Promise.resolve(),
       controller: new AbortController(),
       stopped,
@@ -375,6 +436,7 @@ function statusEvent(
   state: TaskState,
   text: string,
   metadata?: Record<string, unknown>,
+  more: Part[] = [],
 ): AgentExecutionEvent {
   return AgentEvent.statusUpdate({
     taskId,
@@ -386,7 +448,7 @@ function statusEvent(
         contextId,
         taskId,
         role: 2, // ROLE_AGENT
-        parts: [partOf(text, 'text/plain')],
+        parts: [partOf(text, 'text/plain'), ...more],
         metadata: undefined,
         extensions: [],
         referenceTaskIds: [],
@@ -419,8 +481,14 @@ function skillOf(message: Message): SkillId {
   return named === 'fix' || named === 'review' || named === 'edit' ? named : 'ask';
 }
 
-/** true for yes/allow, false for no/deny, undefined when the message answers nothing. */
-function decisionOf(message: Message): boolean | undefined {
+/** A question id as keel makes them (`newQuestionId`). */
+const QUESTION_ID = /\bq-[0-9a-f]{12}\b/;
+
+/**
+ * What a follow-up says: decision true for yes/allow, false for no/deny, undefined when it answers
+ * nothing; `question` the id it names (a data part's {question}, or an id in the text).
+ */
+function answerOf(message: Message): { decision?: boolean; question?: string } {
   for (const part of message.parts) {
     const data = dataOf(part);
     const said =
@@ -431,10 +499,26 @@ function decisionOf(message: Message): boolean | undefined {
           : undefined;
     const word = said?.trim().toLowerCase();
     if (word === undefined) continue;
-    if (/^(yes|y|allow|approve|ok)\b/.test(word)) return true;
-    if (/^(no|n|deny|reject)\b/.test(word)) return false;
+    const decision = /^(yes|y|allow|approve|ok)\b/.test(word)
+      ? true
+      : /^(no|n|deny|reject)\b/.test(word)
+        ? false
+        : undefined;
+    if (decision === undefined) continue;
+    const question = typeof data?.question === 'string' ? data.question : word.match(QUESTION_ID)?.[0];
+    return { decision, ...(question ? { question } : {}) };
   }
-  return undefined;
+  return {};
+}
+
+/** The waiting questions in words, each with its id, and how to answer. */
+function waitingText(waiting: Running['pending']): string {
+  const list = waiting.map((p) => `[${p.request.id}] ${questionOf(p.request)}`).join('\n');
+  const how =
+    waiting.length === 1
+      ? `answer "yes" or "no" (or a data part {"decision": "allow"|"deny", "question": "${waiting[0]?.request.id}"})`
+      : `${waiting.length} questions wait; answer one at a time, naming it: "yes <id>" / "no <id>" or a data part {"decision": "allow"|"deny", "question": "<id>"}`;
+  return `${how}:\n${list}`;
 }
 
 function dataOf(part: Part): Record<string, unknown> | undefined {
@@ -452,6 +536,15 @@ function textOf(parts: Part[]): string {
 function questionOf(request: ApprovalRequest): string {
   const what = request.path ? ` ${request.path}` : request.command ? `: ${request.command}` : '';
   return `approve ${request.tool}${what}? (${request.reason})${request.diff ? `\n${request.diff}` : ''}`;
+}
+
+function dataPartOf(value: Record<string, unknown>): Part {
+  return {
+    content: { $case: 'data', value },
+    mediaType: 'application/json',
+    filename: '',
+    metadata: undefined,
+  };
 }
 
 function partOf(text: string, mediaType: string): Part {

@@ -31,6 +31,7 @@ export function startWithManager(manager: SessionManager, configFor: () => Loade
           const a = frame.data;
           const args = (a.args ?? {}) as { path?: unknown; command?: unknown };
           const request: ApprovalRequest = {
+            id: a.id,
             callId: a.call_id,
             tool: a.tool,
             kind: a.diff ? 'write' : 'shell',
@@ -39,19 +40,20 @@ export function startWithManager(manager: SessionManager, configFor: () => Loade
             ...(typeof args.path === 'string' ? { path: args.path } : {}),
             ...(typeof args.command === 'string' ? { command: args.command } : {}),
             ...(a.diff ? { diff: a.diff } : {}),
+            ...(a.agent ? { agent: a.agent } : {}),
           };
           void opts.approve(request).then((answer) => {
             manager.approve(
               id,
-              a.call_id,
+              a.id,
               answer.allow ? 'allow' : 'deny',
               answer.allow ? undefined : answer.message,
             );
           });
         } else if (frame.kind === 'approval_settled') {
-          const { call_id, decision, reason } = frame.data;
+          const { id: question, decision, reason } = frame.data;
           opts.onSettled?.(
-            call_id,
+            question,
             decision === 'allow' ? { allow: true } : { allow: false, ...(reason ? { message: reason } : {}) },
           );
         } else if (frame.kind === 'end') {

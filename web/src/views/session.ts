@@ -25,34 +25,35 @@ export function sessionView(id: string) {
     const transcript = new Transcript();
     const tree = el('div', null, el('p', { class: 'muted' }, 'Loading…'));
     const files = el('ul', { class: 'files' });
+    // one card per question, keyed by the question's id (a subagent and its parent may share a call id)
     const pending = new Map<string, HTMLElement>();
 
     const showApproval = (a: Approval) => {
-      if (pending.has(a.call_id)) return;
+      if (pending.has(a.id)) return;
       const card = approvalCard(
         id,
         a,
-        () => settle(a.call_id),
+        () => settle(a.id),
         (msg) => {
           error.textContent = msg;
         },
       );
-      pending.set(a.call_id, card);
+      pending.set(a.id, card);
       approvals.appendChild(card);
       if (pending.size === 1)
         card.querySelector<HTMLButtonElement>('button.allow')?.focus({ preventScroll: true });
     };
-    const settle = (callId: string) => {
-      pending.get(callId)?.remove();
-      pending.delete(callId);
+    const settle = (questionId: string) => {
+      pending.get(questionId)?.remove();
+      pending.delete(questionId);
     };
 
     const refresh = async (reconcile: boolean, signal?: AbortSignal) => {
       const s = await api<Session>(`/v1/sessions/${encodeURIComponent(id)}`, { signal });
       showFacts(s);
       if (reconcile) {
-        const ids = new Set(s.pending_approvals.map((a) => a.call_id));
-        for (const callId of [...pending.keys()]) if (!ids.has(callId)) settle(callId);
+        const ids = new Set(s.pending_approvals.map((a) => a.id));
+        for (const questionId of [...pending.keys()]) if (!ids.has(questionId)) settle(questionId);
       }
       for (const a of s.pending_approvals) showApproval(a);
       const { sessions } = await api<{ sessions: Session[] }>('/v1/sessions', { signal });
@@ -90,7 +91,7 @@ export function sessionView(id: string) {
         }
         if (f.event === 'delta') transcript.delta(data as Delta);
         else if (f.event === 'approval') showApproval(data as Approval);
-        else if (f.event === 'approval_settled') settle(String((data as { call_id?: string }).call_id));
+        else if (f.event === 'approval_settled') settle(String((data as { id?: string }).id));
         else if (f.event === 'end') void refresh(false).catch(() => {});
         else {
           const ev = toLogEvent(f.event, data, f.id);
@@ -176,7 +177,7 @@ export function sessionView(id: string) {
 }
 
 function approvalCard(id: string, a: Approval, done: () => void, fail: (msg: string) => void): HTMLElement {
-  const reasonId = `reason-${a.call_id.replace(/[^\w-]/g, '_')}`;
+  const reasonId = `reason-${a.id.replace(/[^\w-]/g, '_')}`;
   const reason = el('input', {
     attrs: { id: reasonId, type: 'text', placeholder: 'why not (sent to the model)', autocomplete: 'off' },
   });
@@ -188,7 +189,7 @@ function approvalCard(id: string, a: Approval, done: () => void, fail: (msg: str
     try {
       const body: { decision: string; reason?: string } = { decision };
       if (decision === 'deny' && reason.value.trim()) body.reason = reason.value.trim();
-      await api(`/v1/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(a.call_id)}`, {
+      await api(`/v1/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(a.id)}`, {
         method: 'POST',
         body,
       });
@@ -215,7 +216,7 @@ function approvalCard(id: string, a: Approval, done: () => void, fail: (msg: str
   });
   return el(
     'article',
-    { class: 'approval card', attrs: { 'data-call': a.call_id } },
+    { class: 'approval card', attrs: { 'data-question': a.id, 'data-call': a.call_id } },
     el('h2', null, 'keel asks', a.agent ? ` (for ${a.agent})` : '', ': ', el('code', null, a.tool)),
     el('p', { class: 'question' }, a.question),
     a.diff
