@@ -49,9 +49,29 @@ interface Listed extends SessionRow {
   state: string;
 }
 
-function listed(log: EventLog, row: SessionRow): Listed {
+function listed(log: EventLog, row: SessionRow): Listed & { session_id: string } {
   const title = row.prompt.split('\n')[0]?.trim().slice(0, 80) ?? '';
-  return { ...row, title, state: row.code ?? (runningPid(log, row.id) ? 'running' : 'interrupted') };
+  // `session_id` as every session result names it; `id` stays for scripts written before
+  return {
+    ...row,
+    session_id: row.id,
+    title,
+    state: row.code ?? (runningPid(log, row.id) ? 'running' : 'interrupted'),
+  };
+}
+
+/** `3m`, `5h`, `2d`: how long ago. */
+function age(iso: string): string {
+  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (s < 60) return `${Math.round(s)}s`;
+  if (s < 3600) return `${Math.round(s / 60)}m`;
+  if (s < 86_400) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86_400)}d`;
+}
+
+/** The project column: the workspace folder's name (the whole path is in --json). */
+function projectName(cwd: string): string {
+  return cwd.split('/').filter(Boolean).at(-1) ?? cwd;
 }
 
 /** The process running a session's current run, when it is alive. */
@@ -91,15 +111,24 @@ export async function listSessions(flags: {
     process.stderr.write('no sessions yet\n');
     return EXIT.ok;
   }
-  for (const s of rows) {
+  const projects = rows.map((s) => inertLine(projectName(s.cwd)));
+  const width = Math.min(20, Math.max(7, ...projects.map((p) => p.length)));
+  const clip = (text: string, n: number) => (text.length > n ? `${text.slice(0, n - 3)}...` : text);
+  process.stdout.write(
+    dim(
+      `${'SESSION'.padEnd(rows[0]?.id.length ?? 22)}  ${'AGE'.padStart(4)}  ${'PROJECT'.padEnd(width)}  MODE  ${'STATE'.padEnd(19)}  ${'COST'.padStart(9)}  TASK\n`,
+    ),
+  );
+  for (const [i, s] of rows.entries()) {
     const title = inertLine(s.title);
     const cost = s.cost_usd === null ? '-' : `$${s.cost_usd.toFixed(4)}`;
     const parent = s.parent_id
       ? `  ${dim(`<- ${s.parent_id}${s.forked_seq ? `@${s.forked_seq}` : ''}`)}`
       : '';
     const children = s.children ? `  ${dim(`(+${s.children} session${s.children === 1 ? '' : 's'})`)}` : '';
+    const project = clip(projects[i] ?? '', width).padEnd(width);
     process.stdout.write(
-      `${s.id}  ${s.mode.padEnd(4)}  ${s.state.padEnd(19)}  ${cost.padStart(9)}  ${title.length > 50 ? `${title.slice(0, 47)}...` : title}${parent}${children}\n`,
+      `${s.id}  ${age(s.updated_at).padStart(4)}  ${project}  ${s.mode.padEnd(4)}  ${s.state.padEnd(19)}  ${cost.padStart(9)}  ${clip(title, 50)}${parent}${children}\n`,
     );
   }
   return EXIT.ok;

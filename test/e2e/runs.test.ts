@@ -1,5 +1,6 @@
 /** `keel runs list|show|prune`, `keel fix --clean`, and runs' sessions in `keel sessions list`, through the real binary. */
 import { existsSync } from 'node:fs';
+import { basename } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ScriptTurn } from '../../src/model/script.js';
 import { git } from '../helpers/tmp.js';
@@ -191,8 +192,18 @@ describe('keel runs', () => {
     }>;
     expect(top.map((s) => [s.id, s.mode, s.children])).toEqual([[run.session_id, 'fix', 2]]);
     const text = await keel(['sessions', 'list'], { cwd: home, home });
-    expect(text.stdout.trim().split('\n')).toHaveLength(1);
-    expect(text.stdout).toContain('(+2 sessions)');
+    // a header, then one line: its age and its project's folder name beside the id
+    const [header, line, ...rest] = text.stdout.trim().split('\n');
+    expect(rest).toEqual([]);
+    expect(header).toMatch(/^SESSION\s+AGE\s+PROJECT\s+MODE\s+STATE\s+COST\s+TASK$/);
+    expect(line).toMatch(new RegExp(`^${run.session_id}\\s+\\d+[smhd]\\s+${basename(repo)}\\s+fix\\s`));
+    expect(line).toContain('(+2 sessions)');
+    expect(
+      JSON.parse((await keel(['sessions', 'list', '--json'], { cwd: home, home })).stdout).sessions[0],
+    ).toMatchObject({
+      id: run.session_id,
+      session_id: run.session_id,
+    });
 
     const all = JSON.parse((await keel(['sessions', 'list', '--all', '--json'], { cwd: home, home })).stdout)
       .sessions as Array<{ mode: string; parent_id: string | null }>;
