@@ -39,6 +39,11 @@ export function describeOutcome(result: ToolResultEvent): string {
   }
   if (o?.added !== undefined) parts.push(`+${o.added} -${o.removed ?? 0}`);
   if (!parts.length && result.is_error) parts.push(firstLine(result.output.replace(/^Error: /, '')));
+  // a read says how much it showed: its numbered lines
+  if (!parts.length && result.tool === 'read_file') {
+    const shown = result.output.split('\n').filter((l) => /^\s*\d+\t/.test(l)).length;
+    if (shown) parts.push(`${shown} line${shown === 1 ? '' : 's'}`);
+  }
   if (!parts.length) parts.push('done');
   const secs = result.duration_ms >= 100 ? ` · ${(result.duration_ms / 1000).toFixed(1)} s` : '';
   return `${parts.join(' · ')}${secs}`;
@@ -132,9 +137,9 @@ function renderTo(event: SessionEvent, err: NodeJS.WritableStream): void {
     case 'tool_result': {
       const mark = event.is_error ? red('✗') : green('✓');
       err.write(`    ${mark} ${dim(describeOutcome(event))}\n`);
-      // a failed command shows why in a line; its whole output went to the model, and is in the log
+      // a failed command shows why: the end of its stderr (else of its output); the whole went to the model and the log
       if (event.is_error && event.outcome && !event.outcome.tests)
-        err.write(dim(`      ${firstLine(event.output.split('\n').slice(1).join('\n') || event.output)}\n`));
+        for (const line of failureLines(event.output)) err.write(dim(`      ${line}\n`));
       if (event.diff) err.write(formatDiff(event.diff));
       return;
     }
@@ -254,6 +259,20 @@ function classify(s: string, lineStart: boolean): 'hold' | 'wait' | 'release' {
 }
 
 /** The first line of a tool's output or error, inert and short. */
+// how much of a failed command's error a one-shot shows; the rest is in the log
+const FAILURE_LINES = 3;
+
+/** The last lines of a failed command's stderr (or of its output when it wrote no stderr), each inert. */
+function failureLines(output: string): string[] {
+  const at = output.indexOf('\n[stderr]\n');
+  const body = at >= 0 ? output.slice(at + '\n[stderr]\n'.length) : output.split('\n').slice(1).join('\n');
+  const lines = (body.trim() ? body : output)
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== '');
+  return lines.slice(-FAILURE_LINES).map((l) => firstLine(l));
+}
+
 function firstLine(text: string): string {
   const line = inertLine(text.trim().split('\n')[0] ?? '');
   return line.length > 160 ? `${line.slice(0, 157)}...` : line;

@@ -13,6 +13,13 @@ describe('one-shot verbs show their work on stderr; stdout stays the answer', ()
         tool_calls: [
           { name: 'edit_file', arguments: { path: 'src/app.js', old_string: '41', new_string: '42' } },
           { name: 'shell', arguments: { command: 'echo checking; exit 3' } },
+          {
+            name: 'shell',
+            arguments: {
+              command: 'echo building; echo "warning: old" >&2; echo "error: no such module x" >&2; exit 1',
+            },
+          },
+          { name: 'read_file', arguments: { path: 'src/app.js' } },
         ],
       },
       { text: 'Changed the answer to 42.' },
@@ -26,6 +33,10 @@ describe('one-shot verbs show their work on stderr; stdout stays the answer', ()
     expect(err).toContain('-export const answer = 41;');
     expect(err).toContain('+export const answer = 42;');
     expect(err).toMatch(/→ shell echo checking; exit 3 \(sandboxed\)\n\s+✗ exit 3/);
+    // a failed command shows the end of its stderr, not a label or its stdout
+    expect(err).toMatch(/✗ exit 1\n\s+warning: old\n\s+error: no such module x\n/);
+    // a read says how much it showed
+    expect(err).toMatch(/→ read_file src\/app.js\n\s+✓ 1 line\n/);
     // the outcome and the diff are in the log, for every face
     const result = lastSessionEvents(home).find(
       (e) => e.type === 'tool_result' && e.data.tool === 'edit_file',
