@@ -1,0 +1,181 @@
+/**
+ * The check-then-use race: another process flips a folder inside the scope between a real folder and a
+ * symlink out of it while read_file, write_file and edit_file run. Whatever the timing, nothing may land
+ * outside and no outside byte may come back as an in-scope file.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Scope } from '../../src/policy/scope.js';
+import { editFileTool } from '../../src/tools/edit-file.js';
+import { readFileTool } from '../../src/tools/read-file.js';
+import type { ToolContext } from '../../src/tools/types.js';
+import { writeFileTool } from '../../src/tools/write-file.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const ROUNDS = 200;
+const SECRET = 'OUTSIDE-SECRET-4711';
+
+// The concurrent process: `dir` is the real folder, then gone, then the symlink out, then gone, and again
+const FLIPPER = `
+const { existsSync, lstatSync, renameSync, rmSync } = require('node:fs');
+const [real, link, dir, stop] = process.argv.slice(1);
+let flips = 0;
+process.stdout.write('flipping ');
+while (!existsSync(stop)) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      renameSync(real, dir);
+      renameSync(dir, real);
+      renameSync(link, dir);
+      renameSync(dir, link);
+      flips++;
+    } catch {
+      // a tool made \`dir\` while it was gone (write_file creates missing folders): the attacker clears it
+      try { if (!lstatSync(dir).isSymbolicLink()) rmSync(dir, { recursive: true, force: true }); } catch {}
+    }
+  }
+}
+process.stdout.write(String(flips));
+`;
+
+describe('a folder swapped for a symlink while the file tools use it', () => {
+  // the race's window held open: the swap happens right after the scope check said yes, every time
+  it.each([
+    ['a folder', 'dir', 'dir/secret.txt'],
+    ['a folder two levels up', 'dir', 'dir/sub/secret.txt'],
+    ["the file's own name", 'dir/secret.txt', 'dir/secret.txt'],
+  ])(
+    '%s swapped right after the check sends nothing outside and reads nothing from there',
+    async (_, swapped, path) => {
+      const root = tempDir();
+      const outside = tempDir();
+      const secrets = { 'secret.txt': `${SECRET}\n`, 'sub/secret.txt': `${SECRET}\n` };
+      for (const [name, text] of Object.entries(secrets)) {
+        mkdirSync(dirname(join(outside, name)), { recursive: true });
+        writeFileSync(join(outside, name), text);
+      }
+      const scope = new Scope({ root, writable: ['.'] });
+      const target = join(outside, relative('dir', swapped));
+      const reset = () => {
+        rmSync(join(root, 'dir'), { recursive: true, force: true });
+        mkdirSync(join(root, 'dir', 'sub'), { recursive: true });
+        writeFileSync(join(root, 'dir', 'secret.txt'), 'inside\n');
+        writeFileSync(join(root, 'dir', 'sub', 'secret.txt'), 'inside\n');
+      };
+      const ctx: ToolContext = {
+        cwd: root,
+        signal: new AbortController().signal,
+        resolve: (p, a) => {
+          const checked = scope.resolve(p, a);
+          rmSync(join(root, swapped), { recursive: true });
+          symlinkSync(target, join(root, swapped));
+          return checked;
+        },
+      };
+      const calls: Array<() => Promise<{ output: string }>> = [
+        () => readFileTool.execute({ path }, ctx),
+        () => writeFileTool.execute({ path, content: 'pwned\n' }, ctx),
+        () => writeFileTool.execute({ path: `${dirname(path)}/new/made.txt`, content: 'pwned\n' }, ctx),
+        () => editFileTool.execute({ path, old_string: 'inside', new_string: 'pwned' }, ctx),
+        () => editFileTool.execute({ path, old_string: SECRET, new_string: 'pwned' }, ctx),
+      ];
+      for (const call of calls) {
+        reset();
+        const result = await call().then(
+          (r) => r.output,
+          (err: Error) => err.message,
+        );
+        expect(result).not.toContain(SECRET);
+      }
+      expect(listTree(outside)).toEqual(['secret.txt', 'sub', 'sub/secret.txt']);
+      for (const name of Object.keys(secrets))
+        expect(readFileSync(join(outside, name), 'utf8')).toBe(`${SECRET}\n`);
+    },
+  );
+
+  it('writes, edits and reads stay inside the scope for every interleaving', async () => {
+    const root = tempDir();
+    const outside = tempDir();
+    writeFileSync(join(outside, 'secret.txt'), `${SECRET}\n`);
+    writeFileSync(join(outside, 'edit.txt'), `${SECRET}\n`);
+    mkdirSync(join(root, 'real'));
+    writeFileSync(join(root, 'real', 'secret.txt'), 'inside\n');
+    symlinkSync(outside, join(root, 'link'));
+    const scope = new Scope({ root, writable: ['.'] });
+    const ctx: ToolContext = {
+      cwd: root,
+      signal: new AbortController().signal,
+      resolve: (p, a) => scope.resolve(p, a),
+    };
+
+    const stop = join(root, '.stop');
+    const flipper = spawn(
+      process.execPath,
+      ['-e', FLIPPER, join(root, 'real'), join(root, 'link'), join(root, 'dir'), stop],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let flips = '';
+    flipper.stdout.on('data', (d: Buffer) => {
+      flips += d.toString();
+    });
+    const exited = new Promise<void>((done) => flipper.on('exit', () => done()));
+    await new Promise((started) => flipper.stdout.once('data', started));
+
+    const done = { read: 0, write: 0, edit: 0 };
+    const leaked: string[] = [];
+    const attempt = async (kind: keyof typeof done, call: () => Promise<{ output: string }>) => {
+      try {
+        const { output } = await call();
+        done[kind]++;
+        if (output.includes(SECRET)) leaked.push(`${kind}: ${output}`);
+      } catch {
+        // refused, or the folder was missing at that moment: both are fine outcomes
+      }
+    };
+    try {
+      for (let i = 0; i < ROUNDS; i++) {
+        // inside, edit.txt says `inside`; outside, it says the secret
+        try {
+          writeFileSync(join(root, 'real', 'edit.txt'), 'inside\n');
+        } catch {
+          // the folder is `dir` just now; the edits then work on what an earlier round left
+        }
+        await Promise.all([
+          attempt('write', () => writeFileTool.execute({ path: `dir/w${i}.txt`, content: 'pwned\n' }, ctx)),
+          attempt('edit', () =>
+            editFileTool.execute({ path: 'dir/edit.txt', old_string: 'inside', new_string: 'edited' }, ctx),
+          ),
+          attempt('edit', () =>
+            editFileTool.execute(
+              { path: 'dir/edit.txt', old_string: SECRET, new_string: 'pwned', replace_all: true },
+              ctx,
+            ),
+          ),
+          attempt('read', () => readFileTool.execute({ path: 'dir/secret.txt' }, ctx)),
+          attempt('write', () =>
+            writeFileTool.execute({ path: `dir/new${i}/deep.txt`, content: 'pwned\n' }, ctx),
+          ),
+        ]);
+      }
+    } finally {
+      writeFileSync(stop, '');
+      await exited;
+    }
+
+    // the race really ran: the folder flipped, and the tools did their work whenever it was real
+    expect(Number(flips.split(' ')[1])).toBeGreaterThan(0);
+    expect(done.write).toBeGreaterThan(0);
+    expect(done.read).toBeGreaterThan(0);
+    expect(listTree(outside)).toEqual(['edit.txt', 'secret.txt']);
+    expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe(`${SECRET}\n`);
+    expect(readFileSync(join(outside, 'edit.txt'), 'utf8')).toBe(`${SECRET}\n`);
+    expect(leaked).toEqual([]);
+  });
+});
+
+/** Every entry under `dir`, relative and sorted. */
+function listTree(dir: string): string[] {
+  return (readdirSync(dir, { recursive: true }) as string[]).sort();
+}
