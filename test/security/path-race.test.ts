@@ -12,9 +12,12 @@ import { editFileTool } from '../../src/tools/edit-file.js';
 import { readFileTool } from '../../src/tools/read-file.js';
 import type { ToolContext } from '../../src/tools/types.js';
 import { writeFileTool } from '../../src/tools/write-file.js';
-import { tempDir } from '../helpers/tmp.js';
+import { chatBodies, keel, keelHome, model, modelFlags, requestMessages } from '../e2e/harness.js';
+import { gitRepo, tempDir } from '../helpers/tmp.js';
 
 const ROUNDS = 200;
+// one binary run, one model turn asking for this many of each call
+const BINARY_ROUNDS = 40;
 const SECRET = 'OUTSIDE-SECRET-4711';
 
 // The concurrent process: `dir` is the real folder, then gone, then the symlink out, then gone, and again
@@ -110,18 +113,8 @@ describe('a folder swapped for a symlink while the file tools use it', () => {
       resolve: (p, a) => scope.resolve(p, a),
     };
 
-    const stop = join(root, '.stop');
-    const flipper = spawn(
-      process.execPath,
-      ['-e', FLIPPER, join(root, 'real'), join(root, 'link'), join(root, 'dir'), stop],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let flips = '';
-    flipper.stdout.on('data', (d: Buffer) => {
-      flips += d.toString();
-    });
-    const exited = new Promise<void>((done) => flipper.on('exit', () => done()));
-    await new Promise((started) => flipper.stdout.once('data', started));
+    const flipper = await startFlipper(root);
+    let flips = 0;
 
     const done = { read: 0, write: 0, edit: 0 };
     const leaked: string[] = [];
@@ -160,12 +153,11 @@ describe('a folder swapped for a symlink while the file tools use it', () => {
         ]);
       }
     } finally {
-      writeFileSync(stop, '');
-      await exited;
+      flips = await flipper.stop();
     }
 
     // the race really ran: the folder flipped, and the tools did their work whenever it was real
-    expect(Number(flips.split(' ')[1])).toBeGreaterThan(0);
+    expect(flips).toBeGreaterThan(0);
     expect(done.write).toBeGreaterThan(0);
     expect(done.read).toBeGreaterThan(0);
     expect(listTree(outside)).toEqual(['edit.txt', 'secret.txt']);
@@ -174,6 +166,74 @@ describe('a folder swapped for a symlink while the file tools use it', () => {
     expect(leaked).toEqual([]);
   });
 });
+
+describe('the same race through keel edit', () => {
+  it('a host process flips the folder while the model writes, edits and reads: nothing lands or leaks', async () => {
+    const repo = gitRepo({ 'real/secret.txt': 'inside\n', 'real/edit.txt': 'inside\n' });
+    const outside = tempDir();
+    writeFileSync(join(outside, 'secret.txt'), `${SECRET}\n`);
+    writeFileSync(join(outside, 'edit.txt'), `${SECRET}\n`);
+    symlinkSync(outside, join(repo, 'link'));
+    const calls = Array.from({ length: BINARY_ROUNDS }, (_, i) => [
+      { name: 'write_file', arguments: { path: `dir/w${i}.txt`, content: 'pwned\n' } },
+      // each call differs a little: the loop detector stops a run that repeats one call
+      { name: 'read_file', arguments: { path: 'dir/secret.txt', limit: i + 1 } },
+      {
+        name: 'edit_file',
+        arguments: { path: 'dir/edit.txt', old_string: SECRET, new_string: `pwned${i}`, replace_all: true },
+      },
+    ]).flat();
+    const server = await model([{ tool_calls: calls }, { text: 'Done.' }]);
+    const flipper = await startFlipper(repo);
+    let run: Awaited<ReturnType<typeof keel>>;
+    let flips = 0;
+    try {
+      run = await keel(['edit', ...modelFlags(server), '--json', 'write the files'], {
+        cwd: repo,
+        home: keelHome(),
+      });
+    } finally {
+      flips = await flipper.stop();
+    }
+    const doc = JSON.parse(run.stdout);
+    expect(doc).toMatchObject({ code: 'COMPLETED' });
+    // the race really ran, and writes went through whenever the folder was real
+    expect(flips).toBeGreaterThan(0);
+    expect(doc.files_changed.length).toBeGreaterThan(0);
+    const results = requestMessages(chatBodies(server)[1]).filter((m) => m.role === 'tool');
+    expect(results).toHaveLength(calls.length);
+    expect(results.filter((m) => String(m.content).includes(SECRET))).toEqual([]);
+    expect(run.stdout).not.toContain(SECRET);
+    expect(listTree(outside)).toEqual(['edit.txt', 'secret.txt']);
+    expect(readFileSync(join(outside, 'edit.txt'), 'utf8')).toBe(`${SECRET}\n`);
+  });
+});
+
+/**
+ * Start the concurrent process flipping `root/dir` between `root/real` and the symlink `root/link`; resolves
+ * once it flips. `stop` ends it and resolves to how many full flips it made.
+ */
+async function startFlipper(root: string): Promise<{ stop(): Promise<number> }> {
+  const stopFile = join(root, '.stop');
+  const child = spawn(
+    process.execPath,
+    ['-e', FLIPPER, join(root, 'real'), join(root, 'link'), join(root, 'dir'), stopFile],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<void>((done) => child.on('exit', () => done()));
+  await new Promise((started) => child.stdout.once('data', started));
+  return {
+    async stop() {
+      writeFileSync(stopFile, '');
+      await exited;
+      return Number(out.split(' ')[1]);
+    },
+  };
+}
 
 /** Every entry under `dir`, relative and sorted. */
 function listTree(dir: string): string[] {
