@@ -1,7 +1,7 @@
 /**
  * The check-then-use race: another process flips a folder inside the scope between a real folder and a
- * symlink out of it while read_file, write_file and edit_file run. Whatever the timing, nothing may land
- * outside and no outside byte may come back as an in-scope file.
+ * symlink out of it while read_file, write_file, edit_file and grep run. Whatever the timing, nothing may
+ * land outside and no outside byte may come back as an in-scope file.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Scope } from '../../src/policy/scope.js';
 import { editFileTool } from '../../src/tools/edit-file.js';
+import { grepTool } from '../../src/tools/grep.js';
 import { readFileTool } from '../../src/tools/read-file.js';
 import type { ToolContext } from '../../src/tools/types.js';
 import { writeFileTool } from '../../src/tools/write-file.js';
@@ -79,6 +80,7 @@ describe('a folder swapped for a symlink while the file tools use it', () => {
       };
       const calls: Array<() => Promise<{ output: string }>> = [
         () => readFileTool.execute({ path }, ctx),
+        () => grepTool.execute({ pattern: 'SECRET|inside', path }, ctx),
         () => writeFileTool.execute({ path, content: 'pwned\n' }, ctx),
         () => writeFileTool.execute({ path: `${dirname(path)}/new/made.txt`, content: 'pwned\n' }, ctx),
         () => editFileTool.execute({ path, old_string: 'inside', new_string: 'pwned' }, ctx),
@@ -116,7 +118,7 @@ describe('a folder swapped for a symlink while the file tools use it', () => {
     const flipper = await startFlipper(root);
     let flips = 0;
 
-    const done = { read: 0, write: 0, edit: 0 };
+    const done = { read: 0, write: 0, edit: 0, grep: 0 };
     const leaked: string[] = [];
     const attempt = async (kind: keyof typeof done, call: () => Promise<{ output: string }>) => {
       try {
@@ -147,6 +149,8 @@ describe('a folder swapped for a symlink while the file tools use it', () => {
             ),
           ),
           attempt('read', () => readFileTool.execute({ path: 'dir/secret.txt' }, ctx)),
+          attempt('grep', () => grepTool.execute({ pattern: 'SECRET|inside', path: 'dir/secret.txt' }, ctx)),
+          attempt('grep', () => grepTool.execute({ pattern: 'SECRET|inside', path: 'dir' }, ctx)),
           attempt('write', () =>
             writeFileTool.execute({ path: `dir/new${i}/deep.txt`, content: 'pwned\n' }, ctx),
           ),
@@ -160,6 +164,7 @@ describe('a folder swapped for a symlink while the file tools use it', () => {
     expect(flips).toBeGreaterThan(0);
     expect(done.write).toBeGreaterThan(0);
     expect(done.read).toBeGreaterThan(0);
+    expect(done.grep).toBeGreaterThan(0);
     expect(listTree(outside)).toEqual(['edit.txt', 'secret.txt']);
     expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe(`${SECRET}\n`);
     expect(readFileSync(join(outside, 'edit.txt'), 'utf8')).toBe(`${SECRET}\n`);
