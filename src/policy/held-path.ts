@@ -7,7 +7,16 @@
  * the folder held as <fd>", so every open, mkdir and rename below happens in the held folder. Elsewhere
  * each step is opened by its full path, which refuses a symlink at that step only.
  */
-import { closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  type Stats,
+} from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ScopeError } from './scope.js';
@@ -144,14 +153,9 @@ export class HeldFile {
  * a ScopeError: the scope check resolved every symlink, so one here appeared after it.
  */
 export async function openHeld(path: string): Promise<HeldFile | undefined> {
-  let dir: HeldDir;
-  try {
-    dir = HeldDir.walk(dirname(path));
-  } catch (err) {
-    if (errno(err) === 'ENOENT') return undefined;
-    throw err;
-  }
-  const name = basename(path) || '.';
+  const parent = walkToParent(path);
+  if (!parent) return undefined;
+  const { dir, name } = parent;
   try {
     const handle = await open(dir.at(name), READ_FLAGS);
     const stats = await handle.stat().catch(async (err: unknown) => {
@@ -161,11 +165,45 @@ export async function openHeld(path: string): Promise<HeldFile | undefined> {
     return new HeldFile(handle, stats, path, dir, name);
   } catch (err) {
     dir.close();
-    const code = errno(err);
-    if (code === 'ENOENT') return undefined;
-    if (code === 'ELOOP') throw changed(path);
-    throw dir.named(err, name);
+    return refuseOpen(err, dir, name, path);
   }
+}
+
+/** openHeld for code that must stay synchronous (the safety net's copies): a descriptor the caller closes. */
+export function openHeldSync(path: string): { fd: number; stats: Stats } | undefined {
+  const parent = walkToParent(path);
+  if (!parent) return undefined;
+  const { dir, name } = parent;
+  try {
+    const fd = openSync(dir.at(name), READ_FLAGS);
+    try {
+      return { fd, stats: fstatSync(fd) };
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+  } catch (err) {
+    return refuseOpen(err, dir, name, path);
+  } finally {
+    dir.close();
+  }
+}
+
+function walkToParent(path: string): { dir: HeldDir; name: string } | undefined {
+  try {
+    return { dir: HeldDir.walk(dirname(path)), name: basename(path) || '.' };
+  } catch (err) {
+    if (errno(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+// A missing file is undefined, a symlink at its name the race; anything else is the fs error, named
+function refuseOpen(err: unknown, dir: HeldDir, name: string, path: string): undefined {
+  const code = errno(err);
+  if (code === 'ENOENT') return undefined;
+  if (code === 'ELOOP') throw changed(path);
+  throw dir.named(err, name);
 }
 
 function changed(path: string): ScopeError {

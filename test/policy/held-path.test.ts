@@ -1,9 +1,17 @@
 /** Held paths: the walk from `/` that never follows a symlink, and the file opened and rechecked through it. */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HeldDir, openHeld } from '../../src/policy/held-path.js';
+import { HeldDir, openHeld, openHeldSync } from '../../src/policy/held-path.js';
 import { ScopeError } from '../../src/policy/scope.js';
 import { writeAtomic } from '../../src/tools/file-change.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -107,6 +115,23 @@ describe('openHeld', () => {
     } finally {
       await file.close();
     }
+  });
+});
+
+describe('openHeldSync', () => {
+  it('gives a descriptor for a file, undefined when missing, and refuses a symlink', () => {
+    const { root } = setup();
+    const held = openHeldSync(join(root, 'a', 'b', 'file.txt'));
+    if (!held) throw new Error('file.txt should open');
+    try {
+      expect(readFileSync(held.fd, 'utf8')).toBe('inside\n');
+      expect(held.stats.isFile()).toBe(true);
+    } finally {
+      closeSync(held.fd);
+    }
+    expect(openHeldSync(join(root, 'a', 'none.txt'))).toBeUndefined();
+    expect(() => openHeldSync(join(root, 'a', 'filelink'))).toThrow(ScopeError);
+    expect(() => openHeldSync(join(root, 'link', 'file.txt'))).toThrow(ScopeError);
   });
 });
 

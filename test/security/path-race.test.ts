@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SafetyNet } from '../../src/policy/safety-net.js';
 import { Scope } from '../../src/policy/scope.js';
 import { editFileTool } from '../../src/tools/edit-file.js';
 import { grepTool } from '../../src/tools/grep.js';
@@ -172,6 +173,28 @@ describe('a folder swapped for a symlink while the file tools use it', () => {
   });
 });
 
+describe("the safety net's copy before a write", () => {
+  it('holds nothing from outside when the folder was swapped after the check, so undo cannot bring it in', () => {
+    const root = tempDir();
+    const outside = tempDir();
+    writeFileSync(join(outside, 'secret.txt'), `${SECRET}\n`);
+    mkdirSync(join(root, 'dir'));
+    writeFileSync(join(root, 'dir', 'secret.txt'), 'inside\n');
+    const undoDir = join(tempDir(), 'undo');
+    const safety = new SafetyNet({ root, sessionId: 's-race', undoDir });
+    const path = join(root, 'dir', 'secret.txt');
+    expect(scopeOf(root).resolve('dir/secret.txt', 'write')).toBe(path);
+    // the gate said yes to this canonical path; now the folder is a symlink out, and the net saves the file
+    rmSync(join(root, 'dir'), { recursive: true });
+    symlinkSync(outside, join(root, 'dir'));
+    const [record] = safety.beforeWrite([path]);
+    const copies = listTree(undoDir).filter((f) => f.includes('files/'));
+    for (const copy of copies) expect(readFileSync(join(undoDir, copy), 'utf8')).not.toContain(SECRET);
+    expect(record).toMatchObject({ kind: 'copy', skipped: [{ path }] });
+    expect(record?.kind === 'copy' && record.skipped?.[0]?.reason).toMatch(/changed after the scope check/);
+  });
+});
+
 describe('the same race through keel edit', () => {
   it('a host process flips the folder while the model writes, edits and reads: nothing lands or leaks', async () => {
     const repo = gitRepo({ 'real/secret.txt': 'inside\n', 'real/edit.txt': 'inside\n' });
@@ -238,6 +261,10 @@ async function startFlipper(root: string): Promise<{ stop(): Promise<number> }> 
       return Number(out.split(' ')[1]);
     },
   };
+}
+
+function scopeOf(root: string): Scope {
+  return new Scope({ root, writable: ['.'] });
 }
 
 /** Every entry under `dir`, relative and sorted. */
