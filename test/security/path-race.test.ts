@@ -9,6 +9,7 @@ import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SafetyNet } from '../../src/policy/safety-net.js';
 import { Scope } from '../../src/policy/scope.js';
+import { removeNoFollow, restoreNoFollow } from '../../src/policy/undo-paths.js';
 import { editFileTool } from '../../src/tools/edit-file.js';
 import { grepTool } from '../../src/tools/grep.js';
 import { readFileTool } from '../../src/tools/read-file.js';
@@ -192,6 +193,42 @@ describe("the safety net's copy before a write", () => {
     for (const copy of copies) expect(readFileSync(join(undoDir, copy), 'utf8')).not.toContain(SECRET);
     expect(record).toMatchObject({ kind: 'copy', skipped: [{ path }] });
     expect(record?.kind === 'copy' && record.skipped?.[0]?.reason).toMatch(/changed after the scope check/);
+  });
+});
+
+describe("keel undo's file steps", () => {
+  it('restore and remove stay inside while the folder flips', async () => {
+    const root = tempDir();
+    const outside = tempDir();
+    writeFileSync(join(outside, 'victim.txt'), `${SECRET}\n`);
+    mkdirSync(join(root, 'real'));
+    symlinkSync(outside, join(root, 'link'));
+    const copy = join(tempDir(), 'saved');
+    writeFileSync(copy, 'saved\n');
+    const flipper = await startFlipper(root);
+    let flips = 0;
+    let restored = 0;
+    try {
+      // undo's steps are synchronous and quick, so they get more rounds for the same chances
+      for (let i = 0; i < ROUNDS * 10; i++) {
+        try {
+          restoreNoFollow(join(root, 'dir', `r${i}.txt`), copy, 0o644, root);
+          restored++;
+        } catch {
+          // refused, or the folder was gone at that moment
+        }
+        try {
+          removeNoFollow(join(root, 'dir', 'victim.txt'), root, root);
+        } catch {
+          // the same
+        }
+      }
+    } finally {
+      flips = await flipper.stop();
+    }
+    expect(flips).toBeGreaterThan(0);
+    expect(restored).toBeGreaterThan(0);
+    expect(listTree(outside)).toEqual(['victim.txt']);
   });
 });
 
