@@ -33,6 +33,8 @@ while (!existsSync(stop)) {
   for (let i = 0; i < 200; i++) {
     try {
       renameSync(real, dir);
+      // linger as the real folder, where the scope check says yes, then flip to the link for the use
+      for (let k = 0; k < 30; k++) existsSync(dir);
       renameSync(dir, real);
       renameSync(link, dir);
       renameSync(dir, link);
