@@ -4,7 +4,7 @@
  * elsewhere (and for ignored files or files outside the repository) a copy of each file before its first write.
  */
 import {
-  copyFileSync,
+  closeSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -34,7 +34,8 @@ import {
   resetIndexPaths,
   stampedRefName,
 } from './git.js';
-import { isInside } from './scope.js';
+import { openHeldSync } from './held-path.js';
+import { isInside, ScopeError } from './scope.js';
 import { DEFAULT_SNAPSHOT_LIMITS, type SnapshotLimits, snapshotTree } from './snapshot-tree.js';
 import { checkParents, LinkedPath, type ParentCache, removeNoFollow, restoreNoFollow } from './undo-paths.js';
 
@@ -209,26 +210,40 @@ export class SafetyNet {
   }
 
   private saveFile(path: string, dir: string, n: number, skipped: CopySkip[]): CopiedFile {
-    const st = lstatOrUndefined(path);
-    if (!st) return { path, existed: false, ...createdDir(path) };
-    // folders and symlinks are not copied: the write tools write regular files at canonical paths
-    if (!st.isFile()) return { path, existed: true };
-    const { maxFileBytes, maxTotalBytes } = this.limits();
-    // a huge (or sparse) file would stall the write; it is named instead, and undo leaves it alone
-    const reason =
-      st.size > maxFileBytes
-        ? `larger than ${mb(maxFileBytes)}`
-        : this.copiedBytes + st.size > maxTotalBytes
-          ? `past the safety net's ${mb(maxTotalBytes)} total`
-          : undefined;
-    if (reason) {
-      skipped.push({ path, reason });
+    // opened through held folders: a folder swapped for a symlink since the gate's check must not put an
+    // outside file into the copy that undo would later restore here
+    let held: ReturnType<typeof openHeldSync>;
+    try {
+      held = openHeldSync(path);
+    } catch (err) {
+      if (!(err instanceof ScopeError)) throw err;
+      skipped.push({ path, reason: err.message });
       return { path, existed: true };
     }
-    this.copiedBytes += st.size;
-    const copy = join('files', `${String(n).padStart(5, '0')}-${basename(path)}`);
-    copyFileSync(path, join(dir, copy));
-    return { path, existed: true, copy, mode: st.mode & 0o7777 };
+    if (!held) return { path, existed: false, ...createdDir(path) };
+    try {
+      const st = held.stats;
+      // folders and symlinks are not copied: the write tools write regular files at canonical paths
+      if (!st.isFile()) return { path, existed: true };
+      const { maxFileBytes, maxTotalBytes } = this.limits();
+      // a huge (or sparse) file would stall the write; it is named instead, and undo leaves it alone
+      const reason =
+        st.size > maxFileBytes
+          ? `larger than ${mb(maxFileBytes)}`
+          : this.copiedBytes + st.size > maxTotalBytes
+            ? `past the safety net's ${mb(maxTotalBytes)} total`
+            : undefined;
+      if (reason) {
+        skipped.push({ path, reason });
+        return { path, existed: true };
+      }
+      this.copiedBytes += st.size;
+      const copy = join('files', `${String(n).padStart(5, '0')}-${basename(path)}`);
+      writeFileSync(join(dir, copy), readFileSync(held.fd));
+      return { path, existed: true, copy, mode: st.mode & 0o7777 };
+    } finally {
+      closeSync(held.fd);
+    }
   }
 }
 

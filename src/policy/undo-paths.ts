@@ -1,14 +1,14 @@
 /**
  * File operations for undo that never follow a link: every path keel saved was canonical (no symlink in
  * it), so a symlink that now sits among its parents was put there since, and a write or delete through it
- * would land elsewhere. Such a path is refused and named; the final component is never followed either.
+ * would land elsewhere. Such a path is refused and named; the final component is never followed either,
+ * and the write or delete itself happens in a held folder (held-path.ts), so the check holds at the use.
  */
 import {
   closeSync,
   constants,
   fchmodSync,
   lstatSync,
-  mkdirSync,
   openSync,
   readFileSync,
   rmdirSync,
@@ -16,8 +16,9 @@ import {
   type Stats,
   writeSync,
 } from 'node:fs';
-import { dirname, parse, sep } from 'node:path';
-import { isInside } from './scope.js';
+import { basename, dirname, parse, sep } from 'node:path';
+import { HeldDir } from './held-path.js';
+import { isInside, ScopeError } from './scope.js';
 
 /** A path undo will not touch because it now leads somewhere else. */
 export class LinkedPath extends Error {
@@ -56,52 +57,64 @@ export function checkParents(path: string, root: string, cache: ParentCache = ne
 /** Remove `path` (never following it), then the folders that leaves empty, up to `stop` (exclusive). */
 export function removeNoFollow(path: string, stop: string, root: string): void {
   checkParents(path, root);
-  // rm on the last component removes a link itself, never what it points at
-  rmSync(path, { force: true });
-  for (let dir = dirname(path); dir !== stop && isInside(dir, stop); dir = dirname(dir)) {
+  const dir = heldParent(path, false);
+  if (!dir) return; // its folder is gone, and the file with it
+  try {
+    // rm on the last component removes a link itself, never what it points at
+    rmSync(dir.at(basename(path)), { force: true });
+  } finally {
+    dir.close();
+  }
+  for (let parent = dirname(path); parent !== stop && isInside(parent, stop); parent = dirname(parent)) {
     try {
-      rmdirSync(dir);
+      rmdirSync(parent);
     } catch {
-      return; // not empty: something else lives there
+      return; // not empty (or not a folder): something else lives there
     }
   }
 }
 
 /**
- * Write `copy`'s bytes to `path` as a new file with `mode`: missing folders are made one at a time and
- * checked, whatever is at `path` (a link, or a hard link shared with a file elsewhere) is unlinked first,
- * and the file is created with O_EXCL | O_NOFOLLOW, so no byte lands outside `root`.
+ * Write `copy`'s bytes to `path` as a new file with `mode`. The folder is reached through held folders
+ * (held-path.ts: missing ones made one at a time, a symlink on the way refused, also one that appears
+ * while undo works), whatever is at `path` (a link, or a hard link shared with a file elsewhere) is
+ * unlinked first, and the file is created with O_EXCL | O_NOFOLLOW in the held folder, so no byte lands
+ * outside `root`.
  */
 export function restoreNoFollow(path: string, copy: string, mode: number, root: string): void {
   checkParents(path, root);
-  makeParents(path, root);
-  const st = lstatOrUndefined(path);
-  if (st && !st.isDirectory()) rmSync(path);
-  const fd = openSync(
-    path,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    mode & 0o777,
-  );
+  const dir = heldParent(path, true);
+  if (!dir) throw new LinkedPath(`${path}: its folder could not be made`);
   try {
-    const data = readFileSync(copy);
-    for (let done = 0; done < data.length; ) done += writeSync(fd, data, done);
-    // the umask trimmed the mode open set; the saved one is exact
-    fchmodSync(fd, mode);
+    const name = basename(path);
+    const st = dir.lstat(name);
+    if (st && !st.isDirectory()) rmSync(dir.at(name));
+    const fd = openSync(
+      dir.at(name),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      mode & 0o777,
+    );
+    try {
+      const data = readFileSync(copy);
+      for (let done = 0; done < data.length; ) done += writeSync(fd, data, done);
+      // the umask trimmed the mode open set; the saved one is exact
+      fchmodSync(fd, mode);
+    } finally {
+      closeSync(fd);
+    }
   } finally {
-    closeSync(fd);
+    dir.close();
   }
 }
 
-// mkdir one level at a time: a recursive mkdir would follow a link that appeared above the path
-function makeParents(path: string, root: string): void {
-  const missing: string[] = [];
-  for (let dir = dirname(path); !lstatOrUndefined(dir); dir = dirname(dir)) {
-    if (dir === dirname(dir)) break;
-    missing.unshift(dir);
-  }
-  for (const dir of missing) {
-    mkdirSync(dir);
-    checkParents(`${dir}${sep}x`, root);
+// The held folder of `path`; a symlink on the way is a LinkedPath, a missing folder undefined (without create)
+function heldParent(path: string, create: boolean): HeldDir | undefined {
+  try {
+    return HeldDir.walk(dirname(path), create);
+  } catch (err) {
+    if (err instanceof ScopeError) throw new LinkedPath(`${path}: ${err.message}`);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
   }
 }
 

@@ -1,9 +1,9 @@
 /** edit_file: exact string replacement in one file, refusing ambiguous or no-op edits with a hint. */
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { openHeld } from '../policy/held-path.js';
 import { hasBinaryExtension } from './binary.js';
 import { countDiffLines, writeAtomic } from './file-change.js';
-import { statExisting, workspacePath } from './files.js';
+import { workspacePath } from './files.js';
 import {
   decodeFile,
   EncodingError,
@@ -58,13 +58,9 @@ async function prepare(args: z.infer<typeof schema>, ctx: ToolContext) {
     throw new ToolError('old_string and new_string are identical; nothing would change');
   }
   const abs = ctx.resolve(args.path, 'write');
-  const info = await statExisting(abs, args.path, 'use write_file to create it');
-  if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
-  if (hasBinaryExtension(abs))
-    throw new ToolError(`${args.path} is a binary file; edit_file only edits text`);
-
+  const { info, bytes } = await readWhole(abs, args.path);
   // edited in the file's own encoding, so every byte outside the replaced text stays as it was
-  const decoded = decodeFile(await readFile(abs));
+  const decoded = decodeFile(bytes);
   if ('binary' in decoded) {
     throw new ToolError(`${args.path} is a binary file (${decoded.binary}); edit_file only edits text`);
   }
@@ -101,6 +97,21 @@ async function prepare(args: z.infer<typeof schema>, ctx: ToolContext) {
     bytes: encodeEdit(after, encoding, args.path),
     mode: info.mode & 0o7777,
   };
+}
+
+/** The file's bytes, read through held folders (see held-path.ts) and rechecked, with its fstat. */
+async function readWhole(abs: string, shown: string) {
+  const file = await openHeld(abs);
+  if (!file) throw new ToolError(`${shown} does not exist; use write_file to create it`);
+  try {
+    if (!file.stats.isFile()) throw new ToolError(`${shown} is not a regular file`);
+    if (hasBinaryExtension(abs)) throw new ToolError(`${shown} is a binary file; edit_file only edits text`);
+    const bytes = await file.handle.readFile();
+    file.recheck();
+    return { info: file.stats, bytes };
+  } finally {
+    await file.close();
+  }
 }
 
 /** The edited text in the file's encoding; an edit that would split a character is refused. */

@@ -1,17 +1,31 @@
 /** Writing a file change safely (atomic replace) and measuring it in lines, shared by edit_file and write_file. */
 import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname } from 'node:path';
+import { HeldDir } from '../policy/held-path.js';
+
+const { O_CREAT, O_EXCL, O_NOFOLLOW, O_WRONLY } = constants;
 
 /**
- * Replace `path` with `content` atomically: write a temp file in the same folder, flush it, rename it
- * over the target, so a crash or a concurrent reader never sees half a file. A string is written as
- * UTF-8; callers that keep a file's own encoding pass the encoded bytes.
+ * Replace `path` (absolute and canonical, as the scope returned it) with `content` atomically: write a temp
+ * file in the same folder, flush it, rename it over the target, so a crash or a concurrent reader never
+ * sees half a file. The folder is held (see held-path.ts) and the temp file and the rename are made in it,
+ * so a folder on the way swapped for a symlink cannot send the write outside the scope. `makeParents`
+ * creates missing folders, each in its held parent. A string is written as UTF-8; callers that keep a
+ * file's own encoding pass the encoded bytes.
  */
-export async function writeAtomic(path: string, content: string | Uint8Array, mode = 0o644): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.keel-${randomBytes(4).toString('hex')}.tmp`);
+export async function writeAtomic(
+  path: string,
+  content: string | Uint8Array,
+  mode = 0o644,
+  makeParents = false,
+): Promise<void> {
+  const name = basename(path);
+  const dir = HeldDir.walk(dirname(path), makeParents);
+  const temp = `.${name}.keel-${randomBytes(4).toString('hex')}.tmp`;
   try {
-    const handle = await open(temp, 'wx', mode);
+    const handle = await open(dir.at(temp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
     try {
       await (typeof content === 'string' ? handle.writeFile(content, 'utf8') : handle.writeFile(content));
       // the temp file gets `mode` minus the umask at creation; chmod makes an existing file keep its bits
@@ -20,10 +34,13 @@ export async function writeAtomic(path: string, content: string | Uint8Array, mo
     } finally {
       await handle.close();
     }
-    await rename(temp, path);
+    // renames the entry itself: a symlink put at `name` meanwhile is replaced, never followed
+    await rename(dir.at(temp), dir.at(name));
   } catch (err) {
-    await unlink(temp).catch(() => undefined);
-    throw err;
+    await unlink(dir.at(temp)).catch(() => undefined);
+    throw dir.named(dir.named(err, temp), name);
+  } finally {
+    dir.close();
   }
 }
 

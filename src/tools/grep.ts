@@ -1,7 +1,8 @@
 /** grep: search file contents with a JavaScript regex, skipping gitignored, binary and very large files. */
-import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { openHeld } from '../policy/held-path.js';
+import { ScopeError } from '../policy/scope.js';
 import { hasBinaryExtension } from './binary.js';
 import { globMatcher, listFiles, statExisting, workspacePath } from './files.js';
 import { binaryReason, bomBytes, decodeBody, detectEncoding } from './text-encoding.js';
@@ -69,16 +70,16 @@ export const grepTool: Tool<typeof schema> = {
           continue;
         }
       }
-      const size = await stat(real).then(
-        (s) => (s.isFile() ? s.size : -1),
-        () => -1,
-      );
-      if (size < 0) continue;
-      if (size > MAX_FILE_BYTES) {
-        skipped.large++;
+      let buf: Buffer | undefined;
+      try {
+        buf = await contents(real, skipped);
+      } catch (err) {
+        // a listed file whose folder became a symlink meanwhile is skipped like one outside from the start
+        if (target === abs || !(err instanceof ScopeError)) throw err;
+        skipped.outside++;
         continue;
       }
-      const buf = await readFile(real);
+      if (!buf) continue;
       // decoded as read_file decodes it: a Latin-1 or UTF-16 file is searched as the text it holds
       const encoding = detectEncoding(buf);
       if (binaryReason(buf, encoding)) continue;
@@ -107,3 +108,24 @@ export const grepTool: Tool<typeof schema> = {
     return { output: [body, ...notes].join('\n') };
   },
 };
+
+/**
+ * A file's bytes, read through held folders (see held-path.ts) and rechecked, so a folder swapped for a
+ * symlink after the scope check cannot make grep read outside it; undefined for what grep passes over.
+ */
+async function contents(path: string, skipped: { large: number }): Promise<Buffer | undefined> {
+  const file = await openHeld(path);
+  if (!file) return undefined;
+  try {
+    if (!file.stats.isFile()) return undefined;
+    if (file.stats.size > MAX_FILE_BYTES) {
+      skipped.large++;
+      return undefined;
+    }
+    const bytes = await file.handle.readFile();
+    file.recheck();
+    return bytes;
+  } finally {
+    await file.close();
+  }
+}

@@ -1,8 +1,8 @@
 /** read_file: a window of a text file's lines, numbered, streamed so a huge file is never loaded whole. */
-import { createReadStream } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
+import { type HeldFile, openHeld } from '../policy/held-path.js';
 import { hasBinaryExtension } from './binary.js';
-import { statExisting } from './files.js';
 import {
   binaryReason,
   bomBytes,
@@ -33,56 +33,78 @@ export const readFileTool: Tool<typeof schema> = {
   schema,
   paths: (args) => [{ path: args.path, access: 'read' }],
   async execute(args, ctx) {
-    const abs = ctx.resolve(args.path, 'read');
-    const info = await statExisting(abs, args.path, 'use glob or list_dir to find it');
-    if (info.isDirectory())
-      throw new ToolError(`${args.path} is a directory; use list_dir to see its contents`);
-    if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
-    const binary = () =>
-      new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only shows text`);
-    if (hasBinaryExtension(abs)) throw binary();
-    if (info.size === 0) return { output: `(${args.path} is empty)` };
-    // the same detection edit_file uses, from the head only so a huge file is never read whole
-    const head = await readHead(abs, COUNT_ALL_BYTES);
-    const encoding = detectEncoding(head.bytes, head.complete);
-    if (binaryReason(head.bytes, encoding)) throw binary();
-    // one short line so the model knows what it sees, and that its edits keep the encoding
-    const note = encoding === 'utf-8' ? '' : `[encoding: ${encodingLabel(encoding)}; edits keep it]\n`;
-
-    const offset = Math.floor(args.offset ?? 1);
-    const window = new LineWindow({
-      maxLines: Math.min(Math.floor(args.limit ?? LIMITS.lines), LIMITS.lines),
-    });
-    const countAll = info.size <= COUNT_ALL_BYTES;
-    let lineNo = 0;
-    let more = false;
-    for await (const line of readLines(abs, encoding, ctx.signal)) {
-      lineNo++;
-      if (lineNo < offset || more) continue;
-      if (window.add(`${String(lineNo).padStart(5)}\t${line}`)) continue;
-      more = true;
-      if (!countAll) break;
+    // opened through held folders, so a folder swapped for a symlink after the check cannot redirect it
+    const file = await openHeld(ctx.resolve(args.path, 'read'));
+    if (!file) throw new ToolError(`${args.path} does not exist; use glob or list_dir to find it`);
+    try {
+      const result = await readWindow(file, args, ctx.signal);
+      // what was read is shown as this path only if the path still names that file
+      file.recheck();
+      return result;
+    } finally {
+      await file.close();
     }
-
-    if (lineNo === 0) return { output: `${note}(${args.path} is empty)` };
-    if (window.lines.length === 0) {
-      throw new ToolError(`offset ${offset} is past the end of ${args.path} (${lineNo} lines)`);
-    }
-    if (!more) return { output: `${note}${window.lines.join('\n')}` };
-    const last = offset + window.lines.length - 1;
-    const shown = countAll
-      ? `showing lines ${offset}-${last} of ${lineNo}`
-      : `showing lines ${offset}-${last}, file continues`;
-    const marker = truncationMarker(shown, `use offset=${last + 1} to continue`, window.limitText());
-    return { output: `${note}${window.lines.join('\n')}\n${marker}` };
   },
 };
+
+/** The numbered lines of the opened file that the call asked for, with a marker when more follow. */
+async function readWindow(
+  file: HeldFile,
+  args: z.infer<typeof schema>,
+  signal: AbortSignal,
+): Promise<{ output: string }> {
+  const info = file.stats;
+  if (info.isDirectory())
+    throw new ToolError(`${args.path} is a directory; use list_dir to see its contents`);
+  if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
+  const binary = () =>
+    new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only shows text`);
+  if (hasBinaryExtension(file.path)) throw binary();
+  if (info.size === 0) return { output: `(${args.path} is empty)` };
+  // the same detection edit_file uses, from the head only so a huge file is never read whole
+  const head = await readHead(file.handle, COUNT_ALL_BYTES);
+  const encoding = detectEncoding(head.bytes, head.complete);
+  if (binaryReason(head.bytes, encoding)) throw binary();
+  // one short line so the model knows what it sees, and that its edits keep the encoding
+  const note = encoding === 'utf-8' ? '' : `[encoding: ${encodingLabel(encoding)}; edits keep it]\n`;
+
+  const offset = Math.floor(args.offset ?? 1);
+  const window = new LineWindow({
+    maxLines: Math.min(Math.floor(args.limit ?? LIMITS.lines), LIMITS.lines),
+  });
+  const countAll = info.size <= COUNT_ALL_BYTES;
+  let lineNo = 0;
+  let more = false;
+  for await (const line of readLines(file.handle, encoding, signal)) {
+    lineNo++;
+    if (lineNo < offset || more) continue;
+    if (window.add(`${String(lineNo).padStart(5)}\t${line}`)) continue;
+    more = true;
+    if (!countAll) break;
+  }
+
+  if (lineNo === 0) return { output: `${note}(${args.path} is empty)` };
+  if (window.lines.length === 0) {
+    throw new ToolError(`offset ${offset} is past the end of ${args.path} (${lineNo} lines)`);
+  }
+  if (!more) return { output: `${note}${window.lines.join('\n')}` };
+  const last = offset + window.lines.length - 1;
+  const shown = countAll
+    ? `showing lines ${offset}-${last} of ${lineNo}`
+    : `showing lines ${offset}-${last}, file continues`;
+  const marker = truncationMarker(shown, `use offset=${last + 1} to continue`, window.limitText());
+  return { output: `${note}${window.lines.join('\n')}\n${marker}` };
+}
 
 /**
  * Yield a file's lines without its line breaks. Unlike readline, a line longer than the display cap
  * is not buffered whole, so a 50 MB single-line file costs a few KB of memory.
  */
-async function* readLines(path: string, encoding: TextEncoding, signal: AbortSignal): AsyncGenerator<string> {
+async function* readLines(
+  handle: FileHandle,
+  encoding: TextEncoding,
+  signal: AbortSignal,
+): AsyncGenerator<string> {
   // up to 4 bytes per char, so the kept bytes always cover the displayed chars
   const maxLineBytes = LIMITS.lineChars * 4;
   let parts: Buffer[] = [];
@@ -105,7 +127,7 @@ async function* readLines(path: string, encoding: TextEncoding, signal: AbortSig
     dropped = false;
     return line;
   };
-  for await (const chunk of byteChunks(path, encoding, signal)) {
+  for await (const chunk of byteChunks(handle, encoding, signal)) {
     let start = 0;
     while (start < chunk.length) {
       const nl = chunk.indexOf(10, start);
@@ -126,25 +148,32 @@ async function* readLines(path: string, encoding: TextEncoding, signal: AbortSig
  * splitter only ever looks for a single newline byte.
  */
 async function* byteChunks(
-  path: string,
+  handle: FileHandle,
   encoding: TextEncoding,
   signal: AbortSignal,
 ): AsyncGenerator<Buffer> {
-  const stream = createReadStream(path, {
-    signal,
-    highWaterMark: 64 * 1024,
-    start: bomBytes(encoding).length,
-  });
   if (!isUtf16(encoding)) {
-    yield* stream as AsyncIterable<Buffer>;
+    yield* rawChunks(handle, bomBytes(encoding).length, signal);
     return;
   }
   // ignoreBOM: the BOM is already skipped, so a U+FEFF after it is text
   const decoder = new TextDecoder(encoding, { ignoreBOM: true });
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
+  for await (const chunk of rawChunks(handle, bomBytes(encoding).length, signal)) {
     const text = decoder.decode(chunk, { stream: true });
     if (text) yield Buffer.from(text, 'utf8');
   }
   const tail = decoder.decode();
   if (tail) yield Buffer.from(tail, 'utf8');
+}
+
+/** The open file's bytes from `start`, in fresh 64 KB chunks (the line splitter keeps slices of them). */
+async function* rawChunks(handle: FileHandle, start: number, signal: AbortSignal): AsyncGenerator<Buffer> {
+  for (let position = start; ; ) {
+    signal.throwIfAborted();
+    const chunk = Buffer.allocUnsafe(64 * 1024);
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
+    if (bytesRead === 0) return;
+    position += bytesRead;
+    yield chunk.subarray(0, bytesRead);
+  }
 }

@@ -3,7 +3,7 @@
  * BOM, and Latin-1 for anything that is not valid UTF-8. Each maps bytes to text one to one, so an edit
  * made on the decoded text and encoded back leaves every byte outside the replaced span as it was.
  */
-import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { looksBinary } from './binary.js';
 
 export type TextEncoding = 'utf-8' | 'utf-8-bom' | 'utf-16le' | 'utf-16be' | 'latin1';
@@ -149,22 +149,20 @@ export function isUtf16(encoding: TextEncoding): boolean {
   return encoding === 'utf-16le' || encoding === 'utf-16be';
 }
 
-/** The first `max` bytes of a file (fewer when it is shorter), without reading the rest. */
-export async function readHead(path: string, max: number): Promise<{ bytes: Buffer; complete: boolean }> {
-  const handle = await open(path, 'r');
-  try {
-    const buf = Buffer.alloc(max + 1);
-    let got = 0;
-    while (got < buf.length) {
-      const { bytesRead } = await handle.read(buf, got, buf.length - got, got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    // one byte past `max` tells a file of exactly `max` bytes from a longer one
-    return { bytes: buf.subarray(0, Math.min(got, max)), complete: got <= max };
-  } finally {
-    await handle.close();
+/** The first `max` bytes of an open file (fewer when it is shorter), without reading the rest. */
+export async function readHead(
+  handle: FileHandle,
+  max: number,
+): Promise<{ bytes: Buffer; complete: boolean }> {
+  const buf = Buffer.alloc(max + 1);
+  let got = 0;
+  while (got < buf.length) {
+    const { bytesRead } = await handle.read(buf, got, buf.length - got, got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
   }
+  // one byte past `max` tells a file of exactly `max` bytes from a longer one
+  return { bytes: buf.subarray(0, Math.min(got, max)), complete: got <= max };
 }
 
 function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {

@@ -2,9 +2,8 @@
  * write_file: create or overwrite a whole file atomically, creating its parent folders. An existing
  * file keeps its encoding and BOM (UTF-16, Latin-1, ...); content that encoding cannot hold is refused.
  */
-import { mkdir, readFile, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { z } from 'zod';
+import { type HeldFile, openHeld } from '../policy/held-path.js';
 import { hasBinaryExtension } from './binary.js';
 import { countDiffLines, writeAtomic } from './file-change.js';
 import { workspacePath } from './files.js';
@@ -52,8 +51,8 @@ export const writeFileTool: Tool<typeof schema> = {
   async execute(args, ctx) {
     const p = await prepare(args, ctx);
     if (p.unchanged) return { output: `${p.shown} already has this content; nothing written` };
-    await mkdir(dirname(p.abs), { recursive: true });
-    await writeAtomic(p.abs, p.bytes, p.mode);
+    // missing folders are made, and the file written, in held folders (see held-path.ts)
+    await writeAtomic(p.abs, p.bytes, p.mode, true);
 
     const diff = countDiffLines(p.existing.text, p.content);
     const diffLines = diff.added + diff.removed;
@@ -93,12 +92,18 @@ interface Prepared {
 async function prepare(args: z.infer<typeof schema>, ctx: ToolContext): Promise<Prepared> {
   // resolve checks the whole parent chain, including folders that do not exist yet
   const abs = ctx.resolve(args.path, 'write');
-  const info = await stat(abs).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return null;
-    throw err;
-  });
-  if (info && !info.isFile()) throw new ToolError(`${args.path} exists and is not a regular file`);
-  const existing = info ? await inspect(abs, info.size) : { encoding: 'utf-8' as const, text: '' };
+  const file = await openHeld(abs);
+  let existing: Existing = { encoding: 'utf-8', text: '' };
+  if (file) {
+    try {
+      if (!file.stats.isFile()) throw new ToolError(`${args.path} exists and is not a regular file`);
+      existing = await inspect(file);
+      file.recheck();
+    } finally {
+      await file.close();
+    }
+  }
+  const info = file?.stats;
   const { encoding } = existing;
   // read_file never shows a BOM; one the model copies anyway must not be doubled
   const content =
@@ -118,7 +123,7 @@ async function prepare(args: z.infer<typeof schema>, ctx: ToolContext): Promise<
   return {
     abs,
     shown: workspacePath(ctx.cwd, abs),
-    existed: info !== null,
+    existed: info !== undefined,
     existing,
     content,
     bytes,
@@ -140,15 +145,15 @@ function diffOf(p: Prepared): string {
  * The existing file's encoding and, for the diff count, its text. A binary file is replaced by the
  * content as UTF-8 and counts as all-new; so does a huge one, whose encoding comes from its head.
  */
-async function inspect(abs: string, size: number): Promise<Existing> {
-  if (hasBinaryExtension(abs)) return { encoding: 'utf-8', text: '' };
-  if (size <= MAX_DIFF_BYTES) {
-    const bytes = await readFile(abs);
+async function inspect(file: HeldFile): Promise<Existing> {
+  if (hasBinaryExtension(file.path)) return { encoding: 'utf-8', text: '' };
+  if (file.stats.size <= MAX_DIFF_BYTES) {
+    const bytes = await file.handle.readFile();
     const decoded = decodeFile(bytes);
     if ('binary' in decoded) return { encoding: 'utf-8', bytes, text: '' };
     return { encoding: decoded.encoding, bytes, text: decoded.text };
   }
-  const head = await readHead(abs, SNIFF_BYTES);
+  const head = await readHead(file.handle, SNIFF_BYTES);
   const encoding = detectEncoding(head.bytes, head.complete);
   return { encoding: binaryReason(head.bytes, encoding) ? 'utf-8' : encoding, text: '' };
 }
