@@ -77,7 +77,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
   const cost = result.costUsd === null ? '' : ` · $${result.costUsd.toFixed(4)}`;
   process.stderr.write(
     dim(
-      `loop ${result.runId} · ${result.iterations.length} round(s) · ${tokens} tokens${cost}${
+      `loop ${result.runId} · ${result.iterations.length} round${result.iterations.length === 1 ? '' : 's'} · ${tokens} tokens${cost}${
         result.snapshot && result.files.length ? ` · undo all rounds: keel undo ${result.runId}` : ''
       }\n`,
     ),

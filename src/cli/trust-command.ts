@@ -92,7 +92,9 @@ export async function runTrustDiff(
   }
   if (check && expansions.length) {
     if (!flags.json)
-      process.stderr.write(`${red('keel:')} ${expansions.length} permission expansion(s) in ${rel}\n`);
+      process.stderr.write(
+        `${red('keel:')} ${expansions.length} permission expansion${expansions.length === 1 ? '' : 's'} in ${rel}\n`,
+      );
     return EXIT.failed;
   }
   return EXIT.ok;

@@ -242,7 +242,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
       stalled = 0;
       failing = now;
       if (!reviewer) {
-        const reason = `the tests pass after ${round} round(s) (${c.passed} passed)`;
+        const reason = `the tests pass after ${count(round, 'round')} (${c.passed} passed)`;
         record('loop_verdict', { round, code: 'COMPLETED', reason });
         return finish('COMPLETED', reason);
       }
@@ -267,7 +267,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
         `review: ${review.verdict} (${review.findings.length} finding${review.findings.length === 1 ? '' : 's'})`,
       );
       if (review.verdict === 'APPROVE') {
-        const reason = `the tests pass and ${review.model} approved after ${round} round(s)`;
+        const reason = `the tests pass and ${review.model} approved after ${count(round, 'round')}`;
         record('loop_verdict', { round, code: 'COMPLETED', reason });
         return finish('COMPLETED', reason);
       }
@@ -277,7 +277,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
       ].join('\n');
     }
     const still = lastReview?.verdict === 'REVISE' && !iterations.at(-1)?.failing.length;
-    const reason = `used all ${opts.maxIterations} round(s) (--max-iterations)${
+    const reason = `used all ${count(opts.maxIterations, 'round')} (--max-iterations)${
       still
         ? `; the reviewer still asks for changes: ${preview(lastReview?.findings ?? [])}`
         : failing.length

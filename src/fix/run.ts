@@ -355,10 +355,11 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         return finish('ENVIRONMENT_ERROR', 'failed', why, attempts, last, before, plan, shown);
       }
       if (verdict.status === 'verified') {
-        progress(`verdict: verified (${verdict.reason})`);
+        progress(`verdict: ${verdict.reason}`);
         return finish('COMPLETED', 'verified', verdict.reason, attempts, last, before, plan, shown);
       }
-      progress(`verdict: not verified: ${verdict.reason}`);
+      // the verifier's reason starts with its verdict: said once, not 'not verified: not verified:'
+      progress(`verdict: ${verdict.reason}`);
       const setAside = guard.edits.length && !countEdits ? testEditFeedback(guard.edits) : '';
       feedback = `Your previous attempt did not pass verification: ${verdict.reason}\n${describeRun(after)}${setAside}`;
       if (attempt < opts.maxAttempts) rollback(snapshot);
@@ -442,7 +443,10 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       code,
       status,
       reason,
-      summary: status === 'verified' ? `verified after ${attempts} attempt(s): ${reason}` : reason,
+      summary:
+        status === 'verified'
+          ? `verified after ${count(attempts, 'attempt')}: ${reason.replace(/^verified: /, '')}`
+          : reason,
       attempts,
       commit,
       verification: last.verdict ?? null,

@@ -135,6 +135,9 @@ describe('keel fix: the model does not decide what is verified', () => {
     expect(doc.verification?.targetsFailing).toEqual([TARGET]);
     expect(doc.summary).toContain('target still failing');
     expect(doc.summary).not.toContain('Fixed!');
+    // the verdict is said once per attempt, never 'not verified: not verified:'
+    expect(run.stderr).toContain('verdict: not verified: ');
+    expect(run.stderr).not.toContain('not verified: not verified');
     // kept for inspection, labelled so nobody mistakes it for a fix
     expect(git(repo, 'log', '-1', '--format=%s', doc.branch ?? '')).toMatch(/^keel \(UNVERIFIED\)/);
     expect(readFileSync(doc.rationale ?? '', 'utf8')).toContain('NOT VERIFIED');

@@ -464,7 +464,8 @@ describe('keel undo', () => {
     vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
 
     expect(await runUndo('no-such-session', { json: true })).toBe(2);
-    expect(await runUndo('sess-0', { json: true })).toBe(2);
+    // a session with nothing saved: nothing to undo, exit 1 (NOTHING_TO_UNDO), not a usage error
+    expect(await runUndo('sess-0', { json: true })).toBe(1);
     stdout.length = 0;
     expect(await runUndo(undefined, { cwd: join(repo, 'src') })).toBe(1);
     expect(stdout.join('')).toContain('remove new.txt');
@@ -476,6 +477,7 @@ describe('keel undo', () => {
     expect(doc).toMatchObject({ session_id: 'sess-1', applied: true, kept: ['refs/keel/undone/sess-1'] });
     expect(doc.steps).toContain('restore src/b.ts');
     expect(fingerprint(repo)).toEqual(before);
-    expect(await runUndo('sess-1', { yes: true })).toBe(2);
+    // undone already: nothing left to undo (exit 1, NOTHING_TO_UNDO)
+    expect(await runUndo('sess-1', { yes: true })).toBe(1);
   });
 });

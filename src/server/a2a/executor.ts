@@ -318,8 +318,8 @@ export class KeelExecutor implements AgentExecutor {
       return;
     }
     const verdict = report.verified
-      ? `verified after ${count(report.attempts, 'attempt')}${report.branch ? ` on branch ${report.branch}` : ''}: ${report.summary}`
-      : `not verified after ${count(report.attempts, 'attempt')}: ${report.code}: ${report.reason}`;
+      ? `verified after ${count(report.attempts, 'attempt')}${report.branch ? ` on branch ${report.branch}` : ''}: ${report.reason.replace(/^verified: /, '')}`
+      : `not verified after ${count(report.attempts, 'attempt')}: ${report.code}: ${report.reason.replace(/^not verified: /, '')}`;
     const parts = [partOf(verdict, 'text/plain')];
     if (report.pr) parts.push(partOf(report.pr, 'text/markdown'));
     if (report.diff) parts.push(partOf(report.diff, 'text/x-diff'));

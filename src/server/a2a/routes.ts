@@ -161,7 +161,7 @@ export function mountServeA2a(
   const failed = store.recover();
   if (failed)
     process.stderr.write(
-      `keel serve: ${count(failed, 'A2A task')} left unfinished by a stopped server are marked failed\n`,
+      `keel serve: ${count(failed, 'A2A task')} left unfinished by a stopped server ${failed === 1 ? 'is' : 'are'} marked failed\n`,
     );
   mountA2a(app, {
     token: deps.token,
