@@ -97,15 +97,7 @@ async function planFor(
     return { url: server.url, token };
   }
   const argv = server.command ?? [];
-  const { sandboxEnv } = await import('../policy/sandbox.js');
-  if (allReadOnly(server)) {
-    // declared read-only as a whole: it runs as the user, but still without keel's secrets in its environment
-    return {
-      argv,
-      env: { ...sandboxEnv(ctx.env, ctx.env.HOME, { pass: ctx.config.sandbox_env }), ...server.env },
-      cwd: ctx.root,
-    };
-  }
+  if (allReadOnly(server)) return unconfined(server, argv, ctx);
   const { sandbox, why } = await ctx.confinement();
   if (sandbox?.spawnSpec) {
     const spec = sandbox.spawnSpec(argv);
@@ -115,10 +107,23 @@ async function planFor(
     throw new McpServerError(
       `mcp server "${server.name}" needs a sandbox and none can run here (${why}); set allow_shell = true to run it without one, or read_only_tools = ["*"] if it only reads`,
     );
+  return unconfined(server, argv, ctx);
+}
+
+/**
+ * A server that runs as the user (declared read-only, or allowed with no sandbox): without keel's secrets
+ * in its environment, and in a cgroup of its own where the host has one, so that closing it ends every
+ * process it started, even one it detached (no pid namespace does that here).
+ */
+async function unconfined(server: McpServerConfig, argv: string[], ctx: ConnectContext): Promise<SpawnPlan> {
+  const { sandboxEnv } = await import('../policy/sandbox.js');
+  const { inOwnCgroup } = await import('../policy/sandbox-limits.js');
+  const grouped = inOwnCgroup(argv);
   return {
-    argv,
+    argv: grouped.argv,
     env: { ...sandboxEnv(ctx.env, ctx.env.HOME, { pass: ctx.config.sandbox_env }), ...server.env },
     cwd: ctx.root,
+    cleanup: grouped.cleanup,
   };
 }
 
