@@ -9,7 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
+import { realRoot } from '../config/narrowing.js';
 import { protectedStatePaths } from '../config/paths.js';
+import { configPrograms } from '../config/programs.js';
 import type { Mode } from '../config/schema.js';
 import { sessionInjection } from '../memory/inject.js';
 import { observeSession } from '../memory/observe.js';
@@ -133,12 +135,18 @@ async function runIn(
   const { config } = opts.loaded;
   // a subagent comes with its policy already narrowed from its parent's; a session a person starts builds one
   const granted = opts.policy;
+  // the files in the workspace that hooks and servers run on the host: as checked at load, never the model's to write
+  const programs = opts.loaded.programs ?? configPrograms(config, realRoot(opts.cwd), env.PATH);
   const scope =
     granted?.scope ??
     new Scope({
       root: opts.cwd,
       writable: config.scope,
       protectedDirs: protectedStatePaths(paths),
+      protectedFiles: programs.map((p) => ({
+        path: p.path,
+        why: `a program keel's config runs on the host (${p.by})`,
+      })),
     });
   // the session's repository is found now, once: a .git the model makes later is never used by keel
   pinWorkspace(scope.root);
@@ -218,6 +226,7 @@ async function runIn(
         env,
         [...protectedStatePaths(paths), ...(opts.readOnlyDirs ?? [])],
         reportsDir,
+        programs.map((p) => p.path),
       );
   } catch (err) {
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
@@ -251,7 +260,7 @@ async function runIn(
   const sandboxed = sandboxExec !== undefined;
   const policy: Policy = granted
     ? Object.freeze({ ...granted, sandbox: sandboxed })
-    : policyFor({ mode: opts.mode, scope, config, sandbox: sandboxed });
+    : policyFor({ mode: opts.mode, scope, config, sandbox: sandboxed, programs });
   const closers: Array<() => Promise<void>> = [];
   const deps: ToolDeps = {
     policy,
@@ -368,6 +377,7 @@ async function sessionSandboxes(
   env: NodeJS.ProcessEnv,
   protectedPaths: string[],
   reportsDir: string,
+  protectedFiles: string[],
 ): Promise<SessionSandboxes> {
   const { createSandbox, SandboxError } = await import('../policy/sandbox.js');
   const common = {
@@ -378,6 +388,7 @@ async function sessionSandboxes(
     limits: config.sandbox_limits,
     env,
     protectedDirs: protectedPaths,
+    protectedFiles,
   };
   let sandbox: Sandbox;
   try {

@@ -287,7 +287,7 @@ class HostSandbox implements Sandbox {
         tmpBytes: tmpBytes(opts.limits),
       };
       this.toolchains = view.toolchains;
-      const readOnly = opts.protectedDirs.filter((p) => !inState(p));
+      const readOnly = [...opts.protectedDirs.filter((p) => !inState(p)), ...opts.protectedFiles];
       const bwrap = bwrapRunner(bin, layout, this.hostLimits, readOnly);
       this.runner = (argv, run) => bwrap.run(argv, this.env, run.timeoutS, run.signal, run.onOutput);
       this.spawner = (argv) => [
@@ -417,5 +417,7 @@ function dockerProtected(opts: BaseOptions): string[] {
   const names = ['.git', '.keel', 'keel.toml'];
   const inScope = [opts.root, ...opts.writable].filter((d) => opts.writable.some((w) => isInside(d, w)));
   const paths = inScope.flatMap((dir) => names.map((n) => join(dir, n)));
-  return [...new Set([...paths, ...opts.protectedDirs])].filter((p) => existsSync(p)).sort();
+  return [...new Set([...paths, ...opts.protectedDirs, ...opts.protectedFiles])]
+    .filter((p) => existsSync(p))
+    .sort();
 }

@@ -6,6 +6,7 @@
  * server that cannot start is skipped with a warning; every client is closed when the session ends.
  */
 import { keelPaths, protectedStatePaths } from '../config/paths.js';
+import { changedPrograms, type Program, programsOf, shownProgram } from '../config/programs.js';
 import type { Config, McpServerConfig } from '../config/schema.js';
 import type { Policy } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
@@ -33,6 +34,8 @@ export interface ConnectContext {
   writable: string[];
   /** Run a server with no sandbox when none can run here (allow_shell). */
   allowUnsandboxed: boolean;
+  /** The files in the workspace the config runs, as hashed at load: a server starts only while its own are unchanged. */
+  programs?: readonly Program[];
   confinement: () => Promise<Confinement>;
 }
 
@@ -47,6 +50,7 @@ export function confinementFor(
   env: NodeJS.ProcessEnv,
   root: string,
   writable: string[],
+  programs: readonly Program[] = [],
 ): { get: () => Promise<Confinement>; close: () => Promise<void> } {
   let made: Promise<Confinement> | undefined;
   const get = () => {
@@ -65,6 +69,7 @@ export function confinementFor(
           env,
           passEnv: config.sandbox_env,
           protectedDirs: protectedStatePaths(keelPaths(env)),
+          protectedFiles: programs.map((p) => p.path),
         });
         return { sandbox, why: '' };
       } catch (err) {
@@ -97,6 +102,11 @@ async function planFor(
     return { url: server.url, token };
   }
   const argv = server.command ?? [];
+  const changed = changedPrograms(programsOf(argv, ctx.programs ?? []));
+  if (changed.length)
+    throw new McpServerError(
+      `mcp server "${server.name}" was not started: ${changed.map((p) => shownProgram(p, ctx.root)).join(', ')} changed since keel checked it (keel runs only the program it checked and you trusted)`,
+    );
   if (allReadOnly(server)) return unconfined(server, argv, ctx);
   const { sandbox, why } = await ctx.confinement();
   if (sandbox?.spawnSpec) {
@@ -179,11 +189,13 @@ export function mcpTools(warn: (line: string) => void): ToolFactory {
     if (config.mcp_servers.length === 0) return [];
     const policy: Policy = deps.policy;
     const writing = policy.mode === 'edit' || policy.mode === 'auto';
+    const programs = deps.loaded.programs ?? [];
     const confinement = confinementFor(
       config,
       deps.env,
       policy.scope.root,
       writing ? [...policy.scope.writable] : [],
+      programs,
     );
     const ctx: ConnectContext = {
       config,
@@ -192,6 +204,7 @@ export function mcpTools(warn: (line: string) => void): ToolFactory {
       writable: writing ? [...policy.scope.writable] : [],
       allowUnsandboxed: policy.allowShell,
       confinement: confinement.get,
+      programs,
     };
     // a mode that only reads offers no exec tool: a server with no read-only tool need not start at all
     const servers = config.mcp_servers.filter((s) => writing || s.read_only_tools.length > 0);
