@@ -88,11 +88,6 @@ export function trustCheck(file: string, storePath: string, programs: readonly P
   return { state: changed.length ? 'changed' : 'trusted', changed };
 }
 
-/** Whether the user trusts `file` as it is now, its programs included (`trustCheck`'s state). */
-export function trustState(file: string, storePath: string, programs: readonly Program[] = []): TrustState {
-  return trustCheck(file, storePath, programs).state;
-}
-
 /**
  * What an untrusted project layer may not do: every value that widens the config below it
  * (`base`: defaults and the user's file), key by key, its `[profiles.NAME]` entries as
