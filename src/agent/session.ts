@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
 import { realRoot } from '../config/narrowing.js';
 import { protectedStatePaths } from '../config/paths.js';
-import { configPrograms } from '../config/programs.js';
+import { sessionPrograms } from '../config/programs.js';
 import type { Mode } from '../config/schema.js';
 import { sessionInjection } from '../memory/inject.js';
 import { observeSession } from '../memory/observe.js';
@@ -136,7 +136,12 @@ async function runIn(
   // a subagent comes with its policy already narrowed from its parent's; a session a person starts builds one
   const granted = opts.policy;
   // the files in the workspace that hooks and servers run on the host: as checked at load, never the model's to write
-  const programs = opts.loaded.programs ?? configPrograms(config, realRoot(opts.cwd), env.PATH);
+  const programs = sessionPrograms(
+    config,
+    granted?.scope.root ?? realRoot(opts.cwd),
+    env.PATH,
+    opts.loaded.programs,
+  );
   const scope =
     granted?.scope ??
     new Scope({
@@ -269,7 +274,7 @@ async function runIn(
     signal: opts.signal,
     env,
     runtime,
-    loaded: opts.loaded,
+    loaded: { ...opts.loaded, programs },
     ...(opts.approve ? { approve: opts.approve } : {}),
     onClose: (fn) => closers.push(fn),
   };

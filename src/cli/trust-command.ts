@@ -4,7 +4,7 @@ import { parse as parseToml } from 'smol-toml';
 import { ConfigError, projectConfigPath, type Raw, readTomlFile, splitConfigFile } from '../config/load.js';
 import { realRoot } from '../config/narrowing.js';
 import { keelPaths } from '../config/paths.js';
-import { configPrograms, type Program, shownProgram } from '../config/programs.js';
+import { configPrograms, type Program } from '../config/programs.js';
 import { gatedKeys, permissionChanges, trustCheck, trustFile } from '../config/trust.js';
 import { findRepo, gitTry } from '../policy/git.js';
 import { reportError } from './errors.js';
@@ -41,9 +41,8 @@ export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise
   const grants = gatedKeys(values, cwd);
   const programs = projectPrograms(values, file, cwd);
   const hash = trustFile(file, keelPaths().trustFile, programs);
-  const root = realRoot(cwd);
   if (flags.json) {
-    const runs = programs.map((p) => ({ path: shownProgram(p, root), by: p.by, sha256: p.sha256 }));
+    const runs = programs.map((p) => ({ path: p.name, by: p.by, sha256: p.sha256 }));
     process.stdout.write(`${JSON.stringify({ file, sha256: hash, grants, programs: runs })}\n`);
     return EXIT.ok;
   }
@@ -53,7 +52,7 @@ export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise
   );
   for (const p of programs)
     process.stdout.write(
-      `it runs on the host: ${inertLine(shownProgram(p, root))} (${inertLine(p.by)}${p.sha256 === null ? ', absent: trusted to stay so' : ''})\n`,
+      `it runs on the host: ${inertLine(p.name)} (${inertLine(p.by)}${p.sha256 === null ? ', absent: trusted to stay so' : ''})\n`,
     );
   process.stdout.write(
     dim(
@@ -104,9 +103,8 @@ export async function runTrustDiff(
   const expansions = changes.filter((c) => c.kind === 'expansion');
   const running = projectPrograms(values, file, cwd);
   const { state, changed } = trustCheck(file, keelPaths().trustFile, running);
-  const root = realRoot(cwd);
   const programs = running.map((p) => ({
-    path: shownProgram(p, root),
+    path: p.name,
     by: p.by,
     state: state === 'untrusted' ? 'untrusted' : changed.includes(p) ? 'changed' : 'trusted',
   }));

@@ -18,7 +18,7 @@ import type { z } from 'zod';
 import { closest } from './closest.js';
 import { realRoot } from './narrowing.js';
 import { keelPaths } from './paths.js';
-import { configPrograms, type HashCache, type Program, shownProgram } from './programs.js';
+import { configPrograms, type HashCache, type Program } from './programs.js';
 import { allKeys, type Config, configSchema, keysAt, profileSchema } from './schema.js';
 import { gateUntrustedProject, trustCheck } from './trust.js';
 
@@ -287,7 +287,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
     // an untrusted project may narrow what the user's own config allows, never widen it
     const gated = gateUntrustedProject(project, user, named?.name, opts.cwd);
     if (gated.dropped.length) {
-      const changed = check.changed.map((p) => `${shownProgram(p, root)} (run by ${p.by})`);
+      const changed = check.changed.map((p) => `${p.name} (run by ${p.by})`);
       const why = changed.length
         ? `${changed.join(', ')} changed since you trusted ${project.path}`
         : `${project.path} ${state === 'changed' ? 'changed since you trusted it' : 'is not trusted'}`;

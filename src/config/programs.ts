@@ -18,6 +18,8 @@ import { delimiter, isAbsolute, relative, resolve, sep } from 'node:path';
 export interface Program {
   /** Absolute path in the workspace, as the config names it (links not followed). */
   path: string;
+  /** The same path relative to the workspace: what people see, and how a copy of the workspace finds it. */
+  name: string;
   /** Who runs it, for people: `a PreToolUse hook`, `mcp server "docs"`. */
   by: string;
   /** The argv that names it. */
@@ -59,7 +61,7 @@ export function configPrograms(
     if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) return;
     for (const path of programPaths(argv, root, pathEnv))
       if (!found.some((p) => p.path === path && p.by === by))
-        found.push({ path, by, argv, sha256: hashed(path, cache) });
+        found.push({ path, name: relative(root, path), by, argv, sha256: hashed(path, cache) });
   };
   for (const hook of list(values.hooks)) add(hook.command, `a ${String(hook.event ?? '')} hook`.trim());
   for (const server of list(values.mcp_servers))
@@ -78,9 +80,21 @@ export function changedPrograms(programs: readonly Program[]): Program[] {
   return programs.filter((p) => programHash(p.path) !== p.sha256);
 }
 
-/** A program's path for people: relative to the workspace. */
-export function shownProgram(program: Program, root: string): string {
-  return relative(root, program.path) || program.path;
+/**
+ * The programs a session in `root` runs, held to the hashes keel checked at load (`loaded`, found in the
+ * workspace the config was loaded for): a session in a copy of it (a fix worktree) runs its copy's files,
+ * which must be what was checked; a file that changed since the check is held to the old hash, so it does not run.
+ */
+export function sessionPrograms(
+  values: { hooks?: unknown; mcp_servers?: unknown },
+  root: string,
+  pathEnv: string | undefined,
+  loaded: readonly Program[] | undefined,
+): Program[] {
+  const checked = new Map((loaded ?? []).map((p) => [p.name, p.sha256]));
+  return configPrograms(values, root, pathEnv).map((p) =>
+    checked.has(p.name) ? { ...p, sha256: checked.get(p.name) ?? null } : p,
+  );
 }
 
 function list(v: unknown): Array<Record<string, unknown>> {

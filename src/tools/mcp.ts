@@ -6,7 +6,7 @@
  * server that cannot start is skipped with a warning; every client is closed when the session ends.
  */
 import { keelPaths, protectedStatePaths } from '../config/paths.js';
-import { changedPrograms, type Program, programsOf, shownProgram } from '../config/programs.js';
+import { changedPrograms, type Program, programsOf } from '../config/programs.js';
 import type { Config, McpServerConfig } from '../config/schema.js';
 import type { Policy } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
@@ -105,7 +105,7 @@ async function planFor(
   const changed = changedPrograms(programsOf(argv, ctx.programs ?? []));
   if (changed.length)
     throw new McpServerError(
-      `mcp server "${server.name}" was not started: ${changed.map((p) => shownProgram(p, ctx.root)).join(', ')} changed since keel checked it (keel runs only the program it checked and you trusted)`,
+      `mcp server "${server.name}" was not started: ${changed.map((p) => p.name).join(', ')} changed since keel checked it (keel runs only the program it checked and you trusted)`,
     );
   if (allReadOnly(server)) return unconfined(server, argv, ctx);
   const { sandbox, why } = await ctx.confinement();

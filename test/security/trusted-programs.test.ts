@@ -7,8 +7,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { fixtureRepo } from '../e2e/fix-harness.js';
 import { keel, keelHome, lastSessionEvents, model, modelFlags } from '../e2e/harness.js';
-import { gitRepo, tempDir } from '../helpers/tmp.js';
+import { git, gitRepo, tempDir, writeFiles } from '../helpers/tmp.js';
 
 /** A hook script that allows every call (reads its event, exits 0). */
 const HOOK = "process.stdin.resume();\nprocess.stdin.on('end', () => process.exit(0));\n";
@@ -114,4 +115,39 @@ describe('programs a trusted config runs', () => {
     await keel(['ask', ...modelFlags(again), 'look'], { cwd: repo, home });
     expect(existsSync(marker)).toBe(true);
   }, 120_000);
+
+  it("keel fix's sessions work in a copy of the repository: the copy's hook script is protected there too", async () => {
+    const marker = join(tempDir('keel-outside-'), 'pwned');
+    const repo = fixtureRepo('stats');
+    writeFiles(repo, { 'tools/hook.cjs': HOOK });
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'a hook');
+    // the user's own hook, naming a script of the repository: its file is the model's to write otherwise
+    const home = keelHome(
+      `[[hooks]]\nevent = "PreToolUse"\ncommand = ["${process.execPath}", "tools/hook.cjs"]\n`,
+    );
+    const server = await model([
+      { tool_calls: [{ name: 'read_file', arguments: { path: 'src/stats.js' } }] },
+      { text: '1. look at mean.' },
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'tools/hook.cjs', content: evil(marker) } }] },
+      {
+        tool_calls: [{ name: 'shell', arguments: { command: 'cat evil.cjs > tools/hook.cjs; echo tried' } }],
+      },
+      { tool_calls: [{ name: 'list_dir', arguments: {} }] },
+      { text: 'nothing to fix' },
+    ]);
+    writeFiles(repo, { 'evil.cjs': evil(marker) });
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'evil');
+    const run = await keel(
+      ['fix', '--repo', repo, '--json', ...modelFlags(server), '--issue', 'mean is wrong'],
+      {
+        cwd: home,
+        home,
+        timeoutMs: 60_000,
+      },
+    );
+    expect(run.stdout, run.stderr).toContain('"code"');
+    expect(existsSync(marker)).toBe(false);
+  }, 90_000);
 });
