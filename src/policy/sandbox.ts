@@ -5,7 +5,7 @@
  * sandbox asked for by name that cannot run here is an error, never a silent downgrade.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { keelPaths } from '../config/paths.js';
 import type { SandboxKind } from '../config/schema.js';
@@ -138,7 +138,8 @@ export async function createSandbox(opts: SandboxOptions): Promise<Sandbox> {
     limits: opts.limits,
     source,
     protectedDirs: (opts.protectedDirs ?? []).map((d) => resolve(d)),
-    protectedFiles: (opts.protectedFiles ?? []).map((f) => resolve(f)),
+    // where each really is: a bind mount lands on the target of a link, and its folders are pinned there
+    protectedFiles: (opts.protectedFiles ?? []).map((f) => realOrSelf(resolve(f))),
     stateDirs,
     passEnv: opts.passEnv ?? [],
   };
@@ -174,10 +175,20 @@ export async function createSandbox(opts: SandboxOptions): Promise<Sandbox> {
  */
 function refuseLinkedProtected(opts: BaseOptions): void {
   if (opts.writable.length === 0) return;
-  const paths = [...protectedPaths(opts.root, opts.writable), ...opts.protectedFiles];
+  // a program that is a link to a system file (a virtualenv's python) is not the workspace's to protect
+  const files = opts.protectedFiles.filter((f) => [opts.root, ...opts.writable].some((d) => isInside(f, d)));
+  const paths = [...protectedPaths(opts.root, opts.writable), ...files];
   const shown = (p: string) => (isInside(p, opts.root) ? relative(opts.root, p) : p);
   const why = linkedFilesProblem(paths, opts.root, shown);
   if (why) throw new SandboxError(why);
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return path;
+  }
 }
 
 interface Found {

@@ -38,6 +38,16 @@ describe('hard links to protected files', () => {
     const second = await keel(['run', ...modelFlags(server), '--json', 'go'], { cwd: other, home });
     expect(second.code).toBe(3);
     expect(JSON.parse(second.stdout).error).toContain('keel.toml has 2 names (hard links)');
+
+    // a program a hook runs on the host is protected the same way (issue 24, item 1)
+    const third = gitRepo({ 'tools/hook.cjs': 'process.exit(0);\n' });
+    linkSync(join(third, 'tools/hook.cjs'), join(third, 'hook-copy.txt'));
+    const hooked = keelHome(
+      `[[hooks]]\nevent = "Stop"\ncommand = ["${process.execPath}", "tools/hook.cjs"]\n`,
+    );
+    const last = await keel(['edit', ...modelFlags(server), '--json', 'go'], { cwd: third, home: hooked });
+    expect(last.code).toBe(3);
+    expect(JSON.parse(last.stdout).error).toContain('tools/hook.cjs has 2 names (hard links)');
   });
 
   it("a local clone's hard-linked git objects are not protected files: its session runs", async () => {
