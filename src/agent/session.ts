@@ -9,7 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
+import { realRoot } from '../config/narrowing.js';
 import { protectedStatePaths } from '../config/paths.js';
+import { sessionPrograms } from '../config/programs.js';
 import type { Mode } from '../config/schema.js';
 import { sessionInjection } from '../memory/inject.js';
 import { observeSession } from '../memory/observe.js';
@@ -136,12 +138,23 @@ async function runIn(
   const { config } = opts.loaded;
   // a subagent comes with its policy already narrowed from its parent's; a session a person starts builds one
   const granted = opts.policy;
+  // the files in the workspace that hooks and servers run on the host: as checked at load, never the model's to write
+  const programs = sessionPrograms(
+    config,
+    granted?.scope.root ?? realRoot(opts.cwd),
+    env.PATH,
+    opts.loaded.programs,
+  );
   const scope =
     granted?.scope ??
     new Scope({
       root: opts.cwd,
       writable: config.scope,
       protectedDirs: protectedStatePaths(paths),
+      protectedFiles: programs.map((p) => ({
+        path: p.path,
+        why: `a program keel's config runs on the host (${p.by})`,
+      })),
     });
   // the session's repository is found now, once: a .git the model makes later is never used by keel
   pinWorkspace(scope.root);
@@ -221,6 +234,7 @@ async function runIn(
         env,
         [...protectedStatePaths(paths), ...(opts.readOnlyDirs ?? [])],
         reportsDir,
+        programs.map((p) => p.path),
       );
   } catch (err) {
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
@@ -254,7 +268,7 @@ async function runIn(
   const sandboxed = sandboxExec !== undefined;
   const policy: Policy = granted
     ? Object.freeze({ ...granted, sandbox: sandboxed })
-    : policyFor({ mode: opts.mode, scope, config, sandbox: sandboxed });
+    : policyFor({ mode: opts.mode, scope, config, sandbox: sandboxed, programs });
   const closers: Array<() => Promise<void>> = [];
   // once: before the end is recorded (subagents end there, so the end counts what they spent), and in finally
   let closing: Promise<void> | undefined;
@@ -272,7 +286,7 @@ async function runIn(
     signal: opts.signal,
     env,
     runtime,
-    loaded: opts.loaded,
+    loaded: { ...opts.loaded, programs },
     ...(opts.approve ? { approve: opts.approve } : {}),
     onClose: (fn) => closers.push(fn),
     spend,
@@ -401,6 +415,7 @@ async function sessionSandboxes(
   env: NodeJS.ProcessEnv,
   protectedPaths: string[],
   reportsDir: string,
+  protectedFiles: string[],
 ): Promise<SessionSandboxes> {
   const { createSandbox, SandboxError } = await import('../policy/sandbox.js');
   const common = {
@@ -411,6 +426,7 @@ async function sessionSandboxes(
     limits: config.sandbox_limits,
     env,
     protectedDirs: protectedPaths,
+    protectedFiles,
   };
   let sandbox: Sandbox;
   try {

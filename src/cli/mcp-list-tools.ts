@@ -50,6 +50,7 @@ async function listTools(name: string, flags: ListFlags): Promise<number> {
       writable: [],
       allowUnsandboxed: config.allow_shell,
       confinement: confinement.get,
+      programs: setup.loaded.programs ?? [],
     });
     await conn.close();
     const rows = toolRows(server, tools);

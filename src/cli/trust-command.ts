@@ -1,9 +1,11 @@
 /** `keel trust`, `keel trust diff`, `keel trust check`: review and accept what a project config may do. */
 import { relative } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { ConfigError, projectConfigPath, type Raw, readTomlFile } from '../config/load.js';
+import { ConfigError, projectConfigPath, type Raw, readTomlFile, splitConfigFile } from '../config/load.js';
+import { realRoot } from '../config/narrowing.js';
 import { keelPaths } from '../config/paths.js';
-import { gatedKeys, permissionChanges, trustFile, trustState } from '../config/trust.js';
+import { configPrograms, type Program } from '../config/programs.js';
+import { gatedKeys, permissionChanges, trustCheck, trustFile } from '../config/trust.js';
 import { findRepo, gitTry } from '../policy/git.js';
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
@@ -37,17 +39,37 @@ export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise
   const cwd = workspace(flags);
   const values = readTomlFile(file);
   const grants = gatedKeys(values, cwd);
-  const hash = trustFile(file, keelPaths().trustFile);
+  const programs = projectPrograms(values, file, cwd);
+  const hash = trustFile(file, keelPaths().trustFile, programs);
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ file, sha256: hash, grants })}\n`);
+    const runs = programs.map((p) => ({ path: p.name, by: p.by, sha256: p.sha256 }));
+    process.stdout.write(`${JSON.stringify({ file, sha256: hash, grants, programs: runs })}\n`);
     return EXIT.ok;
   }
   process.stdout.write(`trusted ${file} (sha256 ${hash.slice(0, 12)})\n`);
   process.stdout.write(
     grants.length ? `it may now set: ${grants.join(', ')}\n` : dim('it sets no trust-gated keys\n'),
   );
-  process.stdout.write(dim('if the file changes, these keys are ignored again until you trust it anew\n'));
+  for (const p of programs)
+    process.stdout.write(
+      `it runs on the host: ${inertLine(p.name)} (${inertLine(p.by)}${p.sha256 === null ? ', absent: trusted to stay so' : ''})\n`,
+    );
+  process.stdout.write(
+    dim(
+      `if the file${programs.length ? ' or a program it runs' : ''} changes, these keys are ignored again until you trust it anew\n`,
+    ),
+  );
   return EXIT.ok;
+}
+
+/** The programs in the workspace that a project config's hooks and servers run, its profiles' included. */
+function projectPrograms(values: Raw, file: string, cwd: string): Program[] {
+  const parts = splitConfigFile(values, file);
+  const root = realRoot(cwd);
+  const hashes = new Map<string, string | null>();
+  return [parts.values, ...parts.profiles.values()].flatMap((v) =>
+    configPrograms(v, root, process.env.PATH, hashes),
+  );
 }
 
 /** The file at a revision, through the hardened runner in the workspace's repository (none: undefined). */
@@ -76,11 +98,18 @@ export async function runTrustDiff(
     const why = (err as Error).message.split('\n')[0] ?? '';
     return reportError(flags.json, 'CONFIG_ERROR', `${rel} at ${base} is not valid TOML: ${why}`);
   }
-  const changes = permissionChanges(beforeValues, readTomlFile(file), cwd);
+  const values = readTomlFile(file);
+  const changes = permissionChanges(beforeValues, values, cwd);
   const expansions = changes.filter((c) => c.kind === 'expansion');
-  const state = trustState(file, keelPaths().trustFile);
+  const running = projectPrograms(values, file, cwd);
+  const { state, changed } = trustCheck(file, keelPaths().trustFile, running);
+  const programs = running.map((p) => ({
+    path: p.name,
+    by: p.by,
+    state: state === 'untrusted' ? 'untrusted' : changed.includes(p) ? 'changed' : 'trusted',
+  }));
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ file, base, trust: state, changes }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ file, base, trust: state, changes, programs }, null, 2)}\n`);
   } else {
     if (!changes.length) process.stdout.write(`no permission changes in ${rel} since ${base}\n`);
     for (const c of changes)
@@ -89,6 +118,11 @@ export async function runTrustDiff(
       );
     if (before === undefined)
       process.stdout.write(dim(`(${rel} does not exist at ${base}; compared against no config)\n`));
+    // what trust covers besides the file: a program it runs that is not as trusted makes it untrusted
+    for (const p of programs.filter((x) => x.state === 'changed'))
+      process.stdout.write(
+        `${red('~ changed')}  ${inertLine(p.path)} changed since you trusted ${rel} (run by ${inertLine(p.by)}); its hooks and servers are ignored until \`keel trust\`\n`,
+      );
   }
   if (check && expansions.length) {
     if (!flags.json)

@@ -16,9 +16,11 @@ import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { z } from 'zod';
 import { closest } from './closest.js';
+import { realRoot } from './narrowing.js';
 import { keelPaths } from './paths.js';
+import { configPrograms, type HashCache, type Program } from './programs.js';
 import { allKeys, type Config, configSchema, keysAt, profileSchema } from './schema.js';
-import { gateUntrustedProject, trustState } from './trust.js';
+import { gateUntrustedProject, trustCheck } from './trust.js';
 
 /** A config problem the user must fix; names the key, the file and what was expected. */
 export class ConfigError extends Error {
@@ -55,6 +57,13 @@ export interface LoadedConfig {
   projectFile?: string;
   /** Things the user should know, such as project keys ignored until `keel trust`. */
   warnings: string[];
+  /**
+   * The files in the workspace that the config in force runs on the host (hooks, stdio MCP servers), hashed
+   * as keel found them when it loaded the config: a session keeps them read-only and runs one only while
+   * it is unchanged. From the user's own config too: its hooks are the user's, but the files are the model's
+   * to write otherwise.
+   */
+  programs?: Program[];
 }
 
 export interface LoadOptions {
@@ -266,14 +275,24 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
     active: wanted?.name,
     profileValues: wanted && project.profiles.get(wanted.name),
   };
-  const state = project && trustState(project.path, trustFile);
-  if (project && state !== 'trusted') {
+  // one reading of each program: the trust check and the session's pins must agree on it
+  const root = realRoot(opts.cwd);
+  const hashes: HashCache = new Map();
+  const programs = (values: Raw) => configPrograms(values, root, env.PATH, hashes);
+  const check =
+    project &&
+    trustCheck(project.path, trustFile, [project.values, ...project.profiles.values()].flatMap(programs));
+  const state = check?.state;
+  if (project && check && state !== 'trusted') {
     // an untrusted project may narrow what the user's own config allows, never widen it
     const gated = gateUntrustedProject(project, user, named?.name, opts.cwd);
     if (gated.dropped.length) {
-      const why = state === 'changed' ? 'changed since you trusted it' : 'is not trusted';
+      const changed = check.changed.map((p) => `${p.name} (run by ${p.by})`);
+      const why = changed.length
+        ? `${changed.join(', ')} changed since you trusted ${project.path}`
+        : `${project.path} ${state === 'changed' ? 'changed since you trusted it' : 'is not trusted'}`;
       warnings.push(
-        `${project.path} ${why}: ignoring ${gated.dropped.join(', ')} (review it, then run \`keel trust\` to allow them)`,
+        `${why}: ignoring ${gated.dropped.join(', ')} (review it, then run \`keel trust\` to allow them)`,
       );
     }
     const refused = gated.dropped.includes('profile');
@@ -301,7 +320,8 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   }
   layers.push({ source: 'env', kind: 'env', values: envValues });
   if (flagValues) layers.push({ source: 'flag', kind: 'flag', values: flagValues });
-  return { ...resolveLayers(layers, projectFile), warnings };
+  const resolved = resolveLayers(layers, projectFile);
+  return { ...resolved, warnings, programs: programs(resolved.config as unknown as Raw) };
 }
 
 /** What of the project file applies: its top level, its `profile` key, the profile in force and its entries for it. */

@@ -16,6 +16,7 @@ import {
   realScopeEntry,
   withoutPaths,
 } from './narrowing.js';
+import type { Program } from './programs.js';
 
 function hashText(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -26,7 +27,14 @@ export function fileHash(path: string): string {
   return hashText(readFileSync(path, 'utf8'));
 }
 
-type TrustStore = Record<string, string>;
+/** What `keel trust` recorded for a config file: its hash, and the programs it runs with theirs (null: absent). */
+interface TrustRecord {
+  sha256: string;
+  programs: Record<string, string | null>;
+}
+
+// a record written before programs were part of trust is a bare hash: it vouches for no program
+type TrustStore = Record<string, string | TrustRecord>;
 
 function readStore(storePath: string): TrustStore {
   try {
@@ -36,11 +44,21 @@ function readStore(storePath: string): TrustStore {
   }
 }
 
-/** Record that the user trusts `file` as it is now. */
-export function trustFile(file: string, storePath: string): string {
+function recordOf(entry: string | TrustRecord | undefined): TrustRecord | undefined {
+  if (entry === undefined) return undefined;
+  return typeof entry === 'string'
+    ? { sha256: entry, programs: {} }
+    : { ...entry, programs: entry.programs ?? {} };
+}
+
+/** Record that the user trusts `file` as it is now, and the programs it runs (`programs`, hashed by the caller). */
+export function trustFile(file: string, storePath: string, programs: readonly Program[] = []): string {
   const store = readStore(storePath);
   const hash = fileHash(file);
-  store[resolve(file)] = hash;
+  store[resolve(file)] = {
+    sha256: hash,
+    programs: Object.fromEntries(programs.map((p) => [p.path, p.sha256])),
+  };
   mkdirSync(dirname(storePath), { recursive: true });
   const tmp = `${storePath}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(store, null, 2)}\n`, { mode: 0o600 });
@@ -50,11 +68,24 @@ export function trustFile(file: string, storePath: string): string {
 
 export type TrustState = 'trusted' | 'untrusted' | 'changed';
 
-/** Whether the user trusts `file` as it is now ('changed' when it was trusted with other contents). */
-export function trustState(file: string, storePath: string): TrustState {
-  const recorded = readStore(storePath)[resolve(file)];
-  if (!recorded) return 'untrusted';
-  return recorded === fileHash(file) ? 'trusted' : 'changed';
+export interface TrustCheck {
+  state: TrustState;
+  /** Programs the file runs that are not as trusted (changed, created, removed, or never recorded). */
+  changed: Program[];
+}
+
+/**
+ * Whether the user trusts `file` as it is now, and the programs it runs as they are now: 'changed' when
+ * the file was trusted with other contents, or one of its programs differs from the one trusted with it.
+ */
+export function trustCheck(file: string, storePath: string, programs: readonly Program[] = []): TrustCheck {
+  const record = recordOf(readStore(storePath)[resolve(file)]);
+  if (!record) return { state: 'untrusted', changed: [] };
+  if (record.sha256 !== fileHash(file)) return { state: 'changed', changed: [] };
+  const changed = programs.filter(
+    (p) => !(p.path in record.programs) || record.programs[p.path] !== p.sha256,
+  );
+  return { state: changed.length ? 'changed' : 'trusted', changed };
 }
 
 /**

@@ -1,4 +1,6 @@
 /** Hooks: user programs that see a JSON event on stdin and allow (exit 0) or deny (exit 2) it. */
+import { relative } from 'node:path';
+import { changedPrograms, type Program } from '../config/programs.js';
 import { runArgv } from './exec.js';
 
 export const HOOK_EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'SessionStart', 'Stop'] as const;
@@ -13,6 +15,8 @@ export interface HookSpec {
   timeout_s: number;
   /** A PreToolUse hook that declares it reviews calls: only such a hook, naming the tool, stands in for a sandbox. */
   approver?: boolean;
+  /** The files in the workspace it runs, as hashed when the config was loaded: it runs only while they are unchanged. */
+  programs?: readonly Program[];
 }
 
 export interface HookPayload {
@@ -64,6 +68,12 @@ export async function runHook(
   const name = hook.command.join(' ');
   const deny = (reason: string): HookVerdict => ({ decision: 'deny', reason, hook: name });
   if (!hook.command[0]) return deny('hook has an empty command');
+  // the program keel checked (and the user trusted) is the only one it runs, whatever rewrote it since
+  const changed = changedPrograms(hook.programs ?? []);
+  if (changed.length)
+    return deny(
+      `hook ${name} was not run: ${changed.map((p) => relative(opts.cwd, p.path)).join(', ')} changed since this session checked it (keel runs only the program it checked and you trusted); the call is denied`,
+    );
   let result: Awaited<ReturnType<typeof runArgv>>;
   try {
     result = await runArgv(hook.command, {

@@ -4,6 +4,7 @@
  * `narrow(parent, request)`, which refuses anything wider than the parent: the one place a
  * child's powers are decided, so a child can never be handed more than its parent has.
  */
+import { type Program, programsOf } from '../config/programs.js';
 import type { Config, Mode } from '../config/schema.js';
 import { type Approvals, asksAtLeast } from './approvals.js';
 import type { HookSpec } from './hooks.js';
@@ -38,6 +39,8 @@ export interface PolicyInput {
   scope: Scope;
   config: Config;
   sandbox: boolean;
+  /** The programs in the workspace the config runs (LoadedConfig.programs): each hook runs only while its own are unchanged. */
+  programs?: readonly Program[];
 }
 
 /** The policy of a session a person started, from its config. */
@@ -51,7 +54,9 @@ export function policyFor(input: PolicyInput): Policy {
     sandbox: input.sandbox,
     sandboxSetting: config.sandbox,
     network: config.sandbox_network,
-    hooks: Object.freeze([...config.hooks]),
+    hooks: Object.freeze(
+      config.hooks.map((h) => Object.freeze({ ...h, programs: programsOf(h.command, input.programs ?? []) })),
+    ),
     budgets: Object.freeze({ ...config.budgets }),
     depth: 0,
     agents: Object.freeze({ maxRunning: config.agents.max_running, maxDepth: config.agents.max_depth }),

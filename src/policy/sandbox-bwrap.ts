@@ -98,13 +98,30 @@ export function bwrapArgs(layout: BwrapLayout, command: string[]): string[] {
     mounts.push({ kind: 'ro-bind', path: layout.root, layer: LAYER.root });
   for (const dir of layout.writable)
     if (existsSync(dir)) mounts.push({ kind: 'bind', path: dir, layer: LAYER.writable });
-  for (const path of layout.readOnly) mounts.push({ kind: 'ro-bind', path, layer: LAYER.readOnly });
+  for (const path of layout.readOnly) {
+    mounts.push({ kind: 'ro-bind', path, layer: LAYER.readOnly });
+    // a mount point cannot be renamed or removed: each writable folder above it is bound onto itself, so
+    // `mv tools tools.old && mkdir tools` cannot swap in a new file where the protected one was
+    // (never one inside a read-only or hidden path: binding it writable would show it again)
+    for (const dir of foldersAbove(path, layout.writable))
+      if (![...layout.readOnly, ...layout.hidden].some((p) => isInside(dir, p)))
+        mounts.push({ kind: 'bind', path: dir, layer: LAYER.writable });
+  }
   // tools that write to /var/tmp find the private /tmp there (unless the host's /var is bound)
   if (!mounts.some((m) => m.kind === 'ro-bind' && isInside('/var/tmp', m.path)))
     mounts.push({ kind: 'symlink', path: '/var/tmp', target: '/tmp', layer: host });
   mounts.push(...hideMounts(layout.hidden, mounts, [layout.root, ...layout.writable]));
   args.push(...mountArgs(mounts), '--chdir', layout.root, '--', ...command);
   return args;
+}
+
+/** The folders between a path and the writable folder it lies in, both excluded: empty when it is not in one. */
+function foldersAbove(path: string, writable: string[]): string[] {
+  const top = writable.filter((w) => isInside(path, w) && path !== w).sort((a, b) => b.length - a.length)[0];
+  const dirs: string[] = [];
+  if (top === undefined) return dirs;
+  for (let dir = dirname(path); dir !== top && isInside(dir, top); dir = dirname(dir)) dirs.push(dir);
+  return dirs;
 }
 
 // With the network on, a resolv.conf that links into /run (systemd-resolved) must still resolve

@@ -46,6 +46,27 @@ export function findProgram(name: string, path: string | undefined): string | un
   return undefined;
 }
 
+/**
+ * An argv that starts in one fresh cgroup with no limit set, so `cleanup` ends everything it started,
+ * even a child that left its process group (setsid). Where keel has no cgroup it may use, the argv as
+ * it is and a cleanup that does nothing: the caller's process group is all there is.
+ */
+export function inOwnCgroup(argv: string[]): LimitedArgv {
+  const base = cgroupBases().pids ?? cgroupBases().memory;
+  let group: CommandCgroups | undefined;
+  try {
+    group = base ? CommandCgroups.create([base], {}) : undefined;
+  } catch {
+    group = undefined;
+  }
+  if (!group) return { argv, cleanup: async () => {} };
+  const made = group;
+  return {
+    argv: ['/bin/sh', '-c', ENTER_CGROUPS, 'keel-group', ...made.procsFiles(), '--', ...argv],
+    cleanup: () => made.remove(),
+  };
+}
+
 /** Limits for commands spawned on this host (bwrap or none), decided once per sandbox. */
 export class HostLimits {
   readonly report: LimitReport;

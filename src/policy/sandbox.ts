@@ -5,12 +5,13 @@
  * sandbox asked for by name that cannot run here is an error, never a silent downgrade.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { keelPaths } from '../config/paths.js';
 import type { SandboxKind } from '../config/schema.js';
 import type { ExecResult } from '../tools/types.js';
 import { commandArgv, type OutputListener } from './exec.js';
+import { linkedFilesProblem } from './hard-links.js';
 import { snapshotProtected, sweepProtected } from './protected-names.js';
 import { bwrapArgs, bwrapRunner, probeBwrap, protectedPaths, SANDBOX_HOME } from './sandbox-bwrap.js';
 import { DEFAULT_DOCKER_IMAGE, DockerContainer, dockerLimitReport, probeDocker } from './sandbox-docker.js';
@@ -79,6 +80,12 @@ export interface SandboxOptions {
    * folders (KEEL_HOME, or the XDG config and state folders of `env`) are hidden from bwrap instead.
    */
   protectedDirs?: string[];
+  /**
+   * Files no command may change: the programs keel's config runs on the host (hooks, unsandboxed MCP
+   * servers) that lie in the workspace. Bound read-only with their folders pinned, so neither the file nor
+   * a folder above it can be replaced or renamed away.
+   */
+  protectedFiles?: string[];
   /** Docker image for `kind: 'docker'`. */
   image?: string;
   /** More variables of `env` to pass through, by name (`sandbox_env`: the user's config or a trusted project). */
@@ -131,6 +138,8 @@ export async function createSandbox(opts: SandboxOptions): Promise<Sandbox> {
     limits: opts.limits,
     source,
     protectedDirs: (opts.protectedDirs ?? []).map((d) => resolve(d)),
+    // where each really is: a bind mount lands on the target of a link, and its folders are pinned there
+    protectedFiles: (opts.protectedFiles ?? []).map((f) => realOrSelf(resolve(f))),
     stateDirs,
     passEnv: opts.passEnv ?? [],
   };
@@ -138,19 +147,48 @@ export async function createSandbox(opts: SandboxOptions): Promise<Sandbox> {
   if (opts.kind === 'bwrap') {
     const found = await findBwrap(source);
     if (!found.bin) throw new SandboxError(`sandbox = "bwrap" is required but ${found.why}`);
+    refuseLinkedProtected(base);
     return new HostSandbox('bwrap', base, `bubblewrap at ${found.bin}`, found.bin);
   }
   if (opts.kind === 'docker') {
     const found = await findDocker(source);
     if (!found.bin) throw new SandboxError(`sandbox = "docker" is required but ${found.why}`);
+    refuseLinkedProtected(base);
     return DockerSandbox.start(found.bin, base, opts.image ?? DEFAULT_DOCKER_IMAGE);
   }
   const bwrap = await findBwrap(source);
-  if (bwrap.bin)
+  if (bwrap.bin) {
+    refuseLinkedProtected(base);
     return new HostSandbox('bwrap', base, `sandbox = "auto" chose bubblewrap at ${bwrap.bin}`, bwrap.bin);
+  }
   const docker = await findDocker(source);
-  if (docker.bin) return DockerSandbox.start(docker.bin, base, opts.image ?? DEFAULT_DOCKER_IMAGE);
+  if (docker.bin) {
+    refuseLinkedProtected(base);
+    return DockerSandbox.start(docker.bin, base, opts.image ?? DEFAULT_DOCKER_IMAGE);
+  }
   return new HostSandbox('none', base, `sandbox = "auto" found none: ${bwrap.why}; ${docker.why}`);
+}
+
+/**
+ * A sandbox that keeps `.git`, keel's config and the programs it runs read-only cannot keep them so when one
+ * of them has a second name in the writable workspace: refused (SandboxError), with the way out.
+ */
+function refuseLinkedProtected(opts: BaseOptions): void {
+  if (opts.writable.length === 0) return;
+  // a program that is a link to a system file (a virtualenv's python) is not the workspace's to protect
+  const files = opts.protectedFiles.filter((f) => [opts.root, ...opts.writable].some((d) => isInside(f, d)));
+  const paths = [...protectedPaths(opts.root, opts.writable), ...files];
+  const shown = (p: string) => (isInside(p, opts.root) ? relative(opts.root, p) : p);
+  const why = linkedFilesProblem(paths, opts.root, shown);
+  if (why) throw new SandboxError(why);
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return path;
+  }
 }
 
 interface Found {
@@ -179,6 +217,8 @@ interface BaseOptions {
   limits: SandboxLimits;
   source: NodeJS.ProcessEnv;
   protectedDirs: string[];
+  /** Programs keel's config runs on the host (`SandboxOptions.protectedFiles`). */
+  protectedFiles: string[];
   /** keel's own state folders: never shown to a bwrap command, wherever they are. */
   stateDirs: string[];
   passEnv: string[];
@@ -258,7 +298,7 @@ class HostSandbox implements Sandbox {
         tmpBytes: tmpBytes(opts.limits),
       };
       this.toolchains = view.toolchains;
-      const readOnly = opts.protectedDirs.filter((p) => !inState(p));
+      const readOnly = [...opts.protectedDirs.filter((p) => !inState(p)), ...opts.protectedFiles];
       const bwrap = bwrapRunner(bin, layout, this.hostLimits, readOnly);
       this.runner = (argv, run) => bwrap.run(argv, this.env, run.timeoutS, run.signal, run.onOutput);
       this.spawner = (argv) => [
@@ -388,5 +428,7 @@ function dockerProtected(opts: BaseOptions): string[] {
   const names = ['.git', '.keel', 'keel.toml'];
   const inScope = [opts.root, ...opts.writable].filter((d) => opts.writable.some((w) => isInside(d, w)));
   const paths = inScope.flatMap((dir) => names.map((n) => join(dir, n)));
-  return [...new Set([...paths, ...opts.protectedDirs])].filter((p) => existsSync(p)).sort();
+  return [...new Set([...paths, ...opts.protectedDirs, ...opts.protectedFiles])]
+    .filter((p) => existsSync(p))
+    .sort();
 }

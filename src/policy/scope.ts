@@ -44,6 +44,14 @@ export function canonicalize(path: string, root: string): string {
   }
 }
 
+function canonicalOrSelf(path: string, root: string): string {
+  try {
+    return canonicalize(path, root);
+  } catch {
+    return resolve(root, path);
+  }
+}
+
 function isSymlink(path: string): boolean {
   try {
     return lstatSync(path).isSymbolicLink();
@@ -65,6 +73,8 @@ export interface ScopeOptions {
   writable: string[];
   /** Extra folders that are never writable (keel's own state, for one). */
   protectedDirs?: string[];
+  /** Files that are never writable, with why: the programs keel's config runs on the host. */
+  protectedFiles?: ReadonlyArray<{ path: string; why: string }>;
 }
 
 /** The canonical workspace and writable scope of a session; the model cannot change it. */
@@ -72,16 +82,27 @@ export class Scope {
   readonly root: string;
   readonly writable: string[];
   private readonly protectedDirs: string[];
+  private readonly protectedFiles: ReadonlyArray<{ path: string; why: string }>;
 
   constructor(opts: ScopeOptions) {
     this.root = realpathSync.native(opts.root);
     this.writable = opts.writable.map((p) => canonicalize(p, this.root));
     this.protectedDirs = (opts.protectedDirs ?? []).map((p) => canonicalize(p, this.root));
+    // where a write through the name (or a link to it) would land, the name itself when that cannot be known
+    this.protectedFiles = (opts.protectedFiles ?? []).map((f) => ({
+      ...f,
+      path: canonicalOrSelf(f.path, this.root),
+    }));
   }
 
-  /** The same workspace and protected folders with other writable paths (a subagent's scope; the caller checks it is narrower). */
+  /** The same workspace and protected paths with other writable paths (a subagent's scope; the caller checks it is narrower). */
   withWritable(writable: string[]): Scope {
-    return new Scope({ root: this.root, writable, protectedDirs: this.protectedDirs });
+    return new Scope({
+      root: this.root,
+      writable,
+      protectedDirs: this.protectedDirs,
+      protectedFiles: this.protectedFiles,
+    });
   }
 
   /** Canonicalize and check a path; throws ScopeError when the access is not allowed. */
@@ -109,6 +130,7 @@ export class Scope {
 
   private protectedReason(canonical: string): string | undefined {
     for (const dir of this.protectedDirs) if (isInside(canonical, dir)) return "keel's own state";
+    for (const file of this.protectedFiles) if (canonical === file.path) return file.why;
     // every spelling a filesystem may fold into `.git` (case, trailing dots, 8.3, NTFS streams), at any depth
     const parts = relative(this.root, canonical).split(sep);
     if (parts.some((p) => protectedKind(p) === 'git')) return 'git internals (.git/)';

@@ -4,10 +4,10 @@
  * say so in one line.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { McpServerConfig } from '../config/schema.js';
+import { GroupStdioTransport } from './mcp-stdio.js';
 
 /** How a stdio server is spawned: argv, environment and folder (already wrapped in the sandbox, or not). */
 export interface SpawnPlan {
@@ -56,7 +56,7 @@ export class McpConnection {
     } else {
       const [command, ...args] = plan.argv;
       if (!command) throw new McpServerError(`mcp server "${server.name}" has an empty command`);
-      transport = new StdioClientTransport({ command, args, env: plan.env, cwd: plan.cwd, stderr: 'pipe' });
+      transport = new GroupStdioTransport({ command, args, env: plan.env, cwd: plan.cwd });
       cleanup = plan.cleanup;
     }
     const conn = new McpConnection(server, client, transport, cleanup);
@@ -68,20 +68,20 @@ export class McpConnection {
       conn.lastError = err;
       // on stdio every error is a line that is not JSON-RPC: the server is broken, and the call waiting
       // on it would only time out (over HTTP the request itself fails, and a side stream's error is no answer)
-      if (transport instanceof StdioClientTransport)
+      if (transport instanceof GroupStdioTransport)
         conn.fail(
           new McpServerError(`mcp server "${server.name}" returned garbage: ${oneLine(err.message)}`),
         );
     };
-    if (transport instanceof StdioClientTransport)
-      transport.stderr?.on('data', (chunk: Buffer) => {
+    if (transport instanceof GroupStdioTransport)
+      transport.stderr.on('data', (chunk: Buffer) => {
         conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
       });
     try {
       await client.connect(transport, { timeout: server.startup_timeout_s * 1000 });
     } catch (err) {
       // a child that died says why on stderr; the SDK's own message is only "Connection closed"
-      const exited = conn.closed && transport instanceof StdioClientTransport;
+      const exited = conn.closed && transport instanceof GroupStdioTransport;
       const tail = conn.stderrSummary();
       const why = exited ? `it exited${tail ? ` (stderr: ${tail})` : ''}` : oneLine((err as Error).message);
       await conn.close();
@@ -92,7 +92,7 @@ export class McpConnection {
 
   /** The pid of a stdio child (tests check it is gone after the session). */
   get pid(): number | undefined {
-    return this.transport instanceof StdioClientTransport ? (this.transport.pid ?? undefined) : undefined;
+    return this.transport instanceof GroupStdioTransport ? this.transport.pid : undefined;
   }
 
   /** Run `request`, failing at once (not at its timeout) when the server crashes or speaks garbage meanwhile. */

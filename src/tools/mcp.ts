@@ -6,6 +6,7 @@
  * server that cannot start is skipped with a warning; every client is closed when the session ends.
  */
 import { keelPaths, protectedStatePaths } from '../config/paths.js';
+import { changedPrograms, type Program, programsOf } from '../config/programs.js';
 import type { Config, McpServerConfig } from '../config/schema.js';
 import type { Policy } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
@@ -33,6 +34,8 @@ export interface ConnectContext {
   writable: string[];
   /** Run a server with no sandbox when none can run here (allow_shell). */
   allowUnsandboxed: boolean;
+  /** The files in the workspace the config runs, as hashed at load: a server starts only while its own are unchanged. */
+  programs?: readonly Program[];
   confinement: () => Promise<Confinement>;
 }
 
@@ -47,6 +50,7 @@ export function confinementFor(
   env: NodeJS.ProcessEnv,
   root: string,
   writable: string[],
+  programs: readonly Program[] = [],
 ): { get: () => Promise<Confinement>; close: () => Promise<void> } {
   let made: Promise<Confinement> | undefined;
   const get = () => {
@@ -65,6 +69,7 @@ export function confinementFor(
           env,
           passEnv: config.sandbox_env,
           protectedDirs: protectedStatePaths(keelPaths(env)),
+          protectedFiles: programs.map((p) => p.path),
         });
         return { sandbox, why: '' };
       } catch (err) {
@@ -97,15 +102,12 @@ async function planFor(
     return { url: server.url, token };
   }
   const argv = server.command ?? [];
-  const { sandboxEnv } = await import('../policy/sandbox.js');
-  if (allReadOnly(server)) {
-    // declared read-only as a whole: it runs as the user, but still without keel's secrets in its environment
-    return {
-      argv,
-      env: { ...sandboxEnv(ctx.env, ctx.env.HOME, { pass: ctx.config.sandbox_env }), ...server.env },
-      cwd: ctx.root,
-    };
-  }
+  const changed = changedPrograms(programsOf(argv, ctx.programs ?? []));
+  if (changed.length)
+    throw new McpServerError(
+      `mcp server "${server.name}" was not started: ${changed.map((p) => p.name).join(', ')} changed since keel checked it (keel runs only the program it checked and you trusted)`,
+    );
+  if (allReadOnly(server)) return unconfined(server, argv, ctx);
   const { sandbox, why } = await ctx.confinement();
   if (sandbox?.spawnSpec) {
     const spec = sandbox.spawnSpec(argv);
@@ -115,10 +117,23 @@ async function planFor(
     throw new McpServerError(
       `mcp server "${server.name}" needs a sandbox and none can run here (${why}); set allow_shell = true to run it without one, or read_only_tools = ["*"] if it only reads`,
     );
+  return unconfined(server, argv, ctx);
+}
+
+/**
+ * A server that runs as the user (declared read-only, or allowed with no sandbox): without keel's secrets
+ * in its environment, and in a cgroup of its own where the host has one, so that closing it ends every
+ * process it started, even one it detached (no pid namespace does that here).
+ */
+async function unconfined(server: McpServerConfig, argv: string[], ctx: ConnectContext): Promise<SpawnPlan> {
+  const { sandboxEnv } = await import('../policy/sandbox.js');
+  const { inOwnCgroup } = await import('../policy/sandbox-limits.js');
+  const grouped = inOwnCgroup(argv);
   return {
-    argv,
+    argv: grouped.argv,
     env: { ...sandboxEnv(ctx.env, ctx.env.HOME, { pass: ctx.config.sandbox_env }), ...server.env },
     cwd: ctx.root,
+    cleanup: grouped.cleanup,
   };
 }
 
@@ -174,11 +189,13 @@ export function mcpTools(warn: (line: string) => void): ToolFactory {
     if (config.mcp_servers.length === 0) return [];
     const policy: Policy = deps.policy;
     const writing = policy.mode === 'edit' || policy.mode === 'auto';
+    const programs = deps.loaded.programs ?? [];
     const confinement = confinementFor(
       config,
       deps.env,
       policy.scope.root,
       writing ? [...policy.scope.writable] : [],
+      programs,
     );
     const ctx: ConnectContext = {
       config,
@@ -187,6 +204,7 @@ export function mcpTools(warn: (line: string) => void): ToolFactory {
       writable: writing ? [...policy.scope.writable] : [],
       allowUnsandboxed: policy.allowShell,
       confinement: confinement.get,
+      programs,
     };
     // a mode that only reads offers no exec tool: a server with no read-only tool need not start at all
     const servers = config.mcp_servers.filter((s) => writing || s.read_only_tools.length > 0);

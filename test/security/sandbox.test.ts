@@ -375,6 +375,16 @@ describe('argv builders', () => {
     ]);
   });
 
+  it('pins the writable folders above a protected file (no rename swaps it out), never one inside .git', () => {
+    const none = { host: [], hidden: ['/w/state'], tmpBytes: 1024, network: false, dropCaps: false };
+    const readOnly = ['/w/.git', '/w/tools/sub/hook.cjs', '/w/.git/hooks/pre-commit', '/w/state/x/run.cjs'];
+    const args = bwrapArgs({ root: '/w', writable: ['/w'], readOnly, ...none }, ['true']);
+    const binds = args.flatMap((a, i) => (a === '--bind' ? [args[i + 1]] : []));
+    expect(binds).toEqual(['/w/tools', '/w/tools/sub']);
+    // each pinned folder is bound before the file's read-only bind on top of it
+    expect(args.indexOf('/w/tools/sub')).toBeLessThan(args.indexOf('/w/tools/sub/hook.cjs'));
+  });
+
   it('orders mounts outer first, so the workspace inside a hidden KEEL_HOME still shows', () => {
     const state = tempDir('keel-state-');
     const tree = join(state, 'worktrees', 'run-1');
