@@ -16,7 +16,7 @@ import {
   statTerms,
   type TermStats,
 } from './embed.js';
-import { type Author, expiryFor, type Kind, type MemoryItem } from './items.js';
+import { AUTHOR_RANK, type Author, expiryFor, type Kind, type MemoryItem } from './items.js';
 import { MemoryStore } from './memory-store.js';
 import { CANDIDATES, ftsQuery, fuse, nearest } from './search.js';
 import { identifierTerms } from './text-features.js';
@@ -137,8 +137,9 @@ export class Memory {
     const existing = this.store.byHash(this.project, hash);
     if (existing) {
       const merged = cleanTags([...existing.tags, ...tags]);
-      // a person's word outranks the model's: once either wrote it as the user, it stays the user's
-      const author: Author = existing.author === 'user' || input.author === 'user' ? 'user' : 'model';
+      // a person's word outranks keel's, and keel's the model's: a fold never lowers who wrote it
+      const author: Author =
+        AUTHOR_RANK[input.author] > AUTHOR_RANK[existing.author] ? input.author : existing.author;
       const fields = { updated_at: at, expires_at: expiryFor(input.kind, now), tags: merged, author };
       this.store.refresh(existing.id, fields);
       return { item: { ...existing, ...fields }, folded: true };

@@ -239,7 +239,8 @@ describe('keel memory', () => {
     expect(String(requestMessages(chatBodies(server)[0])[0]?.content)).not.toContain(INJECT_HEADER);
     expect(lastSessionEvents(home).some((e) => e.type === 'memory_injected')).toBe(false);
 
-    const small = keelHome('[memory]\ninject_tokens = 45\n');
+    // (each line names its author and source now, a few tokens more than the bare text)
+    const small = keelHome('[memory]\ninject_tokens = 55\n');
     await keel(['memory', 'add', 'The parser is generated from grammar.peg'], { cwd: repo, home: small });
     await keel(['memory', 'add', `The parser ${'is very long and detailed '.repeat(20)}`], {
       cwd: repo,
@@ -254,7 +255,7 @@ describe('keel memory', () => {
     expect(system).toContain('grammar.peg');
     expect(system).not.toContain('very long and detailed');
     const injected = lastSessionEvents(small).find((e) => e.type === 'memory_injected');
-    expect(injected?.data.tokens).toBeLessThanOrEqual(45);
+    expect(injected?.data.tokens).toBeLessThanOrEqual(55);
     expect(injected?.data.ids).toHaveLength(1);
   });
 
@@ -279,8 +280,8 @@ describe('keel memory', () => {
     expect(kinds).toEqual(['file_changed', 'gate_denial']);
     const changed = items.find((i) => i.kind === 'file_changed');
     expect(changed).toMatchObject({
-      text: 'Changed src/app.js (task: bump the exchange rate)',
-      author: 'user',
+      text: 'Files changed: "src/app.js" (task: bump the exchange rate)',
+      author: 'keel',
     });
     expect(changed?.expires_at).not.toBeNull();
     const found = json(
