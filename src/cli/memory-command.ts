@@ -1,5 +1,5 @@
-/** `keel memory add|search|list|show|forget|export|import|stats`: a project's memory from the shell. */
-import { readFileSync, writeFileSync } from 'node:fs';
+/** `keel memory add|search|list|show|forget|export|import|share|stats`: a project's memory from the shell. */
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { archiveDir, countArchived } from '../memory/archive.js';
 import { exportLines, ImportError, importItems, parseImport } from '../memory/import-export.js';
@@ -7,6 +7,7 @@ import { injectedLine } from '../memory/inject.js';
 import { KINDS, type Kind, type MemoryItem } from '../memory/items.js';
 import { MemoryLookupError } from '../memory/memory-store.js';
 import { type OpenMemory, openMemory } from '../memory/open.js';
+import { placeOf } from '../memory/project.js';
 import { AuditLog } from '../store/audit.js';
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
@@ -33,8 +34,13 @@ async function withMemory(flags: MemoryFlags, action: Action): Promise<number> {
     const { cwd, loaded } = load({ ...(flags.cwd ? { cwd: flags.cwd } : {}) });
     m = openMemory({ dir: cwd, config: loaded.config });
     const code = await action(m, flags);
-    if (!flags.json)
+    if (!flags.json) {
       for (const w of m.memory.warnings) process.stderr.write(`${red('keel: warning:')} ${inertLine(w)}\n`);
+      for (const p of elsewhere(m))
+        process.stderr.write(
+          `keel: this repository also has memory at ${inertLine(placeName(p.place))} (${p.items} item${p.items === 1 ? '' : 's'}), not shared here; to use it here: keel memory share ${inertLine(p.place)}\n`,
+        );
+    }
     return code;
   } catch (err) {
     if (err instanceof ConfigError || err instanceof MemoryLookupError || err instanceof ImportError)
@@ -46,6 +52,22 @@ async function withMemory(flags: MemoryFlags, action: Action): Promise<number> {
   } finally {
     m?.close();
   }
+}
+
+/**
+ * The repository's other places that hold memory, each as the argument `keel memory share` takes (its
+ * folder, or the key alone for items from before places were kept) with its item count.
+ */
+function elsewhere(m: OpenMemory): Array<{ place: string; items: number }> {
+  if (m.project.identity === m.project.key) return [];
+  return m.memory.store
+    .places(m.project.identity)
+    .filter((p) => p.project !== m.project.key)
+    .map((p) => ({ place: placeOf(p.project) ?? p.project, items: p.items }));
+}
+
+function placeName(place: string): string {
+  return place.startsWith('git:') ? `${place} (from before memory was kept per place)` : place;
 }
 
 function printJson(doc: unknown): void {
@@ -135,6 +157,7 @@ export function memoryShow(id: string, flags: MemoryFlags): Promise<number> {
       ['author', item.author],
       ['tags', item.tags.join(', ') || '-'],
       ['session', item.session_id ?? '-'],
+      ['from', item.origin ? (placeOf(item.origin) ?? item.origin) : 'here'],
       ['created', item.created_at],
       ['updated', item.updated_at],
       ['expires', item.expires_at ?? 'never'],
@@ -204,6 +227,32 @@ export function memoryImport(file: string, flags: MemoryFlags): Promise<number> 
   });
 }
 
+export function memoryShare(from: string, flags: MemoryFlags): Promise<number> {
+  return withMemory(flags, async (m) => {
+    const places = m.memory.store.places(m.project.identity).filter((p) => p.project !== m.project.key);
+    // a folder is read as it is now (the other place may have moved on, or be gone: then as written)
+    let folder = resolve(from);
+    try {
+      folder = realpathSync.native(folder);
+    } catch {}
+    const source = places.find((p) => p.project === from || placeOf(p.project) === folder);
+    if (!source) {
+      const known = places.map((p) => placeOf(p.project) ?? p.project);
+      throw new ConfigError(
+        `${from} is not a place of this repository with memory to share${
+          known.length ? ` (its other places: ${known.join(', ')})` : ' (it has no other place with memory)'
+        }`,
+      );
+    }
+    const { shared, folded } = await m.memory.shareFrom(source.project);
+    const shown = placeOf(source.project) ?? source.project;
+    if (flags.json)
+      printJson({ project: m.project.key, from: shown, shared, folded, warnings: m.memory.warnings });
+    else process.stdout.write(`shared ${shared} items (${folded} already here) from ${inertLine(shown)}\n`);
+    return EXIT.ok;
+  });
+}
+
 export function memoryStats(flags: MemoryFlags): Promise<number> {
   return withMemory(flags, async (m) => {
     const byKind = m.memory.store.countsByKind(m.project.key);
@@ -219,12 +268,14 @@ export function memoryStats(flags: MemoryFlags): Promise<number> {
       archived_now: m.archived,
       archive_dir: archiveDir(m.paths.stateDir),
       embedder: m.memory.embeddingModel ?? 'offline',
+      elsewhere: elsewhere(m),
     };
     if (flags.json) {
       printJson(doc);
       return EXIT.ok;
     }
-    const source = m.project.source === 'root-commit' ? 'its first commit' : 'its folder: no git history';
+    const source =
+      m.project.source === 'root-commit' ? 'its first commit, at this place' : 'its folder: no git history';
     process.stdout.write(`project   ${inertLine(m.project.key)} (from ${source})\n`);
     process.stdout.write(
       `items     ${items}${

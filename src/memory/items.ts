@@ -52,4 +52,6 @@ export interface MemoryItem {
   updated_at: string;
   expires_at: string | null;
   hash: string;
+  /** The place it was shared from (`keel memory share`), as a project key; null when it was made here. */
+  origin: string | null;
 }

@@ -33,8 +33,10 @@ export interface AddInput {
   tags?: string[];
   author: Author;
   sessionId?: string | null;
-  /** For imports: when the item was first made. */
+  /** For imports and shares: when the item was first made. */
   createdAt?: string;
+  /** For shares: the place (project key) the item came from. */
+  origin?: string | null;
 }
 
 export interface AddResult {
@@ -162,6 +164,7 @@ export class Memory {
       updated_at: at,
       expires_at: expiryFor(input.kind, now),
       hash,
+      origin: input.origin ?? null,
     };
     this.store.insert({
       ...item,
@@ -224,6 +227,30 @@ export class Memory {
     const stale = this.store.staleVectors(this.project, DIMS);
     if (stale.length)
       this.store.setVectors(stale.map((r) => ({ n: r.n, vec: quantize(offlineEmbed(r.text, stats)) })));
+  }
+
+  /**
+   * Copy every item of another place of the same repository (`from`, a project key) here: the person said
+   * yes to sharing it. Each keeps its author, session and first date, and names the place it came from (an
+   * item shared there from elsewhere keeps its first place). The other place is not changed.
+   */
+  async shareFrom(from: string): Promise<{ shared: number; folded: number }> {
+    let shared = 0;
+    let folded = 0;
+    for (const item of this.store.list(from)) {
+      const r = await this.add({
+        kind: item.kind,
+        text: item.text,
+        tags: item.tags,
+        author: item.author,
+        sessionId: item.session_id,
+        createdAt: item.created_at,
+        origin: item.origin ?? from,
+      });
+      if (r.folded) folded++;
+      else shared++;
+    }
+    return { shared, folded };
   }
 
   list(opts: { kind?: Kind; limit?: number } = {}): MemoryItem[] {

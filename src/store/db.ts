@@ -113,6 +113,8 @@ const MIGRATIONS: string[] = [
   `UPDATE memory_items SET author = 'keel'
    WHERE author = 'user' AND session_id IS NOT NULL
      AND kind IN ('file_changed', 'test_outcome', 'gate_denial', 'fix_verdict');`,
+  // memory is kept per place (src/memory/project.ts): where a shared item came from
+  `ALTER TABLE memory_items ADD COLUMN origin TEXT;`,
 ];
 
 /** Open (creating if needed) keel's database and bring its schema up to date. */

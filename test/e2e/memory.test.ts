@@ -2,7 +2,7 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { INJECT_HEADER, MODEL_MARK } from '../../src/memory/inject.js';
-import { gitRepo, tempDir } from '../helpers/tmp.js';
+import { git, gitRepo, tempDir } from '../helpers/tmp.js';
 import {
   chatBodies,
   keel,
@@ -32,7 +32,10 @@ describe('keel memory', () => {
     );
     expect(add.code).toBe(0);
     const added = json(add.stdout);
-    expect(added).toMatchObject({ folded: false, project: expect.stringMatching(/^git:[0-9a-f]{40}$/) });
+    expect(added).toMatchObject({
+      folded: false,
+      project: `git:${git(repo, 'rev-list', '--max-parents=0', 'HEAD').trim()}@${repo}`,
+    });
     const id = added.id as string;
     await keel(['memory', 'add', 'The webhook handler retries three times before giving up'], {
       cwd: repo,
@@ -104,14 +107,19 @@ describe('keel memory', () => {
     expect(json(badDir.stdout)).toMatchObject({ code: 'CONFIG_ERROR', exit_code: 2 });
   });
 
-  it('a moved clone keeps its memory (the key is the first commit), another repository does not see it', async () => {
+  it("a moved clone asks before it uses its old place's memory (the key is the first commit at its place), another repository does not see it", async () => {
     const repo = gitRepo();
     const home = keelHome();
     await keel(['memory', 'add', 'The ledger uses integer cents everywhere'], { cwd: repo, home });
     const moved = join(tempDir(), 'moved');
     cpSync(repo, moved, { recursive: true });
+    const asked = await keel(['memory', 'search', 'cents'], { cwd: moved, home });
+    expect(asked.stdout).toBe('');
+    expect(asked.stderr).toContain(`keel memory share ${repo}`);
+    expect((await keel(['memory', 'share', repo], { cwd: moved, home })).stdout).toContain('shared 1 items');
     const found = await keel(['memory', 'search', 'cents'], { cwd: moved, home });
     expect(found.stdout).toContain('integer cents');
+    expect(found.stdout).toContain(`shared from ${repo}`);
     // outside git the key is the canonical folder, and stats says so
     const plain = tempDir('keel-plain-');
     const stats = json((await keel(['memory', 'stats', '--json'], { cwd: plain, home })).stdout);
