@@ -244,6 +244,18 @@ export function memoryShare(from: string, flags: MemoryFlags): Promise<number> {
         }`,
       );
     }
+    // recorded before it happens, as forget is: which place's memory went where, no text
+    const audit = new AuditLog(m.paths.auditDir);
+    try {
+      audit.append({
+        type: 'memory_share',
+        project: m.project.key,
+        from: source.project,
+        items: source.items,
+      });
+    } finally {
+      audit.close();
+    }
     const { shared, folded } = await m.memory.shareFrom(source.project);
     const shown = placeOf(source.project) ?? source.project;
     if (flags.json)

@@ -207,8 +207,9 @@ export class MemoryStore {
   places(identity: string): Array<{ project: string; items: number }> {
     return this.db
       .prepare(
+        // a range on the key ('@' sorts just before 'A'), so the project index answers, not a scan
         `SELECT project, COUNT(*) AS items FROM memory_items
-         WHERE project = ? OR substr(project, 1, length(?) + 1) = ? || '@'
+         WHERE project = ? OR (project >= ? || '@' AND project < ? || 'A')
          GROUP BY project ORDER BY project`,
       )
       .all(identity, identity, identity) as Array<{ project: string; items: number }>;

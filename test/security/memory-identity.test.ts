@@ -79,6 +79,11 @@ describe('memory identity', () => {
     const planted = lines.find((l) => l.includes('public mirror'));
     expect(planted).toContain('by the model');
     expect(planted).toMatch(/session \d{8}-\d{6}-[0-9a-f]{6}/);
+    // the yes is in the audit chain: which place's memory went where, no text
+    const tail = json((await keel(['audit', 'tail', '--json'], { cwd: fork, home })).stdout);
+    const line = (tail.lines as Array<Record<string, unknown>>).find((l) => l.type === 'memory_share');
+    expect(line).toMatchObject({ from: expect.stringContaining(`@${repo}`), items: 1 });
+    expect(JSON.stringify(line)).not.toContain('ops/keys.txt');
     // sharing went one way: the user's place still has only its own note
     const after = json((await keel(['memory', 'list', '--json'], { cwd: repo, home })).stdout);
     expect((after.items as unknown[]).length).toBe(1);
