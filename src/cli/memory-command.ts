@@ -7,6 +7,7 @@ import { injectedLine } from '../memory/inject.js';
 import { KINDS, type Kind, type MemoryItem } from '../memory/items.js';
 import { MemoryLookupError } from '../memory/memory-store.js';
 import { type OpenMemory, openMemory } from '../memory/open.js';
+import { elsewhere, notSharedNote } from '../memory/places.js';
 import { placeOf } from '../memory/project.js';
 import { AuditLog } from '../store/audit.js';
 import { reportError } from './errors.js';
@@ -36,10 +37,7 @@ async function withMemory(flags: MemoryFlags, action: Action): Promise<number> {
     const code = await action(m, flags);
     if (!flags.json) {
       for (const w of m.memory.warnings) process.stderr.write(`${red('keel: warning:')} ${inertLine(w)}\n`);
-      for (const p of elsewhere(m))
-        process.stderr.write(
-          `keel: this repository also has memory at ${inertLine(placeName(p.place))} (${p.items} item${p.items === 1 ? '' : 's'}), not shared here; to use it here: keel memory share ${inertLine(p.place)}\n`,
-        );
+      for (const p of elsewhere(m)) process.stderr.write(`keel: ${inertLine(notSharedNote(p))}\n`);
     }
     return code;
   } catch (err) {
@@ -52,22 +50,6 @@ async function withMemory(flags: MemoryFlags, action: Action): Promise<number> {
   } finally {
     m?.close();
   }
-}
-
-/**
- * The repository's other places that hold memory, each as the argument `keel memory share` takes (its
- * folder, or the key alone for items from before places were kept) with its item count.
- */
-function elsewhere(m: OpenMemory): Array<{ place: string; items: number }> {
-  if (m.project.identity === m.project.key) return [];
-  return m.memory.store
-    .places(m.project.identity)
-    .filter((p) => p.project !== m.project.key)
-    .map((p) => ({ place: placeOf(p.project) ?? p.project, items: p.items }));
-}
-
-function placeName(place: string): string {
-  return place.startsWith('git:') ? `${place} (from before memory was kept per place)` : place;
 }
 
 function printJson(doc: unknown): void {

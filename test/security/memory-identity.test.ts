@@ -37,8 +37,13 @@ describe('memory identity', () => {
       { task: 'MINE', text: 'ok' },
       { task: 'SHARED', text: 'ok' },
     ]);
-    await keel(['ask', ...modelFlags(server), 'FORK: where do deploy keys live?'], { cwd: fork, home });
+    const forkRun = await keel(['ask', ...modelFlags(server), 'FORK: where do deploy keys live?'], {
+      cwd: fork,
+      home,
+    });
     expect(String(requestMessages(chatBodies(server)[0])[0]?.content)).not.toContain('ops/keys.txt');
+    // the session says where else the repository has memory, and shares nothing on its own
+    expect(forkRun.stderr).toContain(`keel memory share ${repo}`);
     const there = json(
       (await keel(['memory', 'search', '--json', 'deploy keys'], { cwd: fork, home })).stdout,
     );
