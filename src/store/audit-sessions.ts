@@ -70,9 +70,13 @@ export function startProblem(
 /**
  * The sealed line that vouches for session `id` in an audit folder: searched from the day its id names
  * (ids start with their UTC date and time) on, or in every day file when the id names none. A line whose
- * hash or seal does not check is not a vouching line.
+ * hash or seal does not check is not a vouching line. A line once found is kept for the process: chat and
+ * serve reopen a session on every turn, and a sealed line does not change.
  */
 export function findVouchingLine(dir: string, keyPath: string, id: string): VouchingLine | undefined {
+  const memo = `${dir}\0${keyPath}\0${id}`;
+  const known = found.get(memo);
+  if (known) return known;
   const key = readAuditKey(keyPath);
   if (!(key instanceof Buffer)) return undefined;
   const day = /^(\d{4})(\d{2})(\d{2})-/.exec(id);
@@ -81,15 +85,28 @@ export function findVouchingLine(dir: string, keyPath: string, id: string): Vouc
   for (const name of listDayFiles(dir)) {
     if (name < from) continue;
     const file = join(dir, name);
-    const lines = splitLines(readFileSync(file, 'utf8'));
-    for (const [i, text] of lines.entries()) {
-      if (!text.includes(needle)) continue;
-      const entry = vouching(text, id);
-      if (entry && hashOf(entry) === entry.hash && lineSealed(key, entry))
-        return { file, line: i + 1, entry };
+    const text = readFileSync(file, 'utf8');
+    // only the lines that name the session are parsed: a day file can hold many thousands
+    for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) {
+      const begin = text.lastIndexOf('\n', at) + 1;
+      const stop = text.indexOf('\n', at);
+      const entry = vouching(text.slice(begin, stop === -1 ? undefined : stop), id);
+      if (entry && hashOf(entry) === entry.hash && lineSealed(key, entry)) {
+        const line = { file, line: countNewlines(text, begin) + 1, entry };
+        found.set(memo, line);
+        return line;
+      }
     }
   }
   return undefined;
+}
+
+const found = new Map<string, VouchingLine>();
+
+function countNewlines(text: string, end: number): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < end; i = text.indexOf('\n', i + 1)) n++;
+  return n;
 }
 
 /** Every vouching line of a chain by session id (the first for each), for `keel audit verify`. */
