@@ -181,15 +181,24 @@ export function replay(events: Iterable<{ seq: number; event: SessionEvent }>): 
   return state;
 }
 
-/** The first message of a compacted history: the task verbatim, then what was done, then the files. */
+/** The frame around a compaction summary: the model wrote it, so it is never laid out as the user's words. */
+export const SUMMARY_OPEN =
+  "--- Summary of the earlier conversation, written by the model (not the user's words; every line quoted) ---";
+export const SUMMARY_CLOSE = '--- End of the summary ---';
+
+/**
+ * The first message of a compacted history: the task verbatim, then the model's summary of what was done
+ * inside a frame, each of its lines quoted with "> " (so no line of it can close the frame or pass for
+ * the user), then the files (quoted).
+ */
 export function compactedTask(task: string, summary: string, files: string[]): string {
-  const lines = [
-    task,
-    '',
-    '[Earlier turns of this session were compacted. Summary of the work so far:]',
-    summary.trim(),
-  ];
-  if (files.length) lines.push('', `Files changed so far: ${files.join(', ')}`);
+  const quoted = summary
+    .trim()
+    .split(/\r?\n|\r/)
+    .map((line) => `> ${line}`);
+  const lines = [task, '', SUMMARY_OPEN, ...quoted, SUMMARY_CLOSE];
+  // file names were chosen in the session too: quoted, so none can start a line of its own
+  if (files.length) lines.push('', `Files changed so far: ${files.map((f) => JSON.stringify(f)).join(', ')}`);
   return lines.join('\n');
 }
 

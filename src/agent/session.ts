@@ -22,6 +22,7 @@ import { type Policy, policyFor } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
 import { auditEntryFor } from '../store/audit.js';
+import { findVouchingLine, startProblem } from '../store/audit-sessions.js';
 import type { EventLog, SessionRow } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';
 import { ToolRegistry } from '../tools/registry.js';
@@ -104,12 +105,28 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** The state a stored session folds to, checked to be safe to go on from. */
-export function reopen(log: EventLog, id: string): { row: SessionRow; state: SessionState } {
+/**
+ * The state a stored session folds to, checked to be safe to go on from: a conversation, vouched for by
+ * the audit chain in `audit` (its recorded start is the one keel sealed), and not running elsewhere.
+ */
+export function reopen(
+  log: EventLog,
+  id: string,
+  audit: { dir: string; keyPath: string },
+): { row: SessionRow; state: SessionState } {
   const row = log.findSession(id);
   if (!row) throw new ResumeError(`no session matches "${id}" (see keel sessions list)`);
   if (!['ask', 'plan', 'edit', 'auto'].includes(row.mode))
     throw new ResumeError(`session ${row.id} is a ${row.mode} run, not a conversation; it cannot be resumed`);
+  const problem = startProblem(
+    { row, start: log.firstOfType(row.id, 'session_start')?.data },
+    (sid) => findVouchingLine(audit.dir, audit.keyPath, sid),
+    (sid) => {
+      const parent = log.getSession(sid);
+      return parent ? { row: parent, start: log.firstOfType(sid, 'session_start')?.data } : undefined;
+    },
+  );
+  if (problem) throw new ResumeError(`${problem}; it is not resumed`);
   const state = replay(parseEvents(log.events(row.id)));
   if (!state.ended && state.run.pid !== undefined && state.run.pid !== process.pid && alive(state.run.pid))
     throw new ResumeError(
@@ -118,9 +135,13 @@ export function reopen(log: EventLog, id: string): { row: SessionRow; state: Ses
   return { row, state };
 }
 
+function auditOf(runtime: Runtime): { dir: string; keyPath: string } {
+  return { dir: runtime.paths.auditDir, keyPath: runtime.paths.auditKey };
+}
+
 /** Run a session in `cwd` and return its outcome (`runtime.start`); every event is in the store before it takes effect. */
 export async function runSessionIn(runtime: Runtime, opts: StartOptions): Promise<SessionOutcome> {
-  const reopened = opts.resume ? reopen(runtime.log, opts.resume) : undefined;
+  const reopened = opts.resume ? reopen(runtime.log, opts.resume, auditOf(runtime)) : undefined;
   const mode = reopened && opts.keepMode ? (reopened.row.mode as Mode) : opts.mode;
   if (reopened && !opts.prompt && reopened.state.ended)
     throw new ResumeError(
@@ -480,7 +501,7 @@ export async function compactIn(
 ): Promise<{ sessionId: string; event?: Extract<SessionEvent, { type: 'compaction' }> }> {
   const { env, log, audit } = runtime;
   const { config } = opts.loaded;
-  const { row, state } = reopen(log, opts.id);
+  const { row, state } = reopen(log, opts.id, auditOf(runtime));
   const model = createModelClient(config, env, { cwd: row.cwd });
   const { compact } = await import('./compaction.js');
   const { estimateRequestTokens } = await import('../model/tokens.js');

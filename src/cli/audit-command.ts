@@ -1,7 +1,10 @@
 /** `keel audit verify|tail`: check the tamper-evident audit chain and read its newest lines. */
 import { existsSync } from 'node:fs';
 import { keelPaths } from '../config/paths.js';
-import { type AuditLine, readAuditTail, verifyChain } from '../store/audit.js';
+import { type AuditLine, readAuditTail, type VerifyResult, verifyChain } from '../store/audit.js';
+import { checkSessions } from '../store/audit-sessions.js';
+import { openDb } from '../store/db.js';
+import { EventLog } from '../store/event-log.js';
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
@@ -25,12 +28,24 @@ export async function auditVerify(
       problem: 'no such file or folder',
     });
   }
-  const result = verifyChain(target, {
+  const chain = verifyChain(target, {
     keyPath: flags.key ?? paths.auditKey,
     ...(flags.expectHead !== undefined ? { expectHead: flags.expectHead.toLowerCase() } : {}),
   });
+  // the chain vouches for the session log it summarizes: keel's own chain is checked against keel.db too
+  const sessions =
+    chain.ok && path === undefined && existsSync(paths.db) ? againstSessions(paths) : undefined;
+  const result: VerifyResult = sessions?.problem
+    ? {
+        ok: false,
+        file: paths.db,
+        line: 1,
+        problem: `session ${sessions.problem.session}: ${sessions.problem.problem}`,
+      }
+    : chain;
+  const predating = sessions?.predating ?? 0;
   if (flags.json) {
-    writeJson({ path: target, ...result });
+    writeJson({ path: target, ...result, ...(predating ? { sessions_predating: predating } : {}) });
     return result.ok ? EXIT.ok : EXIT.failed;
   }
   if (result.ok) {
@@ -38,7 +53,17 @@ export async function auditVerify(
       ? ` (the first ${result.unsealed} predate the audit key: proven unchanged only since line ${result.unsealed + 1} sealed them)`
       : '';
     process.stdout.write(`audit chain intact: ${result.lines} lines${older}\nhead ${result.head}\n`);
+    if (predating)
+      process.stdout.write(
+        `${predating} session${predating === 1 ? '' : 's'} in keel.db began before this chain: not vouched for, and not resumed\n`,
+      );
     return EXIT.ok;
+  }
+  if (sessions?.problem) {
+    process.stderr.write(
+      `${red('keel:')} the audit chain does not vouch for ${inertLine(paths.db)}: ${inertLine(result.problem)}\n`,
+    );
+    return EXIT.failed;
   }
   process.stderr.write(
     `${red('keel:')} audit chain broken at ${inertLine(result.file)} line ${result.line}: ${inertLine(result.problem)}\n`,
@@ -66,6 +91,16 @@ export async function auditTail(flags: { n?: number; json?: boolean }): Promise<
     );
   }
   return EXIT.ok;
+}
+
+/** keel.db's sessions against the chain (src/store/audit-sessions.ts). */
+function againstSessions(paths: ReturnType<typeof keelPaths>): ReturnType<typeof checkSessions> {
+  const db = openDb(paths.db);
+  try {
+    return checkSessions(paths.auditDir, new EventLog(db));
+  } finally {
+    db.close();
+  }
 }
 
 function writeJson(doc: unknown): void {

@@ -525,6 +525,9 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
   memoryCommand('import', 'add items from a JSONL export (every line checked first)')
     .argument('<file>', 'an export, or - for stdin')
     .action(async (file: string, opts) => setExit(await (await memoryVerbs()).memoryImport(file, opts)));
+  memoryCommand('share', "copy the memory of this repository's other place FROM here (you say yes to it)")
+    .argument('<from>', 'the other place (its folder, or the key `keel memory stats` names)')
+    .action(async (from: string, opts) => setExit(await (await memoryVerbs()).memoryShare(from, opts)));
   memoryCommand('stats', 'the project key, items by kind, archived items, the embedder').action(
     async (opts) => setExit(await (await memoryVerbs()).memoryStats(opts)),
   );

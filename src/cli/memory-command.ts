@@ -1,5 +1,5 @@
-/** `keel memory add|search|list|show|forget|export|import|stats`: a project's memory from the shell. */
-import { readFileSync, writeFileSync } from 'node:fs';
+/** `keel memory add|search|list|show|forget|export|import|share|stats`: a project's memory from the shell. */
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { archiveDir, countArchived } from '../memory/archive.js';
 import { exportLines, ImportError, importItems, parseImport } from '../memory/import-export.js';
@@ -7,6 +7,8 @@ import { injectedLine } from '../memory/inject.js';
 import { KINDS, type Kind, type MemoryItem } from '../memory/items.js';
 import { MemoryLookupError } from '../memory/memory-store.js';
 import { type OpenMemory, openMemory } from '../memory/open.js';
+import { elsewhere, notSharedNote } from '../memory/places.js';
+import { placeOf } from '../memory/project.js';
 import { AuditLog } from '../store/audit.js';
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
@@ -33,8 +35,10 @@ async function withMemory(flags: MemoryFlags, action: Action): Promise<number> {
     const { cwd, loaded } = load({ ...(flags.cwd ? { cwd: flags.cwd } : {}) });
     m = openMemory({ dir: cwd, config: loaded.config });
     const code = await action(m, flags);
-    if (!flags.json)
+    if (!flags.json) {
       for (const w of m.memory.warnings) process.stderr.write(`${red('keel: warning:')} ${inertLine(w)}\n`);
+      for (const p of elsewhere(m)) process.stderr.write(`keel: ${inertLine(notSharedNote(p))}\n`);
+    }
     return code;
   } catch (err) {
     if (err instanceof ConfigError || err instanceof MemoryLookupError || err instanceof ImportError)
@@ -135,6 +139,7 @@ export function memoryShow(id: string, flags: MemoryFlags): Promise<number> {
       ['author', item.author],
       ['tags', item.tags.join(', ') || '-'],
       ['session', item.session_id ?? '-'],
+      ['from', item.origin ? (placeOf(item.origin) ?? item.origin) : 'here'],
       ['created', item.created_at],
       ['updated', item.updated_at],
       ['expires', item.expires_at ?? 'never'],
@@ -204,6 +209,44 @@ export function memoryImport(file: string, flags: MemoryFlags): Promise<number> 
   });
 }
 
+export function memoryShare(from: string, flags: MemoryFlags): Promise<number> {
+  return withMemory(flags, async (m) => {
+    const places = m.memory.store.places(m.project.identity).filter((p) => p.project !== m.project.key);
+    // a folder is read as it is now (the other place may have moved on, or be gone: then as written)
+    let folder = resolve(from);
+    try {
+      folder = realpathSync.native(folder);
+    } catch {}
+    const source = places.find((p) => p.project === from || placeOf(p.project) === folder);
+    if (!source) {
+      const known = places.map((p) => placeOf(p.project) ?? p.project);
+      throw new ConfigError(
+        `${from} is not a place of this repository with memory to share${
+          known.length ? ` (its other places: ${known.join(', ')})` : ' (it has no other place with memory)'
+        }`,
+      );
+    }
+    // recorded before it happens, as forget is: which place's memory went where, no text
+    const audit = new AuditLog(m.paths.auditDir);
+    try {
+      audit.append({
+        type: 'memory_share',
+        project: m.project.key,
+        from: source.project,
+        items: source.items,
+      });
+    } finally {
+      audit.close();
+    }
+    const { shared, folded } = await m.memory.shareFrom(source.project);
+    const shown = placeOf(source.project) ?? source.project;
+    if (flags.json)
+      printJson({ project: m.project.key, from: shown, shared, folded, warnings: m.memory.warnings });
+    else process.stdout.write(`shared ${shared} items (${folded} already here) from ${inertLine(shown)}\n`);
+    return EXIT.ok;
+  });
+}
+
 export function memoryStats(flags: MemoryFlags): Promise<number> {
   return withMemory(flags, async (m) => {
     const byKind = m.memory.store.countsByKind(m.project.key);
@@ -219,12 +262,14 @@ export function memoryStats(flags: MemoryFlags): Promise<number> {
       archived_now: m.archived,
       archive_dir: archiveDir(m.paths.stateDir),
       embedder: m.memory.embeddingModel ?? 'offline',
+      elsewhere: elsewhere(m),
     };
     if (flags.json) {
       printJson(doc);
       return EXIT.ok;
     }
-    const source = m.project.source === 'root-commit' ? 'its first commit' : 'its folder: no git history';
+    const source =
+      m.project.source === 'root-commit' ? 'its first commit, at this place' : 'its folder: no git history';
     process.stdout.write(`project   ${inertLine(m.project.key)} (from ${source})\n`);
     process.stdout.write(
       `items     ${items}${

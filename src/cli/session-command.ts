@@ -3,7 +3,7 @@ import { existsSync, realpathSync, statSync } from 'node:fs';
 import type { SessionOutcome } from '../agent/session.js';
 import { RunError } from '../agent/terminal.js';
 import { keelPaths } from '../config/paths.js';
-import type { Mode } from '../config/schema.js';
+import type { Config, Mode } from '../config/schema.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
 import { terminalApprover } from './ask-person.js';
@@ -80,6 +80,10 @@ export async function runVerb(
 
   for (const warning of setup.loaded.warnings)
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
+  // a new session at a new place of a repository says where else it has memory; it never shares it
+  if (!resume && !flags.json && setup.loaded.config.memory.inject_tokens > 0)
+    for (const note of await memoryElsewhere(setup.cwd, setup.loaded.config))
+      process.stderr.write(`keel: ${inertLine(note)}\n`);
 
   // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
   const attended =
@@ -276,4 +280,26 @@ function verbOf(mode: Mode): string {
 /** `1 round`, `3 rounds`. */
 function count(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** Notes on this repository's memory at other places (none when memory cannot be read: it never fails a session). */
+async function memoryElsewhere(cwd: string, config: Config): Promise<string[]> {
+  const [{ openMemory }, { elsewhere, notSharedNote }, { pinWorkspace }] = await Promise.all([
+    import('../memory/open.js'),
+    import('../memory/places.js'),
+    import('../policy/git-runner.js'),
+  ]);
+  try {
+    // pinned as the session will pin it, so the repository is found (and its first commit read) once for both
+    const root = realpathSync.native(cwd);
+    pinWorkspace(root);
+    const m = openMemory({ dir: root, config, pinned: true });
+    try {
+      return elsewhere(m).map(notSharedNote);
+    } finally {
+      m.close();
+    }
+  } catch {
+    return [];
+  }
 }

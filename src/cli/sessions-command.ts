@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import type { Runtime } from '../agent/runtime.js';
 import { alive, newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
+import { type AuditEntry, AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
 import { EventLog, SessionLookupError, type SessionRow, type StoredEvent } from '../store/event-log.js';
 import { reportError } from './errors.js';
@@ -169,7 +170,15 @@ export function forkStored(id: string, at?: number): SessionRow | string {
       return `session ${source.id} has ${last} events; --at ${at} is past its end`;
     const fork = log.forkSession(source.id, newSessionId(), at);
     // the copy ends here: nothing runs it until someone resumes it
-    log.append(fork.id, 'session_fork', { from: source.id, at: fork.forked_seq ?? last });
+    const event = { type: 'session_fork', from: source.id, at: fork.forked_seq ?? last };
+    log.append(fork.id, event.type, { from: event.from, at: event.at });
+    // the chain vouches for the fork as it does for a start (src/store/audit-sessions.ts)
+    const audit = new AuditLog(keelPaths().auditDir);
+    try {
+      audit.append(auditEntryFor(event, fork.id) as AuditEntry);
+    } finally {
+      audit.close();
+    }
     return fork;
   });
 }

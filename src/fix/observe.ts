@@ -1,10 +1,12 @@
 /**
  * A fix run's verdict, kept in its project's memory: the next session on this repository learns which
- * fixes keel verified and which failed, and why. keel records it itself (author "user": not the
- * model's claim), and only runs that reached a verdict on an attempt count; a run refused before
- * its first attempt (no tests, dirty tree) says nothing about the code.
+ * fixes keel verified and which failed, and why. keel records it itself (author "keel": neither the
+ * model's claim nor the user's word; the reason and the file names, which can repeat what the model or
+ * the repository chose, are quoted), and only runs that reached a verdict on an attempt count; a run
+ * refused before its first attempt (no tests, dirty tree) says nothing about the code.
  */
 import type { Config } from '../config/schema.js';
+import { quoted } from '../memory/observe.js';
 import { openMemory } from '../memory/open.js';
 import type { FixResult } from './run.js';
 
@@ -23,13 +25,16 @@ export function fixObservation(
   const reason =
     result.reason.length > MAX_REASON ? `${result.reason.slice(0, MAX_REASON - 1)}…` : result.reason;
   const files = result.files.length
-    ? `; files: ${result.files.slice(0, MAX_FILES).join(', ')}${result.files.length > MAX_FILES ? ', …' : ''}`
+    ? `; files: ${result.files
+        .slice(0, MAX_FILES)
+        .map((f) => quoted(f))
+        .join(', ')}${result.files.length > MAX_FILES ? ', …' : ''}`
     : '';
   const verdict = result.status === 'verified' ? 'verified' : 'not verified';
   const attempts = `${result.attempts} attempt${result.attempts === 1 ? '' : 's'}`;
   return {
     kind: 'fix_verdict',
-    text: `Fix ${verdict} after ${attempts}: ${reason} (task: ${task})${files}`,
+    text: `Fix ${verdict} after ${attempts}: ${quoted(reason)} (task: ${task})${files}`,
     tags: ['fix', result.status],
   };
 }
@@ -47,7 +52,7 @@ export async function observeFix(opts: {
   let m: ReturnType<typeof openMemory> | undefined;
   try {
     m = openMemory({ dir: opts.repo, config: opts.config, env: opts.env, pinned: true });
-    await m.memory.add({ ...item, author: 'user', sessionId: opts.result.runId });
+    await m.memory.add({ ...item, author: 'keel', sessionId: opts.result.runId });
   } catch {
     // the verdict is in the run's log and report either way
   } finally {

@@ -20,6 +20,8 @@ const lineSchema = z.strictObject({
   updated_at: z.iso.datetime().optional(),
   expires_at: z.iso.datetime().nullable().optional(),
   archived_at: z.iso.datetime().optional(),
+  // where an item was shared from: a claim, never used (an import is the importing person's own act)
+  origin: z.string().max(5000).nullable().optional(),
 });
 
 /** A line of an import that is not an item; `line` is 1-based. */

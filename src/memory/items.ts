@@ -11,8 +11,12 @@ export const KINDS = [
 ] as const;
 export type Kind = (typeof KINDS)[number];
 
-export const AUTHORS = ['user', 'model'] as const;
+/** Who wrote an item: a person, the model (its notes are marked), or keel itself (observations of a session). */
+export const AUTHORS = ['user', 'model', 'keel'] as const;
 export type Author = (typeof AUTHORS)[number];
+
+/** How far an author's word goes when duplicates fold: a person's outranks keel's, keel's the model's. */
+export const AUTHOR_RANK: Record<Author, number> = { model: 0, keel: 1, user: 2 };
 
 const DAY_MS = 86_400_000;
 
@@ -48,4 +52,6 @@ export interface MemoryItem {
   updated_at: string;
   expires_at: string | null;
   hash: string;
+  /** The place it was shared from (`keel memory share`), as a project key; null when it was made here. */
+  origin: string | null;
 }

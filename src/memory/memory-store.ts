@@ -16,13 +16,14 @@ interface Row {
   updated_at: string;
   expires_at: string | null;
   hash: string;
+  origin: string | null;
 }
 
 /** The reserved term whose count is the project's number of items: IDF needs it on every add, COUNT(*) is a scan. */
 const ITEMS = '\u0000items';
 
 const COLUMNS =
-  'n, id, project, kind, text, tags, session_id, author, created_at, updated_at, expires_at, hash';
+  'n, id, project, kind, text, tags, session_id, author, created_at, updated_at, expires_at, hash, origin';
 
 function toItem(r: Row): MemoryItem {
   return {
@@ -37,6 +38,7 @@ function toItem(r: Row): MemoryItem {
     updated_at: r.updated_at,
     expires_at: r.expires_at,
     hash: r.hash,
+    origin: r.origin,
   };
 }
 
@@ -76,8 +78,8 @@ export class MemoryStore {
     this.db.transaction(() => {
       const { lastInsertRowid } = this.db
         .prepare(
-          `INSERT INTO memory_items (id, project, kind, text, tags, session_id, author, created_at, updated_at, expires_at, hash, vec, evec, evec_model)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO memory_items (id, project, kind, text, tags, session_id, author, created_at, updated_at, expires_at, hash, origin, vec, evec, evec_model)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
           row.id,
@@ -91,6 +93,7 @@ export class MemoryStore {
           row.updated_at,
           row.expires_at,
           row.hash,
+          row.origin,
           row.vec,
           row.evec ?? null,
           row.evecModel ?? null,
@@ -195,6 +198,58 @@ export class MemoryStore {
       )
       .all(now) as Row[];
     return rows.map(toItem);
+  }
+
+  /**
+   * The places that hold memory of a repository (`identity`, `git:<root commit>`): each key with its item
+   * count, including the key alone (items from before memory was kept per place).
+   */
+  places(identity: string): Array<{ project: string; items: number }> {
+    return this.db
+      .prepare(
+        // a range on the key ('@' sorts just before 'A'), so the project index answers, not a scan
+        `SELECT project, COUNT(*) AS items FROM memory_items
+         WHERE project = ? OR (project >= ? || '@' AND project < ? || 'A')
+         GROUP BY project ORDER BY project`,
+      )
+      .all(identity, identity, identity) as Array<{ project: string; items: number }>;
+  }
+
+  /**
+   * Items under a key from before memory was kept per place (`from`) that a session ran at `root` (or in
+   * a folder inside it) recorded: the store can tell where these were made, so they move to that place's
+   * key (`to`) with their term counts. An item `to` already holds stays where it is. Returns how many moved.
+   */
+  claimMadeAt(from: string, to: string, root: string, termsOf: (text: string) => string[]): number {
+    const rows = this.db
+      .prepare(
+        `SELECT m.n, m.text, m.hash FROM memory_items m JOIN sessions s ON s.id = m.session_id
+         WHERE m.project = ? AND (s.cwd = ? OR substr(s.cwd, 1, length(?) + 1) = ? || '/')
+         ORDER BY m.n`,
+      )
+      .all(from, root, root, root) as Array<{ n: number; text: string; hash: string }>;
+    if (!rows.length) return 0;
+    let moved = 0;
+    this.db.transaction(() => {
+      const drop = this.db.prepare('UPDATE memory_terms SET df = df - 1 WHERE project = ? AND term = ?');
+      const bump = this.db.prepare(
+        `INSERT INTO memory_terms (project, term, df) VALUES (?, ?, 1)
+         ON CONFLICT (project, term) DO UPDATE SET df = df + 1`,
+      );
+      const taken = this.db.prepare('SELECT 1 FROM memory_items WHERE project = ? AND hash = ?');
+      const move = this.db.prepare('UPDATE memory_items SET project = ? WHERE n = ?');
+      for (const r of rows) {
+        if (taken.get(to, r.hash)) continue;
+        for (const term of [ITEMS, ...termsOf(r.text)]) {
+          drop.run(from, term);
+          bump.run(to, term);
+        }
+        move.run(to, r.n);
+        moved++;
+      }
+      this.db.prepare('DELETE FROM memory_terms WHERE project = ? AND df <= 0').run(from);
+    })();
+    return moved;
   }
 
   countsByKind(project: string): Record<string, number> {

@@ -16,7 +16,7 @@ import {
   statTerms,
   type TermStats,
 } from './embed.js';
-import { type Author, expiryFor, type Kind, type MemoryItem } from './items.js';
+import { AUTHOR_RANK, type Author, expiryFor, type Kind, type MemoryItem } from './items.js';
 import { MemoryStore } from './memory-store.js';
 import { CANDIDATES, ftsQuery, fuse, nearest } from './search.js';
 import { identifierTerms } from './text-features.js';
@@ -33,8 +33,10 @@ export interface AddInput {
   tags?: string[];
   author: Author;
   sessionId?: string | null;
-  /** For imports: when the item was first made. */
+  /** For imports and shares: when the item was first made. */
   createdAt?: string;
+  /** For shares: the place (project key) the item came from. */
+  origin?: string | null;
 }
 
 export interface AddResult {
@@ -137,8 +139,9 @@ export class Memory {
     const existing = this.store.byHash(this.project, hash);
     if (existing) {
       const merged = cleanTags([...existing.tags, ...tags]);
-      // a person's word outranks the model's: once either wrote it as the user, it stays the user's
-      const author: Author = existing.author === 'user' || input.author === 'user' ? 'user' : 'model';
+      // a person's word outranks keel's, and keel's the model's: a fold never lowers who wrote it
+      const author: Author =
+        AUTHOR_RANK[input.author] > AUTHOR_RANK[existing.author] ? input.author : existing.author;
       const fields = { updated_at: at, expires_at: expiryFor(input.kind, now), tags: merged, author };
       this.store.refresh(existing.id, fields);
       return { item: { ...existing, ...fields }, folded: true };
@@ -161,6 +164,7 @@ export class Memory {
       updated_at: at,
       expires_at: expiryFor(input.kind, now),
       hash,
+      origin: input.origin ?? null,
     };
     this.store.insert({
       ...item,
@@ -223,6 +227,30 @@ export class Memory {
     const stale = this.store.staleVectors(this.project, DIMS);
     if (stale.length)
       this.store.setVectors(stale.map((r) => ({ n: r.n, vec: quantize(offlineEmbed(r.text, stats)) })));
+  }
+
+  /**
+   * Copy every item of another place of the same repository (`from`, a project key) here: the person said
+   * yes to sharing it. Each keeps its author, session and first date, and names the place it came from (an
+   * item shared there from elsewhere keeps its first place). The other place is not changed.
+   */
+  async shareFrom(from: string): Promise<{ shared: number; folded: number }> {
+    let shared = 0;
+    let folded = 0;
+    for (const item of this.store.list(from)) {
+      const r = await this.add({
+        kind: item.kind,
+        text: item.text,
+        tags: item.tags,
+        author: item.author,
+        sessionId: item.session_id,
+        createdAt: item.created_at,
+        origin: item.origin ?? from,
+      });
+      if (r.folded) folded++;
+      else shared++;
+    }
+    return { shared, folded };
   }
 
   list(opts: { kind?: Kind; limit?: number } = {}): MemoryItem[] {

@@ -1,7 +1,10 @@
 /**
  * Observations at a session's end, read from its events (the log is the truth): the files it changed,
- * the outcome of its last test run, and what the gate denied. keel records these itself, so they carry
- * no "noted by the model" mark; duplicates fold as any item does.
+ * the outcome of its last test run, and what the gate denied. keel records these itself, under its own
+ * name (author `keel`: neither the user's word nor the model's note). Text the model chose (file names,
+ * the paths and arguments a denial's reason repeats) is only ever inside a JSON-quoted string, labelled,
+ * so it cannot start a line of its own or pass for keel's or the user's words. Duplicates fold as any
+ * item does.
  */
 import type { Config } from '../config/schema.js';
 import { EventLog } from '../store/event-log.js';
@@ -14,6 +17,11 @@ const MAX_FILES = 30;
 function taskTitle(prompt: string): string {
   const first = prompt.trim().split('\n')[0] ?? '';
   return first.length > 100 ? `${first.slice(0, 99)}…` : first;
+}
+
+/** Text from the session (a name, a reason that repeats the model's arguments) as one quoted string. */
+export function quoted(text: string): string {
+  return JSON.stringify(text);
 }
 
 /** What a session's events say worth keeping, as items to add (pure: for tests and for the hook). */
@@ -35,16 +43,21 @@ export function observationsOf(
     }
     if (type === 'gate_decision' && data.decision === 'deny' && typeof data.tool === 'string') {
       const reason = typeof data.reason === 'string' ? data.reason.slice(0, MAX_REASON) : 'denied';
-      denials.add(`Denied ${data.tool}: ${reason}`);
+      const why = typeof data.deny === 'string' && /^[a-z]+$/.test(data.deny) ? ` (${data.deny})` : '';
+      denials.add(
+        `The gate denied a ${quoted(data.tool)} call${why}; its reason, which repeats the model's arguments: ${quoted(reason)}`,
+      );
     }
   }
   const out: Array<Omit<AddInput, 'author' | 'sessionId'>> = [];
   if (files.size) {
     const list = [...files].sort();
     const shown =
-      list.slice(0, MAX_FILES).join(', ') +
-      (list.length > MAX_FILES ? `, and ${list.length - MAX_FILES} more` : '');
-    out.push({ kind: 'file_changed', text: `Changed ${shown}${about}`, tags: ['session'] });
+      list
+        .slice(0, MAX_FILES)
+        .map((f) => quoted(f))
+        .join(', ') + (list.length > MAX_FILES ? `, and ${list.length - MAX_FILES} more` : '');
+    out.push({ kind: 'file_changed', text: `Files changed: ${shown}${about}`, tags: ['session'] });
   }
   if (tests)
     out.push({
@@ -79,7 +92,7 @@ export async function observeSession(opts: {
       ...(opts.db ? { db: opts.db } : {}),
     });
     const items = observationsOf(new EventLog(m.db).events(opts.sessionId), opts.prompt);
-    for (const item of items) await m.memory.add({ ...item, author: 'user', sessionId: opts.sessionId });
+    for (const item of items) await m.memory.add({ ...item, author: 'keel', sessionId: opts.sessionId });
     return items.length;
   } catch {
     return 0;

@@ -1,8 +1,12 @@
-/** Opening a project's memory from keel's paths and config: the store, the project key, expired items archived. */
+/**
+ * Opening a project's memory from keel's paths and config: the store, the project key (the repository at
+ * its place), expired items archived, and this place's items from before places were kept claimed.
+ */
 import { type KeelPaths, keelPaths } from '../config/paths.js';
 import type { Config } from '../config/schema.js';
 import { type Db, openDb } from '../store/db.js';
 import { archiveDir } from './archive.js';
+import { statTerms } from './embed.js';
 import { embeddingSettings, Memory } from './memory.js';
 import { type ProjectKey, projectKey } from './project.js';
 
@@ -39,6 +43,10 @@ export function openMemory(opts: {
   let archived = 0;
   try {
     archived = memory.archiveExpired();
+    // items from before memory was kept per place that a session here made are this place's (the log says
+    // where each session ran); the rest wait until a person shares them (`keel memory share`)
+    if (project.key !== project.identity)
+      memory.store.claimMadeAt(project.identity, project.key, project.root, statTerms);
   } catch (err) {
     if (!opts.db) db.close();
     throw err;

@@ -1,13 +1,17 @@
 /**
- * The project a memory belongs to: the repository's first commit, so a moved or re-cloned repository keeps
- * its memory; outside git (or before the first commit) the canonical folder path.
+ * The project a memory belongs to: the repository (its first commit) at its place (the canonical folder of
+ * its top). A clone or fork of the same upstream elsewhere has the same first commit but is another place,
+ * so it neither reads nor adds to this one's memory until the person shares it (`keel memory share`).
+ * Outside git (or before the first commit) the key is the canonical folder alone.
  */
 import { realpathSync, statSync } from 'node:fs';
 import { discoverRepo, GitError, type Repo, repoAt, runGit } from '../policy/git-runner.js';
 
 export interface ProjectKey {
-  /** `git:<root commit>` or `path:<canonical folder>`. */
+  /** `git:<root commit>@<canonical top>` or `path:<canonical folder>`. */
   key: string;
+  /** The repository whatever its place (`git:<root commit>`; for a path key, the key itself). */
+  identity: string;
   /** How the key was found, for `keel memory stats`. */
   source: 'root-commit' | 'path';
   /** The repository's top (or the folder) the key was read from. */
@@ -50,12 +54,25 @@ function readProjectKey(canonical: string, opts: { pinned?: boolean }): ProjectK
         .split('\n')
         .filter((l) => /^[0-9a-f]{40,64}$/.test(l))
         .sort();
-      if (roots[0]) return { key: `git:${roots[0]}`, source: 'root-commit', root: repo.top };
+      if (roots[0]) {
+        const identity = `git:${roots[0]}`;
+        return { key: `${identity}@${repo.top}`, identity, source: 'root-commit', root: repo.top };
+      }
     } catch (err) {
       // no commits yet: HEAD does not resolve
       if (!(err instanceof GitError)) throw err;
     }
-    return { key: `path:${repo.top}`, source: 'path', root: repo.top };
+    return { key: `path:${repo.top}`, identity: `path:${repo.top}`, source: 'path', root: repo.top };
   }
-  return { key: `path:${canonical}`, source: 'path', root: canonical };
+  return { key: `path:${canonical}`, identity: `path:${canonical}`, source: 'path', root: canonical };
+}
+
+/**
+ * The place a key names, as a person reads it: the folder, or undefined for a key from before memory was
+ * kept per place (`git:<root commit>` alone).
+ */
+export function placeOf(key: string): string | undefined {
+  const git = /^git:[0-9a-f]{40,64}@(.+)$/.exec(key);
+  if (git) return git[1];
+  return key.startsWith('path:') ? key.slice('path:'.length) : undefined;
 }

@@ -13,6 +13,7 @@ import { newSessionId, type SessionOutcome } from '../agent/session.js';
 import { agentTools } from '../agent/subagents.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Mode } from '../config/schema.js';
+import { type AuditEntry, auditEntryFor } from '../store/audit.js';
 import type { EventLog, SessionRow, StoredEvent } from '../store/event-log.js';
 import type { ToolFactory } from '../tools/types.js';
 
@@ -163,7 +164,10 @@ export class SessionManager {
     if (at !== undefined && at > last)
       throw new Conflict(`session ${id} has ${last} events; at ${at} is past its end`);
     const fork = this.log.forkSession(id, newSessionId(), at);
-    this.log.append(fork.id, 'session_fork', { from: id, at: fork.forked_seq ?? last });
+    const event = { type: 'session_fork', from: id, at: fork.forked_seq ?? last };
+    this.log.append(fork.id, event.type, { from: event.from, at: event.at });
+    // the chain vouches for the fork as it does for a start (src/store/audit-sessions.ts)
+    this.opts.runtime.audit.append(auditEntryFor(event, fork.id) as AuditEntry);
     const loaded = this.configs.get(id);
     if (loaded) this.configs.set(fork.id, loaded);
     return { id: fork.id };

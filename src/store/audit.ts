@@ -334,6 +334,9 @@ export function auditEntryFor(
     case 'fix_end':
     case 'loop_end':
       return { ...base, ...pick(event, ['code', 'status', 'reason', 'attempts', 'iterations', 'files']) };
+    case 'session_fork':
+      // a fork's start is a copy of its parent's: this line is what vouches for it on resume
+      return { ...base, ...pick(event, ['from', 'at']) };
     case 'session_resume':
       return { ...base, ...pick(event, ['run', 'mode', 'provider', 'model']) };
     case 'review_verdict':

@@ -108,6 +108,13 @@ const MIGRATIONS: string[] = [
      updated_at TEXT NOT NULL
    );
    CREATE INDEX a2a_tasks_project ON a2a_tasks(project, updated_at);`,
+  // observations are keel's own, not the user's (src/memory/observe.ts, src/fix/observe.ts): the rows a
+  // session or a fix run recorded as the user's move to author keel
+  `UPDATE memory_items SET author = 'keel'
+   WHERE author = 'user' AND session_id IS NOT NULL
+     AND kind IN ('file_changed', 'test_outcome', 'gate_denial', 'fix_verdict');`,
+  // memory is kept per place (src/memory/project.ts): where a shared item came from
+  `ALTER TABLE memory_items ADD COLUMN origin TEXT;`,
 ];
 
 /** Open (creating if needed) keel's database and bring its schema up to date. */

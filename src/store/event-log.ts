@@ -250,6 +250,16 @@ export class EventLog {
     return row && { ...row, data: JSON.parse(row.data) as Record<string, unknown> };
   }
 
+  /** The first event of a type in a session's log, or undefined. */
+  firstOfType(sessionId: string, type: string): StoredEvent | undefined {
+    const row = this.db
+      .prepare(
+        'SELECT session_id, seq, ts, type, data FROM events WHERE session_id = ? AND type = ? ORDER BY seq LIMIT 1',
+      )
+      .get(sessionId, type) as (Omit<StoredEvent, 'data'> & { data: string }) | undefined;
+    return row && { ...row, data: JSON.parse(row.data) as Record<string, unknown> };
+  }
+
   /** The last seq of a session's log (0 when it has none). */
   lastSeq(sessionId: string): number {
     return (

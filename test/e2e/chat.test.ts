@@ -281,7 +281,7 @@ describe('keel chat in a terminal', () => {
     await pane.waitFor('no subagents in this session');
     // the first turn's end recorded what it changed; /memory lists it and a search finds it
     pane.type('/memory', 'Enter');
-    await pane.waitFor(/newest memory items[\s\S]*Changed README\.md/);
+    await pane.waitFor(/newest memory items[\s\S]*Files changed: "README\.md"/);
     pane.type('/memory nothing-like-this-zzz', 'Enter');
     await pane.waitFor('nothing remembered matches');
     pane.type('/undo', 'Enter');

@@ -70,12 +70,12 @@ describe('keel fix: a verified fix', () => {
     const verdicts = memory.items.filter((i) => i.kind === 'fix_verdict');
     expect(verdicts).toHaveLength(1);
     expect(verdicts[0]).toMatchObject({
-      author: 'user',
+      author: 'keel',
       session_id: doc.session_id,
       tags: ['fix', 'verified'],
     });
     expect(verdicts[0]?.text).toMatch(
-      /^Fix verified after 1 attempt: .*\(task: mean\(\) of \[2, 4, 6\] returns 3, not 4\); files: src\/stats\.js$/,
+      /^Fix verified after 1 attempt: ".*" \(task: mean\(\) of \[2, 4, 6\] returns 3, not 4\); files: "src\/stats\.js"$/,
     );
     expect(readFileSync(doc.diff ?? '', 'utf8')).toContain('+  return sum(values) / values.length;');
     expect(readFileSync(doc.rationale ?? '', 'utf8')).toContain('VERIFIED');

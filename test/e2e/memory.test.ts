@@ -2,7 +2,7 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { INJECT_HEADER, MODEL_MARK } from '../../src/memory/inject.js';
-import { gitRepo, tempDir } from '../helpers/tmp.js';
+import { git, gitRepo, tempDir } from '../helpers/tmp.js';
 import {
   chatBodies,
   keel,
@@ -32,7 +32,10 @@ describe('keel memory', () => {
     );
     expect(add.code).toBe(0);
     const added = json(add.stdout);
-    expect(added).toMatchObject({ folded: false, project: expect.stringMatching(/^git:[0-9a-f]{40}$/) });
+    expect(added).toMatchObject({
+      folded: false,
+      project: `git:${git(repo, 'rev-list', '--max-parents=0', 'HEAD').trim()}@${repo}`,
+    });
     const id = added.id as string;
     await keel(['memory', 'add', 'The webhook handler retries three times before giving up'], {
       cwd: repo,
@@ -104,14 +107,19 @@ describe('keel memory', () => {
     expect(json(badDir.stdout)).toMatchObject({ code: 'CONFIG_ERROR', exit_code: 2 });
   });
 
-  it('a moved clone keeps its memory (the key is the first commit), another repository does not see it', async () => {
+  it("a moved clone asks before it uses its old place's memory (the key is the first commit at its place), another repository does not see it", async () => {
     const repo = gitRepo();
     const home = keelHome();
     await keel(['memory', 'add', 'The ledger uses integer cents everywhere'], { cwd: repo, home });
     const moved = join(tempDir(), 'moved');
     cpSync(repo, moved, { recursive: true });
+    const asked = await keel(['memory', 'search', 'cents'], { cwd: moved, home });
+    expect(asked.stdout).toBe('');
+    expect(asked.stderr).toContain(`keel memory share ${repo}`);
+    expect((await keel(['memory', 'share', repo], { cwd: moved, home })).stdout).toContain('shared 1 items');
     const found = await keel(['memory', 'search', 'cents'], { cwd: moved, home });
     expect(found.stdout).toContain('integer cents');
+    expect(found.stdout).toContain(`shared from ${repo}`);
     // outside git the key is the canonical folder, and stats says so
     const plain = tempDir('keel-plain-');
     const stats = json((await keel(['memory', 'stats', '--json'], { cwd: plain, home })).stdout);
@@ -239,7 +247,8 @@ describe('keel memory', () => {
     expect(String(requestMessages(chatBodies(server)[0])[0]?.content)).not.toContain(INJECT_HEADER);
     expect(lastSessionEvents(home).some((e) => e.type === 'memory_injected')).toBe(false);
 
-    const small = keelHome('[memory]\ninject_tokens = 45\n');
+    // (each line names its author and source now, a few tokens more than the bare text)
+    const small = keelHome('[memory]\ninject_tokens = 55\n');
     await keel(['memory', 'add', 'The parser is generated from grammar.peg'], { cwd: repo, home: small });
     await keel(['memory', 'add', `The parser ${'is very long and detailed '.repeat(20)}`], {
       cwd: repo,
@@ -254,7 +263,7 @@ describe('keel memory', () => {
     expect(system).toContain('grammar.peg');
     expect(system).not.toContain('very long and detailed');
     const injected = lastSessionEvents(small).find((e) => e.type === 'memory_injected');
-    expect(injected?.data.tokens).toBeLessThanOrEqual(45);
+    expect(injected?.data.tokens).toBeLessThanOrEqual(55);
     expect(injected?.data.ids).toHaveLength(1);
   });
 
@@ -279,8 +288,8 @@ describe('keel memory', () => {
     expect(kinds).toEqual(['file_changed', 'gate_denial']);
     const changed = items.find((i) => i.kind === 'file_changed');
     expect(changed).toMatchObject({
-      text: 'Changed src/app.js (task: bump the exchange rate)',
-      author: 'user',
+      text: 'Files changed: "src/app.js" (task: bump the exchange rate)',
+      author: 'keel',
     });
     expect(changed?.expires_at).not.toBeNull();
     const found = json(

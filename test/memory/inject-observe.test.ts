@@ -63,18 +63,32 @@ describe('observations', () => {
           outcome: { tests: { passed: 3, failed: 0, skipped: 1 } },
         },
       },
-      { type: 'gate_decision', data: { tool: 'shell', decision: 'deny', reason: 'no sandbox' } },
-      { type: 'gate_decision', data: { tool: 'shell', decision: 'deny', reason: 'no sandbox' } },
+      {
+        type: 'gate_decision',
+        data: { tool: 'shell', decision: 'deny', deny: 'policy', reason: 'no sandbox' },
+      },
+      {
+        type: 'gate_decision',
+        data: { tool: 'shell', decision: 'deny', deny: 'policy', reason: 'no sandbox' },
+      },
       { type: 'gate_decision', data: { tool: 'read_file', decision: 'allow' } },
     ];
     expect(observationsOf(events, 'fix the parser\nmore detail')).toEqual([
-      { kind: 'file_changed', text: 'Changed a.ts, b.ts (task: fix the parser)', tags: ['session'] },
+      {
+        kind: 'file_changed',
+        text: 'Files changed: "a.ts", "b.ts" (task: fix the parser)',
+        tags: ['session'],
+      },
       {
         kind: 'test_outcome',
         text: 'Tests: 3 passed, 0 failed, 1 skipped (task: fix the parser)',
         tags: ['passing'],
       },
-      { kind: 'gate_denial', text: 'Denied shell: no sandbox', tags: ['gate'] },
+      {
+        kind: 'gate_denial',
+        text: 'The gate denied a "shell" call (policy); its reason, which repeats the model\'s arguments: "no sandbox"',
+        tags: ['gate'],
+      },
     ]);
     expect(observationsOf([], 'x')).toEqual([]);
   });

@@ -12,7 +12,7 @@ import {
   modelFlags,
   requestMessages,
 } from '../e2e/harness.js';
-import { gitRepo, tempDir } from '../helpers/tmp.js';
+import { git, gitRepo, tempDir } from '../helpers/tmp.js';
 
 const injectTokens = async (repo: string, home: string) =>
   (
@@ -101,7 +101,7 @@ describe('memory security', () => {
     expect(items).toHaveLength(2);
     for (const item of items) {
       expect(item.id).toMatch(/^[0-9a-f]{12}$/);
-      expect(item.project).toMatch(/^git:[0-9a-f]{40}$/);
+      expect(item.project).toBe(`git:${git(repo, 'rev-list', '--max-parents=0', 'HEAD').trim()}@${repo}`);
       expect(item.project).not.toBe('git:0000000000000000000000000000000000000000');
     }
     // the expiry is worked out again from now: an imported past date does not archive it at once
