@@ -3,7 +3,7 @@
  * every verb, subverb, flag and choice list the CLI defines is completed, and nothing it does not.
  * `--install` writes the script where that shell looks for it.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
@@ -20,8 +20,12 @@ interface Flag {
   description: string;
   takesValue: boolean;
   choices: string[];
-  kind?: 'file' | 'dir';
+  /** What the value is: a path, or a name keel looks up as you type (`keel __complete KIND`). */
+  kind?: 'file' | 'dir' | Dynamic;
 }
+
+/** Values only keel knows: this workspace's session ids, the config's profile names. */
+type Dynamic = 'sessions' | 'profiles';
 
 /** One command: its path from the root ("" for keel itself), subcommands, flags and positional choices. */
 interface Node {
@@ -29,6 +33,8 @@ interface Node {
   subs: { name: string; description: string }[];
   flags: Flag[];
   argChoices: string[];
+  /** A positional argument whose values keel looks up (a session id). */
+  argKind?: Dynamic;
 }
 
 // only plain words reach a script: a name that needed quoting would be a bug in the definitions
@@ -47,6 +53,9 @@ export function walkProgram(program: Command): Node[] {
       subs: subs.map((c) => ({ name: c.name(), description: firstLine(c.description()) })),
       flags: [...cmd.options.filter((o) => !o.hidden).map(flagOf), helpFlag()],
       argChoices: cmd.registeredArguments.flatMap((a) => (a.argChoices ?? []).filter((c) => WORD.test(c))),
+      ...(cmd.registeredArguments.some((a) => /^session id/.test(a.description))
+        ? { argKind: 'sessions' }
+        : {}),
     });
     for (const sub of subs) visit(sub, path ? `${path} ${sub.name()}` : sub.name());
   };
@@ -67,7 +76,16 @@ function flagOf(o: Command['options'][number]): Flag {
   const fromDescription = CHOICE_LIST.test(o.description) ? o.description.split(' | ') : [];
   const value = /<([^>]+)>|\[([^\]]+)\]/.exec(o.flags);
   const name = (value?.[1] ?? value?.[2] ?? '').toLowerCase();
-  const kind = name === 'dir' ? 'dir' : name === 'file' || name === 'path' ? 'file' : undefined;
+  const kind =
+    name === 'dir'
+      ? 'dir'
+      : name === 'file' || name === 'path'
+        ? 'file'
+        : o.long === '--resume'
+          ? 'sessions'
+          : o.long === '--profile'
+            ? 'profiles'
+            : undefined;
   return {
     ...(o.short && FLAG.test(o.short) ? { short: o.short } : {}),
     ...(o.long && FLAG.test(o.long) ? { long: o.long } : {}),
@@ -143,6 +161,11 @@ function caseTables(nodes: Node[]): string {
       '$1|$2',
       perFlag((f) => f.kind),
     ),
+    table(
+      '_keel_argkind',
+      '$1',
+      nodes.map((n) => [n.path, n.argKind ?? '']),
+    ),
   ].join('\n');
 }
 
@@ -183,9 +206,12 @@ ${PATH_LOOP('1', 'COMP_CWORD', 'COMP_WORDS')}
       _keel_reply < <(compgen -W "$choices" -- "$cur")
       return 0
     fi
-    case "$(_keel_kind "$kpath" "$prev")" in
+    local kind
+    kind="$(_keel_kind "$kpath" "$prev")"
+    case "$kind" in
       dir) compopt -o filenames 2>/dev/null; _keel_reply < <(compgen -d -- "$cur") ;;
       file) compopt -o filenames 2>/dev/null; _keel_reply < <(compgen -f -- "$cur") ;;
+      sessions|profiles) _keel_reply < <(compgen -W "$(keel __complete "$kind" 2>/dev/null)" -- "$cur") ;;
     esac
     return 0
   fi
@@ -193,7 +219,9 @@ ${PATH_LOOP('1', 'COMP_CWORD', 'COMP_WORDS')}
     _keel_reply < <(compgen -W "$(_keel_flags "$kpath")" -- "$cur")
     return 0
   fi
-  _keel_reply < <(compgen -W "$(_keel_subs "$kpath") $(_keel_args "$kpath")" -- "$cur")
+  local looked=""
+  [[ -n "$(_keel_argkind "$kpath")" ]] && looked="$(keel __complete "$(_keel_argkind "$kpath")" 2>/dev/null)"
+  _keel_reply < <(compgen -W "$(_keel_subs "$kpath") $(_keel_args "$kpath") $looked" -- "$cur")
   return 0
 }
 complete -o default -F _keel keel
@@ -237,6 +265,7 @@ ${PATH_LOOP('2', 'CURRENT', 'words')}
     case "$(_keel_kind "$kpath" "$prev")" in
       dir) _files -/ ;;
       file) _files ;;
+      sessions|profiles) compadd -- \${(f)"$(keel __complete "$(_keel_kind "$kpath" "$prev")" 2>/dev/null)"} ;;
       *) _message 'value' ;;
     esac
     return
@@ -253,7 +282,8 @@ ${PATH_LOOP('2', 'CURRENT', 'words')}
   subs=("\${reply[@]}")
   (( \${#subs} )) && _describe 'command' subs
   args="$(_keel_args "$kpath")"
-  [[ -n "$args" ]] && compadd -- \${=args}
+  [[ -n "$(_keel_argkind "$kpath")" ]] && args="$args $(keel __complete "$(_keel_argkind "$kpath")" 2>/dev/null)"
+  [[ -n "\${args// /}" ]] && compadd -- \${=args}
   (( \${#subs} )) || [[ -n "$args" ]] || _files
 }
 
@@ -277,6 +307,8 @@ function fishScript(nodes: Node[], header: string): string {
     const at = `-n ${fq(`__keel_at ${fq(n.path)}`)}`;
     for (const s of n.subs) lines.push(`complete -c keel -f ${at} -a ${s.name} -d ${fq(s.description)}`);
     if (n.argChoices.length) lines.push(`complete -c keel -f ${at} -a ${fq(n.argChoices.join(' '))}`);
+    if (n.argKind)
+      lines.push(`complete -c keel -f ${at} -a ${fq(`(keel __complete ${n.argKind} 2>/dev/null)`)}`);
     for (const f of n.flags) {
       const parts = ['complete -c keel', at];
       if (f.short) parts.push(`-s ${f.short.slice(1)}`);
@@ -286,6 +318,8 @@ function fishScript(nodes: Node[], header: string): string {
         if (f.choices.length) parts.push(`-x -a ${fq(f.choices.join(' '))}`);
         else if (f.kind === 'dir') parts.push(`-x -a '(__fish_complete_directories)'`);
         else if (f.kind === 'file') parts.push('-r -F');
+        else if (f.kind === 'sessions' || f.kind === 'profiles')
+          parts.push(`-x -a ${fq(`(keel __complete ${f.kind} 2>/dev/null)`)}`);
         else parts.push('-x');
       }
       lines.push(parts.join(' '));
@@ -375,3 +409,52 @@ export async function runCompletion(
   process.stderr.write(next);
   return EXIT.ok;
 }
+
+/**
+ * `keel __complete sessions|profiles` (hidden): the values a completion script offers as you type, one a
+ * line: this workspace's newest session ids, or the config's profile names. Nothing (and exit 0) when there
+ * are none, so a shell shows no error mid-word.
+ */
+export async function completeValues(kind: string, cwd: string): Promise<number> {
+  if (kind === 'profiles') {
+    const [{ keelPaths }, load, { workspace }] = await Promise.all([
+      import('../config/paths.js'),
+      import('../config/load.js'),
+      import('./options.js'),
+    ]);
+    const names = new Set<string>();
+    for (const file of [keelPaths().userConfig, load.projectConfigPath(workspace({ cwd }))]) {
+      try {
+        if (file && existsSync(file))
+          for (const name of load.splitConfigFile(load.readTomlFile(file), file).profiles.keys())
+            names.add(name);
+      } catch {
+        // an unreadable config completes nothing; keel says why when the command runs
+      }
+    }
+    for (const name of names) if (WORD.test(name)) process.stdout.write(`${name}\n`);
+    return EXIT.ok;
+  }
+  if (kind !== 'sessions') return EXIT.usage;
+  const [{ keelPaths }, { openDb }, { EventLog }, { workspace }] = await Promise.all([
+    import('../config/paths.js'),
+    import('../store/db.js'),
+    import('../store/event-log.js'),
+    import('./options.js'),
+  ]);
+  const path = keelPaths().db;
+  if (!existsSync(path)) return EXIT.ok;
+  const db = openDb(path);
+  try {
+    const rows = new EventLog(db).listTopLevel(COMPLETED_SESSIONS, { cwd: workspace({ cwd }) });
+    for (const row of rows) process.stdout.write(`${row.id}\n`);
+  } catch {
+    // a workspace that is not a folder completes nothing
+  } finally {
+    db.close();
+  }
+  return EXIT.ok;
+}
+
+// how many of this workspace's newest sessions a completion offers
+const COMPLETED_SESSIONS = 50;

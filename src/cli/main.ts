@@ -457,6 +457,16 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await runCompletion(program, shell, opts));
     });
 
+  // what a completion script asks for as you type: session ids, profile names (hidden: not for people)
+  program
+    .command('__complete', { hidden: true })
+    .argument('<kind>', 'sessions | profiles')
+    .option('-C, --cwd <dir>', 'workspace folder')
+    .action(async (kind: string, opts: { cwd?: string }) => {
+      const { completeValues } = await import('./completion.js');
+      setExit(await completeValues(kind, opts.cwd ?? process.cwd()));
+    });
+
   // `keel chat`: the interactive session (src/chat/)
   addBudgetOptions(
     addModelOptions(
@@ -467,7 +477,14 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
         .option('-c, --continue', "go on with this project's newest session")
         .option('--resume <id>', 'go on with this session (id or unique prefix)')
         .option('--profile <name>', 'use [profiles.NAME] from the config over the base settings')
-        .option('--mode <mode>', "ask | plan | edit | auto (default: the config's permission)"),
+        .addOption(
+          new Option('--mode <mode>', "the mode to start in (default: the config's permission)").choices([
+            'ask',
+            'plan',
+            'edit',
+            'auto',
+          ]),
+        ),
     ),
     'per turn',
   )

@@ -3,8 +3,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers/tmp.js';
-import { keel, keelHome } from './harness.js';
+import { gitRepo, tempDir } from '../helpers/tmp.js';
+import { KEEL_BIN, keel, keelHome, model, modelFlags } from './harness.js';
 
 /** Which of a shell's programs is on PATH, if any. */
 function which(shell: string): string | undefined {
@@ -16,7 +16,11 @@ function which(shell: string): string | undefined {
 const skipNote = (shell: string) => (which(shell) ? '' : ` (skipped: ${shell} is not installed here)`);
 
 /** What bash completes for `words` (the last one being completed), with the generated script sourced. */
-function bashComplete(script: string, words: string[]): string[] {
+function bashComplete(
+  script: string,
+  words: string[],
+  opts: { cwd?: string; env?: Record<string, string | undefined> } = {},
+): string[] {
   const file = join(tempDir('keel-bash-'), 'keel.bash');
   writeFileSync(file, script);
   const quoted = words.map((w) => `'${w.replace(/'/g, `'\\''`)}'`).join(' ');
@@ -30,7 +34,11 @@ function bashComplete(script: string, words: string[]): string[] {
       'bash',
       file,
     ],
-    { encoding: 'utf8' },
+    {
+      encoding: 'utf8',
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
+      ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
+    },
   );
   const [registration, ...replies] = out.trimEnd().split('\n');
   expect(registration).toBe('complete -o default -F _keel keel');
@@ -61,6 +69,35 @@ describe('keel completion bash', () => {
     expect(bashComplete(script, ['keel', 'trust', 'check', '--b'])).toEqual(['--base']);
     expect(bashComplete(script, ['keel', 'check', '--b'])).toEqual([]);
     expect(bashComplete(script, ['keel', 'edit', '--max-r'])).toEqual(['--max-rounds']);
+  });
+
+  it("completes --mode's choices, and looks up session ids and profile names as you type", async () => {
+    const home = keelHome('[profiles.fast]\nmodel = "small"\n[profiles.deep]\nmodel = "big"\n');
+    const repo = gitRepo();
+    const server = await model([{ text: 'one' }, { text: 'two' }]);
+    for (const q of ['first', 'second'])
+      expect((await keel(['ask', ...modelFlags(server), q], { cwd: repo, home })).code).toBe(0);
+    const ids = (
+      JSON.parse((await keel(['sessions', 'list', '--json'], { cwd: repo, home })).stdout).sessions as Array<{
+        id: string;
+      }>
+    ).map((s) => s.id);
+    const script = (await keel(['completion', 'bash'], { cwd: home, home })).stdout;
+    // the script asks `keel` on PATH, as an installed one does
+    const bin = tempDir('keel-bin-');
+    writeFileSync(join(bin, 'keel'), `#!/bin/sh\nexec "${process.execPath}" "${KEEL_BIN}" "$@"\n`, {
+      mode: 0o755,
+    });
+    const env = { PATH: `${bin}:${process.env.PATH}`, KEEL_HOME: home, HOME: home };
+    const at = (words: string[]) => bashComplete(script, words, { cwd: repo, env });
+    expect(at(['keel', 'chat', '--mode', ''])).toEqual(['ask', 'plan', 'edit', 'auto']);
+    expect(at(['keel', 'ask', '--profile', ''])).toEqual(['fast', 'deep']);
+    expect(at(['keel', 'sessions', 'show', '']).sort()).toEqual([...ids].sort());
+    expect(at(['keel', 'ask', '--resume', ids[0]?.slice(0, 17) ?? ''])).toContain(ids[0]);
+    // a mode keel does not have is refused by the parser, with the choices named
+    const bad = await keel(['chat', '--mode', 'yolo'], { cwd: repo, home });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/ask, plan, edit, auto/);
   });
 
   it('completes folders for -C and files for --script', async () => {
