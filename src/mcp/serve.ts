@@ -18,14 +18,34 @@ function untilSignal(extra?: (stop: () => void) => void): Promise<void> {
   });
 }
 
-/** MCP over stdin/stdout: stdout carries the protocol only. Returns when the client closes stdin. */
+/**
+ * MCP over stdin/stdout: stdout carries the protocol only. Returns when the client closes stdin and every
+ * request it sent has its answer (`echo REQUESTS | keel mcp` gets them all), or at once on a signal.
+ */
 export async function serveStdio(ctx: McpContext, version: string): Promise<void> {
   const server = createMcpServer(ctx, version);
   const transport = new StdioServerTransport();
   await server.connect(transport);
+  const pending = new Set<string | number>();
   await untilSignal((stop) => {
-    process.stdin.once('end', stop);
-    process.stdin.once('close', stop);
+    let ended = false;
+    const received = transport.onmessage;
+    transport.onmessage = (message) => {
+      if ('method' in message && 'id' in message) pending.add(message.id);
+      received?.(message);
+    };
+    const send = transport.send.bind(transport);
+    transport.send = async (message) => {
+      await send(message);
+      if (!('method' in message) && 'id' in message && message.id !== undefined) pending.delete(message.id);
+      if (ended && pending.size === 0) stop();
+    };
+    const drain = () => {
+      ended = true;
+      if (pending.size === 0) stop();
+    };
+    process.stdin.once('end', drain);
+    process.stdin.once('close', drain);
     transport.onclose = stop;
   });
   await server.close().catch(() => undefined);

@@ -47,6 +47,40 @@ function rawPost(url: string, headers: Record<string, string>): Promise<number> 
 }
 
 describe('keel mcp over stdio', () => {
+  it('answers every request piped to it before it exits when stdin closes', async () => {
+    const repo = gitRepo({ 'src/greet.ts': 'export function hello() {\n  return 1;\n}\n' });
+    const line = (o: object) => JSON.stringify({ jsonrpc: '2.0', ...o });
+    const input = [
+      line({
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'pipe', version: '1' },
+        },
+      }),
+      line({ method: 'notifications/initialized' }),
+      line({ id: 2, method: 'tools/call', params: { name: 'find_symbol', arguments: { name: 'hello' } } }),
+      line({ id: 3, method: 'tools/call', params: { name: 'memory_search', arguments: { query: 'x' } } }),
+      '',
+    ].join('\n');
+    const run = await keel(['mcp'], { cwd: repo, home: keelHome(), input });
+    expect(run.code).toBe(0);
+    const answers = run.stdout
+      .trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as { id: number; result?: { isError?: boolean; content: Array<{ text: string }> } },
+      );
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3]);
+    const found = answers.find((a) => a.id === 2)?.result;
+    // the index ran to its end: the request was not abandoned when stdin closed
+    expect(found?.isError).not.toBe(true);
+    expect(found?.content[0]?.text).toContain('src/greet.ts');
+  });
+
   it('lists its tools, remembers and finds a note, and answers graph queries about the project', async () => {
     const repo = gitRepo(SOURCES);
     const home = keelHome();
