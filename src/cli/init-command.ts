@@ -77,11 +77,28 @@ async function writeUserConfig(flags: InitFlags): Promise<number> {
   const rl = interactive ? await openPrompt() : undefined;
   try {
     const provider = await chooseProvider(flags.provider, rl);
-    const baseUrl =
+    let baseUrl =
       flags.baseUrl !== undefined
         ? checkUrl(flags.baseUrl, '--base-url')
         : await askUntil(rl, 'base URL', DEFAULT_BASE_URL[provider], (v) => checkUrl(v, 'the base URL'));
-    const models = flags.probe === false ? null : await probe(provider, baseUrl);
+    let models: string[] | null = null;
+    // a server that does not answer a URL the person typed: say why and ask again; Enter keeps it unchecked
+    while (flags.probe !== false) {
+      try {
+        models = await probe(provider, baseUrl);
+        break;
+      } catch (err) {
+        if (!rl || flags.baseUrl !== undefined || !(err instanceof InitError)) throw err;
+        process.stderr.write(
+          `  ${inertLine(err.message.replace(/; start the server, or pass --no-probe.*$/, ''))}\n`,
+        );
+        const again = await askUntil(rl, 'base URL (Enter keeps it, unchecked)', baseUrl, (v) =>
+          checkUrl(v, 'the base URL'),
+        );
+        if (again === baseUrl) break;
+        baseUrl = again;
+      }
+    }
     const model = await chooseModel(flags, models, rl);
     const values = { provider, base_url: baseUrl, model };
     const text = `# keel's user config, written by \`keel init\`. \`keel init --project\` writes a keel.toml that

@@ -196,6 +196,28 @@ describe.skipIf(!existsSync('/usr/bin/script'))('keel init on a terminal', () =>
     });
   });
 
+  it('a URL nothing answers is said, and the URL asked again; Enter keeps it unchecked', async () => {
+    const home = keelHome();
+    const server = await model([], { models: ['qwen-a'] });
+    const dead = 'http://127.0.0.1:9/v1';
+    const run = await initOnTerminal(home, `openai\n${dead}\n${server.url}\n1\n`);
+    expect(run.out).toContain(`cannot reach ${dead}`);
+    expect(run.out).toContain('base URL (Enter keeps it, unchecked)');
+    expect(run.code).toBe(0);
+    expect(parseToml(readFileSync(join(home, 'config.toml'), 'utf8'))).toMatchObject({
+      base_url: server.url,
+    });
+
+    const kept = keelHome();
+    const unchecked = await initOnTerminal(kept, `openai\n${dead}\n\nmy-model\n`);
+    expect(unchecked.code).toBe(0);
+    expect(parseToml(readFileSync(join(kept, 'config.toml'), 'utf8'))).toEqual({
+      provider: 'openai',
+      base_url: dead,
+      model: 'my-model',
+    });
+  });
+
   it('input that ends before the last answer writes nothing (exit 130)', async () => {
     const home = keelHome();
     const run = await initOnTerminal(home, 'openai\n');
