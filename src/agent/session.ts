@@ -353,7 +353,12 @@ async function runIn(
     if ((opts.commit || config.auto_commit) && result.code === 'COMPLETED' && result.filesChanged.length) {
       const title = opts.prompt.split('\n')[0]?.slice(0, 60) ?? 'keel session';
       const { commitSessionFiles } = await import('../policy/safety-net.js');
-      commit = commitSessionFiles(scope.root, result.filesChanged, `keel: ${title}\n\nsession ${sessionId}`);
+      // the user's identity as author; the trailer says which session made it (keel undo trusts that)
+      commit = commitSessionFiles(
+        scope.root,
+        result.filesChanged,
+        `keel: ${title}\n\nKeel-Session: ${sessionId}`,
+      );
     }
     return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {

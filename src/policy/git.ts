@@ -170,34 +170,44 @@ function committerEnv(repo: string): Record<string, string> {
 }
 
 /**
- * Make a commit of `tree` authored by keel, without hooks or signing prompts; returns its sha. With
- * `committer: 'keel'` (for commits only keel's own refs hold) keel commits it too, and the user's identity
- * is not looked up; otherwise the committer is the user's, or keel where the user has none.
+ * Make a commit of `tree` without hooks or signing prompts; returns its sha. With `committer: 'keel'` (for
+ * commits only keel's own refs hold) keel authors and commits it, and the user's identity is not looked up;
+ * otherwise the committer is the user's (keel where the user has none), and so is the author with
+ * `author: 'user'` (a commit on the user's branch: DCO and CLA checks look at its author).
  */
 export function commitTree(
   repo: string,
   tree: string,
   parent: string | null,
   message: string,
-  opts: { committer?: 'keel' | 'user' } = {},
+  opts: { committer?: 'keel' | 'user'; author?: 'keel' | 'user' } = {},
 ): string {
   const keel = opts.committer === 'keel';
   // hooks and signing are off for every call the runner makes; --no-gpg-sign says so here too
   const args = ['commit-tree', '--no-gpg-sign', tree];
   if (parent) args.push('-p', parent);
   args.push('-m', message);
-  const env: Record<string, string> = {
-    GIT_AUTHOR_NAME: KEEL_IDENT.name,
-    GIT_AUTHOR_EMAIL: KEEL_IDENT.email,
-  };
-  Object.assign(
-    env,
-    keel
-      ? { GIT_COMMITTER_NAME: KEEL_IDENT.name, GIT_COMMITTER_EMAIL: KEEL_IDENT.email }
-      : committerEnv(repo),
-  );
+  const committer: Record<string, string> = keel
+    ? { GIT_COMMITTER_NAME: KEEL_IDENT.name, GIT_COMMITTER_EMAIL: KEEL_IDENT.email }
+    : committerEnv(repo);
+  const env: Record<string, string> = { ...committer };
+  if (opts.author === 'user' && !keel) {
+    // the user's identity, as git would take it: their GIT_AUTHOR_* first, else what names the committer
+    const name =
+      process.env.GIT_AUTHOR_NAME || committer.GIT_COMMITTER_NAME || process.env.GIT_COMMITTER_NAME;
+    const email =
+      process.env.GIT_AUTHOR_EMAIL || committer.GIT_COMMITTER_EMAIL || process.env.GIT_COMMITTER_EMAIL;
+    env.GIT_AUTHOR_NAME = name || KEEL_IDENT.name;
+    env.GIT_AUTHOR_EMAIL = email || process.env.EMAIL || KEEL_IDENT.email;
+  } else {
+    env.GIT_AUTHOR_NAME = KEEL_IDENT.name;
+    env.GIT_AUTHOR_EMAIL = KEEL_IDENT.email;
+  }
   return git(repo, args, { env }).trim();
 }
+
+/** The trailer naming the keel session a commit on the user's branch came from (`keel undo` trusts it). */
+export const SESSION_TRAILER = 'Keel-Session';
 
 /** Run `fn` with the path of a fresh index file in a temporary folder that is removed afterwards. */
 export function withTempIndex<T>(fn: (index: string) => T): T {
@@ -286,16 +296,26 @@ export interface CommitInfo {
   name: string;
   email: string;
   subject: string;
+  /** The session its `Keel-Session:` trailer names, if any. */
+  session?: string;
 }
 
 /** The commits reachable from `head` but not from `base` (all of them when base is null), newest first. */
 export function commitsSince(repo: string, base: string | null, head: string): CommitInfo[] {
   const range = base ? `${base}..${head}` : head;
-  // -z ends each commit with NUL and %x00 separates its fields: four fields per commit
-  const f = git(repo, ['log', '-z', '--format=%H%x00%an%x00%ae%x00%s', range]).split('\0');
+  // -z ends each commit with NUL and %x00 separates its fields: five fields per commit
+  const trailer = `%(trailers:key=${SESSION_TRAILER},valueonly,separator=%x20)`;
+  const f = git(repo, ['log', '-z', `--format=%H%x00%an%x00%ae%x00%s%x00${trailer}`, range]).split('\0');
   const commits: CommitInfo[] = [];
-  for (let i = 0; i + 3 < f.length; i += 4) {
-    commits.push({ sha: f[i] ?? '', name: f[i + 1] ?? '', email: f[i + 2] ?? '', subject: f[i + 3] ?? '' });
+  for (let i = 0; i + 4 < f.length; i += 5) {
+    const session = (f[i + 4] ?? '').trim();
+    commits.push({
+      sha: f[i] ?? '',
+      name: f[i + 1] ?? '',
+      email: f[i + 2] ?? '',
+      subject: f[i + 3] ?? '',
+      ...(session ? { session } : {}),
+    });
   }
   return commits;
 }
@@ -326,8 +346,8 @@ export function resetIndexPaths(repo: string, tree: string | null, paths: string
 }
 
 /**
- * Commit only `files` (absolute, or relative to `root`) on the current branch, authored by keel with hooks
- * disabled. The commit is built in a temporary index from HEAD, so the user's other staged changes stay
+ * Commit only `files` (absolute, or relative to `root`) on the current branch, authored by the user (the
+ * message carries a `Keel-Session:` trailer) with hooks disabled. The commit is built in a temporary index from HEAD, so the user's other staged changes stay
  * staged; afterwards only these files' index entries are set to the new commit. Ignored files are left out.
  * Returns the commit sha, or undefined outside git or when there is nothing to commit.
  */
@@ -350,7 +370,7 @@ export function commitSessionFiles(root: string, files: string[], message: strin
     const tree = git(repo, ['write-tree'], { index }).trim();
     const before = head ? git(repo, ['rev-parse', `${head}^{tree}`]).trim() : emptyTree(repo);
     if (tree === before) return undefined;
-    const commit = commitTree(repo, tree, head, message);
+    const commit = commitTree(repo, tree, head, message, { author: 'user' });
     // the old value makes this fail, rather than lose work, if the branch moved meanwhile
     git(repo, ['update-ref', '-m', `keel: ${message.split('\n')[0] ?? ''}`, 'HEAD', commit, head ?? '']);
     resetIndexPaths(repo, null, paths);

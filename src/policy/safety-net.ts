@@ -511,7 +511,11 @@ function planReset(record: GitRecord, now: string | null): UndoStep {
     );
   }
   const commits = commitsSince(repo, record.head, now);
-  const foreign = commits.filter((c) => c.name !== KEEL_IDENT.name || c.email !== KEEL_IDENT.email);
+  // keel's own commits: authored by keel (older --commit), or naming this very session in their trailer
+  const session = record.ref.replace('refs/keel/sessions/', '');
+  const foreign = commits.filter(
+    (c) => (c.name !== KEEL_IDENT.name || c.email !== KEEL_IDENT.email) && c.session !== session,
+  );
   if (foreign.length) {
     const list = foreign.slice(0, 5).map((c) => `${c.sha.slice(0, 12)} ${c.name}: ${c.subject}`);
     throw new UndoRefused(

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { git, gitRepo } from '../helpers/tmp.js';
@@ -36,6 +36,8 @@ describe('--commit', () => {
       { tool_calls: [{ name: 'edit_file', arguments: { path: 'a.txt', old_string: 'a', new_string: 'b' } }] },
       { text: 'done' },
     ]);
+    git(repo, 'config', 'user.name', 'Ada Lovelace');
+    git(repo, 'config', 'user.email', 'ada@example.com');
     const run = await keel(
       ['edit', '--base-url', server.url, '--model', 'm', '--commit', '--json', 'change a'],
       { cwd: repo, home },
@@ -43,12 +45,21 @@ describe('--commit', () => {
     expect(run.code).toBe(0);
     const doc = JSON.parse(run.stdout);
     expect(doc.commit).toMatch(/^[0-9a-f]{40}$/);
-    expect(git(repo, 'show', '--name-only', '--format=%an', 'HEAD').trim().split('\n')).toEqual([
-      'keel',
+    // the user's identity as author (DCO and CLA checks read it); keel names itself in a trailer
+    expect(git(repo, 'show', '--name-only', '--format=%an <%ae>', 'HEAD').trim().split('\n')).toEqual([
+      'Ada Lovelace <ada@example.com>',
       '',
       'a.txt',
     ]);
+    expect(git(repo, 'log', '-1', '--format=%(trailers:key=Keel-Session,valueonly)', 'HEAD').trim()).toBe(
+      doc.session_id,
+    );
     expect(git(repo, 'status', '--porcelain')).toBe(' M mine.txt\n');
     expect(lastSessionEvents(home).some((e) => e.type === 'safety_net')).toBe(true);
+    // keel undo still knows the commit for its own, and takes it back
+    const undo = await keel(['undo', '--yes', '--json'], { cwd: repo, home });
+    expect(undo.code, undo.stdout).toBe(0);
+    expect(readFileSync(join(repo, 'a.txt'), 'utf8')).toBe('a\n');
+    expect(readFileSync(join(repo, 'mine.txt'), 'utf8')).toBe('my edit\n');
   });
 });

@@ -270,8 +270,9 @@ describe('safety net in git', () => {
         'keel <keel@localhost>|keel <keel@localhost>',
       );
       writeFiles(ada, { 'src/a.ts': 'export const a = 2;\n' });
+      // a session's commit on the user's branch is the user's: DCO and CLA checks read its author
       expect(committer(ada, commitSessionFiles(ada, ['src/a.ts'], 'keel: a') ?? '')).toBe(
-        'keel <keel@localhost>|Ada <ada@example.com>',
+        'Ada <ada@example.com>|Ada <ada@example.com>',
       );
     } finally {
       process.env = saved;
@@ -349,12 +350,14 @@ describe('commitSessionFiles', () => {
     rmSync(join(repo, 'README.md'));
 
     const files = [join(repo, 'src/a.ts'), 'src/new.ts', 'README.md', 'debug.log'];
-    const sha = commitSessionFiles(repo, files, 'keel: edit a');
+    const sha = commitSessionFiles(repo, files, 'keel: edit a\n\nKeel-Session: sess-1');
 
     expect(sha).toMatch(/^[0-9a-f]{40}$/);
     expect(git(repo, 'rev-parse', 'HEAD').trim()).toBe(sha);
+    // authored by the user, as the committer is: whoever git names for this repository
+    const author = git(repo, 'log', '-1', '--format=%cn <%ce>', 'HEAD').trim();
     expect(git(repo, 'show', '--name-only', '--format=%an <%ae>|%s', 'HEAD').trim().split('\n')).toEqual([
-      'keel <keel@localhost>|keel: edit a',
+      `${author}|keel: edit a`,
       '',
       'README.md',
       'src/a.ts',
@@ -379,10 +382,16 @@ describe('commitSessionFiles', () => {
     const repo = busyRepo();
     const records = net(repo).beforeWrite([]);
     writeFiles(repo, { 'src/a.ts': 'export const a = 2;\n' });
-    commitSessionFiles(repo, ['src/a.ts'], 'keel: edit a');
+    commitSessionFiles(repo, ['src/a.ts'], 'keel: edit a\n\nKeel-Session: sess-1');
     git(repo, 'commit', '-q', '-m', 'the user commits their staged work');
     expect(() => planUndo(records, repo)).toThrow(UndoRefused);
     expect(() => planUndo(records, repo)).toThrow(/not keel's[\s\S]*the user commits/);
+    // a trailer naming another session is no warrant either
+    const other = busyRepo();
+    const theirs = net(other).beforeWrite([]);
+    writeFiles(other, { 'src/a.ts': 'export const a = 2;\n' });
+    commitSessionFiles(other, ['src/a.ts'], 'keel: edit a\n\nKeel-Session: sess-999');
+    expect(() => planUndo(theirs, other)).toThrow(/not keel's/);
   });
 
   it('commits in a repository with no commits yet', () => {
@@ -390,7 +399,7 @@ describe('commitSessionFiles', () => {
     git(repo, 'init', '-q', '-b', 'main');
     writeFiles(repo, { 'a.txt': 'a\n', 'b.txt': 'b\n' });
     const records = net(repo).beforeWrite([]);
-    const sha = commitSessionFiles(repo, ['a.txt'], 'keel: first');
+    const sha = commitSessionFiles(repo, ['a.txt'], 'keel: first\n\nKeel-Session: sess-1');
     expect(git(repo, 'ls-tree', '--name-only', sha ?? 'HEAD')).toBe('a.txt\n');
     expect(git(repo, 'status', '--porcelain')).toBe('?? b.txt\n');
     applyUndo(planUndo(records, repo));
