@@ -49,12 +49,16 @@ export function programMounts(argv: readonly string[], opts: ProgramMountOptions
       dirs.push(packageFolder(target, opts.homes));
   }
   const covered = opts.hidden.filter((h) => !opts.homes.includes(h) && h !== '/home' && h !== '/root');
+  // a hidden path inside a folder already shown (a toolchain's credentials) is covered wherever it shows;
+  // any other must not lie in a bound folder at all: a bind shows what appears there later too
+  const apart = covered.filter((c) => !opts.shown.some((s) => isInside(c, s)));
   const bindable = (dir: string): boolean =>
     isAbsolute(dir) &&
     !opts.homes.some((h) => isInside(h, dir)) &&
     !['/', '/home', '/root'].includes(dir) &&
     !opts.shown.some((s) => isInside(dir, s)) &&
-    !covered.some((c) => isInside(dir, c) || isInside(c, dir));
+    !covered.some((c) => isInside(dir, c)) &&
+    !apart.some((c) => isInside(c, dir));
   const out: string[] = [];
   for (const dir of dirs.map((d) => realOrUndefined(d) ?? d)) {
     if (!bindable(dir) || out.some((o) => isInside(dir, o))) continue;
