@@ -6,6 +6,7 @@ import { ModelError, type ToolCall } from '../model/types.js';
 import { modeAllows } from '../policy/modes.js';
 import { builtinTools } from '../tools/builtin.js';
 import { toolSpec } from '../tools/registry.js';
+import { checkMcpServers } from './doctor-mcp.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load } from './options.js';
@@ -76,6 +77,7 @@ export async function runDoctor(flags: CommonFlags & { moveTags?: boolean }): Pr
   checks.push(await checkGit());
   const tags = await checkLegacyTags(setup.cwd, flags.moveTags === true);
   if (tags) checks.push(tags);
+  checks.push(...(await checkMcpServers(setup.cwd, setup.loaded)));
   if (!client) {
     print();
     return exit;

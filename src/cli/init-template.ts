@@ -59,6 +59,7 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 #   e.g. read_only_tools = ["search"]       # effect read (offered in ask mode); ["*"]: all; the rest are exec
 #   e.g. startup_timeout_s = 10             # listing its tools at session start; a server that misses it is skipped
 #   e.g. tool_timeout_s = 60                # one call; a call past it is a tool error
+#   e.g. sandbox = "none"                   # run it as you, unsandboxed (your own config only, never a project's)
 # --- remote A2A agents [trust]: each becomes a tool a2a__NAME (effect exec, gated like shell); none by default ---
 #   e.g. [[a2a_agents]]
 #   e.g. name = "reviewer"                  # lower-case letters, digits, _ and -: the tool is a2a__reviewer

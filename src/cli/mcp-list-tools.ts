@@ -37,22 +37,17 @@ async function listTools(name: string, flags: ListFlags): Promise<number> {
       `no MCP server named "${name}"${near ? ` (did you mean "${near}"?)` : ''}; ${known}`,
     );
   }
-  const { confinementFor, openServer, toolRows } = await import('../tools/mcp.js');
+  const { listServerTools, toolRows } = await import('../tools/mcp.js');
   const { realpathSync } = await import('node:fs');
-  const root = realpathSync.native(setup.cwd);
   // listing only reads: a sandboxed server sees the workspace read-only
-  const confinement = confinementFor(config, process.env, root, []);
+  const root = realpathSync.native(setup.cwd);
   try {
-    const { conn, tools } = await openServer(server, {
+    const tools = await listServerTools(server, {
       config,
       env: process.env,
       root,
-      writable: [],
-      allowUnsandboxed: config.allow_shell,
-      confinement: confinement.get,
       programs: setup.loaded.programs ?? [],
     });
-    await conn.close();
     const rows = toolRows(server, tools);
     if (flags.json) {
       process.stdout.write(`${JSON.stringify({ server: server.name, tools: rows }, null, 2)}\n`);
@@ -68,8 +63,6 @@ async function listTools(name: string, flags: ListFlags): Promise<number> {
   } catch (err) {
     if (err instanceof McpServerError) return reportError(flags.json, 'ENVIRONMENT_ERROR', err.message);
     throw err;
-  } finally {
-    await confinement.close();
   }
 }
 

@@ -260,6 +260,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const user = existsSync(userConfig) ? splitConfigFile(readTomlFile(userConfig), userConfig) : undefined;
   const projectFile = projectConfigPath(opts.cwd);
   const project = projectFile ? splitConfigFile(readTomlFile(projectFile), projectFile) : undefined;
+  if (project) refuseUnsandboxedServers(project, userConfig);
   const envValues = envLayer(env);
   const flagValues = opts.flags ? stripUndefined(opts.flags) : undefined;
   // a profile the run names itself is the user's choice, over whatever either file chooses
@@ -322,6 +323,26 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   if (flagValues) layers.push({ source: 'flag', kind: 'flag', values: flagValues });
   const resolved = resolveLayers(layers, projectFile);
   return { ...resolved, warnings, programs: programs(resolved.config as unknown as Raw) };
+}
+
+/**
+ * `sandbox = "none"` on an MCP server runs a program as the user with nothing between it and their files:
+ * only the user's own config may say so. A project file that does is refused whole, trusted or not, at
+ * its top level or in a profile, so the answer never depends on trust or on which profile is in force.
+ */
+function refuseUnsandboxedServers(project: ConfigFile, userConfig: string): void {
+  for (const [where, values] of [
+    ['', project.values] as const,
+    ...[...project.profiles].map(([name, body]) => [`[profiles.${name}] `, body] as const),
+  ]) {
+    const servers = Array.isArray(values.mcp_servers) ? values.mcp_servers : [];
+    for (const server of servers) {
+      if (!isPlainObject(server) || server.sandbox === undefined) continue;
+      throw new ConfigError(
+        `${project.path}: ${where}mcp server ${JSON.stringify(server.name ?? '')} sets sandbox = ${JSON.stringify(server.sandbox)}: a project config may not choose an MCP server's sandbox (only your own config, ${userConfig}, may run a server unsandboxed)`,
+      );
+    }
+  }
 }
 
 /** What of the project file applies: its top level, its `profile` key, the profile in force and its entries for it. */

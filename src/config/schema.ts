@@ -77,6 +77,11 @@ export const mcpServerSchema = z
     read_only_tools: z.array(z.string().min(1)).default([]),
     startup_timeout_s: positive.default(10),
     tool_timeout_s: positive.default(60),
+    /**
+     * `"none"`: a stdio server runs as the user, outside the sandbox. Only the user's own config may say
+     * so; a project config that does is a ConfigError, trusted or not (load.ts).
+     */
+    sandbox: z.literal('none').optional(),
   })
   .superRefine((server, ctx) => {
     if ((server.command === undefined) === (server.url === undefined))
@@ -88,6 +93,11 @@ export const mcpServerSchema = z
       ctx.addIssue({
         code: 'custom',
         message: `mcp server "${server.name}": bearer_token_env goes with url only`,
+      });
+    if (server.sandbox !== undefined && server.url !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `mcp server "${server.name}": sandbox goes with command only`,
       });
   });
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;

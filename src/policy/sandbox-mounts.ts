@@ -86,6 +86,8 @@ export interface HostView {
   toolchains: string[];
   /** Variables for toolchains that find themselves through HOME, which the sandbox moves (rustup). */
   env: Record<string, string>;
+  /** The host's home folders, canonical. */
+  homes: string[];
 }
 
 /** The system folders as they are here: a merged-usr `/bin -> usr/bin` stays a symlink. */
@@ -161,7 +163,7 @@ export function hostView(env: NodeJS.ProcessEnv, stateDirs: string[], visible: s
     ...sshHostKeys(),
     ...toolchains.flatMap((t) => TOOLCHAIN_SECRETS.map((s) => join(t, s))),
   ];
-  return { mounts, hidden: unique(hidden), toolchains, env: extra };
+  return { mounts, hidden: unique(hidden), toolchains, env: extra, homes };
 }
 
 /**

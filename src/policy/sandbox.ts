@@ -12,6 +12,7 @@ import type { SandboxKind } from '../config/schema.js';
 import type { ExecResult } from '../tools/types.js';
 import { commandArgv, type OutputListener } from './exec.js';
 import { linkedFilesProblem } from './hard-links.js';
+import { programMounts } from './program-mounts.js';
 import { snapshotProtected, sweepProtected } from './protected-names.js';
 import { bwrapArgs, bwrapRunner, probeBwrap, protectedPaths, SANDBOX_HOME } from './sandbox-bwrap.js';
 import { DEFAULT_DOCKER_IMAGE, DockerContainer, dockerLimitReport, probeDocker } from './sandbox-docker.js';
@@ -22,7 +23,7 @@ import {
   type LimitReport,
   type SandboxLimits,
 } from './sandbox-limits.js';
-import { hostView } from './sandbox-mounts.js';
+import { hostView, LAYER, type Mount } from './sandbox-mounts.js';
 import { isInside } from './scope.js';
 
 export type { LimitMechanism, LimitReport, LimitState, SandboxLimits } from './sandbox-limits.js';
@@ -301,10 +302,26 @@ class HostSandbox implements Sandbox {
       const readOnly = [...opts.protectedDirs.filter((p) => !inState(p)), ...opts.protectedFiles];
       const bwrap = bwrapRunner(bin, layout, this.hostLimits, readOnly);
       this.runner = (argv, run) => bwrap.run(argv, this.env, run.timeoutS, run.signal, run.onOutput);
-      this.spawner = (argv) => [
-        bin,
-        ...bwrapArgs({ ...layout, readOnly: protectedPaths(opts.root, opts.writable, readOnly) }, argv),
+      // a long-lived program installed outside the system folders (under a home) sees its own package
+      const shown = [
+        ...view.mounts.flatMap((m) => (m.kind === 'ro-bind' ? [m.path] : [])),
+        opts.root,
+        ...opts.writable,
       ];
+      this.spawner = (argv) => {
+        const program = programMounts(argv, {
+          cwd: opts.root,
+          pathEnv: opts.source.PATH,
+          homes: view.homes,
+          hidden: layout.hidden,
+          shown,
+        }).map((path): Mount => ({ kind: 'ro-bind', path, layer: LAYER.host }));
+        const readOnlyNow = protectedPaths(opts.root, opts.writable, readOnly);
+        return [
+          bin,
+          ...bwrapArgs({ ...layout, host: [...layout.host, ...program], readOnly: readOnlyNow }, argv),
+        ];
+      };
     }
   }
 

@@ -83,7 +83,10 @@ export class McpConnection {
       // a child that died says why on stderr; the SDK's own message is only "Connection closed"
       const exited = conn.closed && transport instanceof GroupStdioTransport;
       const tail = conn.stderrSummary();
-      const why = exited ? `it exited${tail ? ` (stderr: ${tail})` : ''}` : oneLine((err as Error).message);
+      const how = transport instanceof GroupStdioTransport && transport.exit ? ` with ${transport.exit}` : '';
+      const why = exited
+        ? `it exited${how}${tail ? ` (stderr: ${tail})` : ''}`
+        : oneLine((err as Error).message);
       await conn.close();
       throw new McpServerError(`mcp server "${server.name}" could not start: ${why}`);
     }

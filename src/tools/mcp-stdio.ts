@@ -26,6 +26,8 @@ export class GroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
   /** The server's stderr, there before it starts so nothing it says early is lost. */
   readonly stderr = new PassThrough();
+  /** How the server ended (`exit code 3`, `signal SIGKILL`), once it has. */
+  exit: string | undefined;
   private child: ChildProcess | undefined;
   private group: number | undefined;
   private readonly buffer = new ReadBuffer();
@@ -56,7 +58,8 @@ export class GroupStdioTransport implements Transport {
         this.group = child.pid;
         resolve();
       });
-      child.on('close', () => {
+      child.on('close', (code, signal) => {
+        this.exit = signal ? `signal ${signal}` : `exit code ${code}`;
         this.child = undefined;
         this.onclose?.();
       });

@@ -1,8 +1,9 @@
 /**
  * MCP servers as tools: each `[[mcp_servers]]` entry is connected at session start, its tools listed
  * within `startup_timeout_s` and offered as `mcp__<server>__<tool>` under the same gate as any tool. A
- * stdio server runs in the bwrap sandbox (workspace writable only in modes that write) unless all its
- * tools are declared read-only; with no sandbox it runs only when shell is opted in (allow_shell). A
+ * stdio server runs in the bwrap sandbox (workspace writable only in modes that write, its own program and
+ * package bound read-only) unless all its tools are declared read-only or the user's config says
+ * `sandbox = "none"`; with no sandbox it runs only when shell is opted in (allow_shell). A
  * server that cannot start is skipped with a warning; every client is closed when the session ends.
  */
 import { keelPaths, protectedStatePaths } from '../config/paths.js';
@@ -107,9 +108,14 @@ async function planFor(
     throw new McpServerError(
       `mcp server "${server.name}" was not started: ${changed.map((p) => p.name).join(', ')} changed since keel checked it (keel runs only the program it checked and you trusted)`,
     );
-  if (allReadOnly(server)) return unconfined(server, argv, ctx);
+  // the user's own config said so (a project config that does is refused at load)
+  if (server.sandbox === 'none' || allReadOnly(server)) return unconfined(server, argv, ctx);
   const { sandbox, why } = await ctx.confinement();
   if (sandbox?.spawnSpec) {
+    if (!sandbox.network && usesNpx(argv))
+      throw new McpServerError(
+        `mcp server "${server.name}" runs ${argv[0]}, which fetches the package from the registry: the sandbox has no network (and keeps the npm cache of your home out); install the package (npm install -g PACKAGE) and name its command, or set sandbox = "none" on this server in your own config`,
+      );
     const spec = sandbox.spawnSpec(argv);
     return { argv: spec.argv, env: { ...spec.env, ...server.env }, cwd: spec.cwd, cleanup: spec.cleanup };
   }
@@ -118,6 +124,18 @@ async function planFor(
       `mcp server "${server.name}" needs a sandbox and none can run here (${why}); set allow_shell = true to run it without one, or read_only_tools = ["*"] if it only reads`,
     );
   return unconfined(server, argv, ctx);
+}
+
+/** `npx ...`, `npm exec ...`, `pnpm dlx ...`: a command that downloads what it runs. */
+function usesNpx(argv: string[]): boolean {
+  const [command = '', sub] = argv;
+  const name = command.split('/').pop() ?? '';
+  return (
+    name === 'npx' ||
+    name === 'bunx' ||
+    (name === 'npm' && (sub === 'exec' || sub === 'x')) ||
+    (['pnpm', 'yarn'].includes(name) && sub === 'dlx')
+  );
 }
 
 /**
@@ -154,6 +172,32 @@ export async function openServer(
     throw new McpServerError(
       `mcp server "${server.name}" could not list its tools: ${(err as Error).message}`,
     );
+  }
+}
+
+/**
+ * Start one server as a session in a mode that only reads would (the workspace read-only), list its tools
+ * and stop it: `keel mcp list-tools` and `keel doctor`. Throws McpServerError saying why it did not start.
+ */
+export async function listServerTools(
+  server: McpServerConfig,
+  opts: { config: Config; env: NodeJS.ProcessEnv; root: string; programs: readonly Program[] },
+): Promise<ListedTool[]> {
+  const confinement = confinementFor(opts.config, opts.env, opts.root, [], opts.programs);
+  try {
+    const { conn, tools } = await openServer(server, {
+      config: opts.config,
+      env: opts.env,
+      root: opts.root,
+      writable: [],
+      allowUnsandboxed: opts.config.allow_shell,
+      confinement: confinement.get,
+      programs: opts.programs,
+    });
+    await conn.close();
+    return tools;
+  } finally {
+    await confinement.close();
   }
 }
 
