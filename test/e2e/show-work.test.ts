@@ -34,9 +34,9 @@ describe('one-shot verbs show their work on stderr; stdout stays the answer', ()
     expect(err).toContain('+export const answer = 42;');
     expect(err).toMatch(/→ shell echo checking; exit 3 \(sandboxed\)\n\s+✗ exit 3/);
     // a failed command shows the end of its stderr, not a label or its stdout
-    expect(err).toMatch(/✗ exit 1\n\s+warning: old\n\s+error: no such module x\n/);
+    expect(err).toMatch(/✗ exit 1( · [\d.]+ s)?\n\s+warning: old\n\s+error: no such module x\n/);
     // a read says how much it showed
-    expect(err).toMatch(/→ read_file src\/app.js\n\s+✓ 1 line\n/);
+    expect(err).toMatch(/→ read_file src\/app.js\n\s+✓ 1 line( · [\d.]+ s)?\n/);
     // the outcome and the diff are in the log, for every face
     const result = lastSessionEvents(home).find(
       (e) => e.type === 'tool_result' && e.data.tool === 'edit_file',
