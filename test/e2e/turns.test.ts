@@ -7,6 +7,7 @@ import type { StoredEvent } from '../../src/store/event-log.js';
 import { gitRepo } from '../helpers/tmp.js';
 import { chatBodies, keel, keelHome, lastSessionEvents, model, modelFlags } from './harness.js';
 import { Pane } from './pane.js';
+import { readStream, startServe } from './serve-harness.js';
 
 const READY = /ctx \d/;
 
@@ -41,7 +42,7 @@ const ends = (events: StoredEvent[]) =>
   events.filter((e) => e.type === 'session_end').map((e) => e.data.code);
 
 describe('a chat turn is its own', () => {
-  it('observes only what it did (none when cancelled, none from a read-only turn), and the loop detector starts over at each message', async () => {
+  it('observes only what it did (none when cancelled, none from a read-only turn), starts the loop detector over at each message, and says when an answer was cut', async () => {
     const read = { name: 'read_file', arguments: { path: 'notes.txt' } };
     const server = await model([
       { tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'notes.txt', content: 'one\n' } }] },
@@ -52,6 +53,7 @@ describe('a chat turn is its own', () => {
       { text: 'second look' },
       { tool_calls: [{ id: 'r3', ...read }] },
       { text: 'third look' },
+      ...[1, 2, 3].map(() => ({ text: 'It all began when', finish: 'length' as const })),
       { tool_calls: [{ id: 'w2', name: 'write_file', arguments: { path: 'other.txt', content: 'two\n' } }] },
       { hang: true },
     ]);
@@ -71,18 +73,22 @@ describe('a chat turn is its own', () => {
     await send(pane, 'one more look');
     await pane.waitFor(/third look|LOOP_DETECTED/);
     expect(ends(lastSessionEvents(home))).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED']);
+    // an answer cut at the output limit (keel asks twice for the rest): the turn says so
+    await send(pane, 'tell me everything');
+    await pane.waitFor('the answer was cut at the output limit (max_output_tokens)');
     // a turn that changes a file and is then stopped
     pane.type('/mode edit', 'Enter');
     await pane.waitFor(/edit · ctx/);
     await send(pane, 'write another file');
     await eventually(() => lastSessionEvents(home).filter((e) => e.type === 'tool_result').length >= 5);
-    await eventually(() => chatBodies(server).length >= 10);
+    await eventually(() => chatBodies(server).length >= 13);
     pane.keys('C-c');
     await pane.waitFor(/CANCELLED/);
     pane.keys('C-c');
     await pane.waitFor('[keel exited');
 
     expect(ends(lastSessionEvents(home))).toEqual([
+      'COMPLETED',
       'COMPLETED',
       'COMPLETED',
       'COMPLETED',
@@ -129,5 +135,28 @@ describe('what every request carries, and how an answer ended', () => {
     const plain = await keel(['ask', ...modelFlags(server2), 'explain the readme'], { cwd: repo, home });
     expect(plain.code).toBe(0);
     expect(plain.stderr).toMatch(/the answer was cut at the output limit \(max_output_tokens = 64\)/);
+    // and a piped chat (the plain face) says it in its transcript
+    const server3 = await model([cut, cut, cut]);
+    const chat = await keel(['chat', ...modelFlags(server3)], { cwd: repo, home, input: 'explain it\n' });
+    expect(chat.stdout).toMatch(/the answer was cut at the output limit \(max_output_tokens = 64\)/);
+  });
+
+  it('keel serve says so too: the end event and the stored session_end carry finish "length"', async () => {
+    const cut = { text: 'The answer begins and then', finish: 'length' as const };
+    const server = await model([cut, cut, cut]);
+    const repo = gitRepo();
+    const s = await startServe({ cwd: repo, home: keelHome(), args: modelFlags(server) });
+    const created = await s.api('POST', '/v1/sessions', { prompt: 'explain the readme' });
+    const id = created.body.session_id as string;
+    const all = await readStream(`${s.url}v1/sessions/${id}/events`, (f) => f.event === 'end', {
+      token: s.token,
+    });
+    expect(all.find((f) => f.event === 'session_end')?.data).toMatchObject({ data: { finish: 'length' } });
+    expect(all.at(-1)?.data).toEqual({ code: 'COMPLETED', state: 'completed', finish: 'length' });
+    // a client that connects after the run ended is told the same
+    const late = await readStream(`${s.url}v1/sessions/${id}/events`, (f) => f.event === 'end', {
+      token: s.token,
+    });
+    expect(late.at(-1)?.data).toEqual({ code: 'COMPLETED', state: 'completed', finish: 'length' });
   });
 });
