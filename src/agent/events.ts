@@ -131,6 +131,8 @@ export type SessionEvent =
       tokens: TokenCount;
       cost_usd: number | null;
       files_changed: string[];
+      /** 'length': the run's last answer was cut at the output limit (`max_output_tokens`); its text is partial. */
+      finish?: 'length';
     };
 
 export type EventType = SessionEvent['type'];

@@ -28,7 +28,7 @@ export interface SessionState {
   /** null when the model has no price: keel never invents a cost. */
   cost: number | null;
   filesChanged: Set<string>;
-  /** Counts of each tool fingerprint since the last change to the files (loop detection). */
+  /** Counts of each tool fingerprint since the last change to the files or the last message (loop detection). */
   seen: Map<string, number>;
   /** Calls of the last assistant message without an answer yet, by call id. */
   open: Map<string, OpenCall>;
@@ -101,6 +101,8 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
     case 'user_message':
       if (!state.task) state.task = event.text;
       push({ role: 'user', content: event.text });
+      // a new message is a new question: the same call again answers it, it is no loop (chat turns, steering)
+      state.seen.clear();
       break;
     case 'model_request':
       state.rounds++;

@@ -114,6 +114,8 @@ export interface SessionResult {
   tokens: TokenCount;
   costUsd: number | null;
   filesChanged: string[];
+  /** 'length': the run's last answer was cut at the output limit (`max_output_tokens`), so its text is partial. */
+  finish?: 'length';
 }
 
 /** How many times a Stop hook may send the model back before the run ends HOOK_DENIED. */
@@ -295,6 +297,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     }
   };
   let cutOffRetries = 0;
+  // whether the last answer was cut at the output limit: the run's answer is then partial, and faces say so
+  let lastCut = false;
   try {
     // a resumed run without a new message goes on from where the last one stopped
     const steps = opts.prompt
@@ -334,6 +338,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       }
       const recoveredCount = answer.calls.length === 0 ? calls.length : 0;
       const cutOff = answer.finishReason === 'length';
+      lastCut = cutOff;
       const roundCost = costUsd(
         answer.model,
         {
@@ -431,8 +436,17 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     tokens,
     cost_usd: spend.costUsd,
     files_changed: files,
+    ...(lastCut ? { finish: 'length' as const } : {}),
   });
-  return { ...result, summary, rounds, tokens, costUsd: spend.costUsd, filesChanged: files };
+  return {
+    ...result,
+    summary,
+    rounds,
+    tokens,
+    costUsd: spend.costUsd,
+    filesChanged: files,
+    ...(lastCut ? { finish: 'length' as const } : {}),
+  };
 
   function matchingPostHooks(name: string): HookSpec[] {
     return matchingHooks(hooks, 'PostToolUse', name);

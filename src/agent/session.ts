@@ -317,6 +317,8 @@ async function runIn(
   if (topLevel && !reopened)
     injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env, db: runtime.db });
   const repoMap = await repoMapLoading;
+  // this run's events start after the log as reopened (runSession folds into that state, so read it now)
+  const runFrom = reopened?.state.lastSeq ?? 0;
   try {
     // MCP servers list their tools now (src/tools/mcp.ts); one that fails is skipped with a warning
     const extraTools = (await Promise.all((opts.tools ?? []).map((factory) => factory(deps)))).flat();
@@ -347,8 +349,18 @@ async function runIn(
       record,
     });
     log.finishSession(sessionId, result.code, result.summary.slice(0, 2000), result.costUsd);
-    if (topLevel)
-      await observeSession({ sessionId, root: scope.root, prompt: opts.prompt, config, env, db: runtime.db });
+    // memory learns from this run alone (a chat turn), and only from one that finished: a stopped or failed
+    // run's half-done work is no fact about the project
+    if (topLevel && result.code === 'COMPLETED')
+      await observeSession({
+        sessionId,
+        after: runFrom,
+        root: scope.root,
+        prompt: opts.prompt,
+        config,
+        env,
+        db: runtime.db,
+      });
     let commit: string | undefined;
     if ((opts.commit || config.auto_commit) && result.code === 'COMPLETED' && result.filesChanged.length) {
       const title = opts.prompt.split('\n')[0]?.slice(0, 60) ?? 'keel session';

@@ -28,3 +28,10 @@ export class RunError extends Error {
     this.name = 'RunError';
   }
 }
+
+/** What every face says when a run's last answer was cut at the output limit (its `finish: "length"`). */
+export function cutOffSentence(maxOutputTokens?: number): string {
+  const limit =
+    maxOutputTokens === undefined ? 'max_output_tokens' : `max_output_tokens = ${maxOutputTokens}`;
+  return `the answer was cut at the output limit (${limit}); raise max_output_tokens for the whole answer`;
+}

@@ -5,6 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import type { SessionEvent } from '../agent/events.js';
+import { cutOffSentence } from '../agent/terminal.js';
 import { inert, inertLine } from '../cli/inert.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
@@ -129,6 +130,9 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
       case 'session_end': {
         const summary = `${count(event.rounds, 'round')} · ${tokens(event.tokens.input + event.tokens.output)} tokens`;
         return [
+          ...(event.finish === 'length'
+            ? [style.red(cutOffSentence(setup.loaded.config.max_output_tokens))]
+            : []),
           style.dim(
             event.code === 'COMPLETED'
               ? `(${summary})`

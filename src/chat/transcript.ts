@@ -13,6 +13,7 @@ import {
   wrapTextWithAnsi,
 } from '@mariozechner/pi-tui';
 import type { SessionEvent } from '../agent/events.js';
+import { cutOffSentence } from '../agent/terminal.js';
 import { inert, inertLine } from '../cli/inert.js';
 import { clip, decisionWords, diffFor, outcomeWords, tokens, toolHeadline } from './describe.js';
 import { colorDiff, fileDiff } from './diff.js';
@@ -289,6 +290,7 @@ export class Transcript extends Container {
         return;
       case 'session_end': {
         this.endAnswer();
+        if (event.finish === 'length') this.notice(cutOffSentence(), 'error');
         const summary = `${event.rounds} round${event.rounds === 1 ? '' : 's'} · ${tokens(event.tokens.input + event.tokens.output)} tokens${event.cost_usd === null ? '' : ` · $${event.cost_usd.toFixed(4)}`}`;
         if (event.code === 'COMPLETED') this.notice(summary);
         else

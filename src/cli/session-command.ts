@@ -1,7 +1,7 @@
 /** `keel ask|plan|edit|run`: start a session, render it, and exit with its code. */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import type { SessionOutcome } from '../agent/session.js';
-import { RunError } from '../agent/terminal.js';
+import { cutOffSentence, RunError } from '../agent/terminal.js';
 import { keelPaths } from '../config/paths.js';
 import type { Config, Mode } from '../config/schema.js';
 import { openDb } from '../store/db.js';
@@ -185,6 +185,8 @@ export async function runVerb(
   if (outcome.code !== 'COMPLETED') {
     process.stderr.write(`${red(`keel: ${outcome.code}`)}: ${inertLine(outcome.reason)}\n`);
   }
+  if (outcome.finish === 'length')
+    process.stderr.write(`${red('keel:')} ${cutOffSentence(setup.loaded.config.max_output_tokens)}\n`);
   process.stderr.write(
     dim(
       `session ${outcome.sessionId} · ${outcome.code} · ${count(outcome.rounds, 'round')} · ${tokens} tokens${cost}${files}\n`,
@@ -203,6 +205,8 @@ export function jsonDocument(outcome: SessionOutcome, exit: number): Record<stri
     reason: outcome.reason,
     ...(outcome.budget ? { budget: outcome.budget } : {}),
     summary: outcome.summary,
+    // only when the last answer was cut at the output limit: the summary is then partial
+    ...(outcome.finish ? { finish: outcome.finish } : {}),
     rounds: outcome.rounds,
     tokens: { ...outcome.tokens, total: outcome.tokens.input + outcome.tokens.output },
     cost_usd: outcome.costUsd,

@@ -1,10 +1,10 @@
 /**
- * Observations at a session's end, read from its events (the log is the truth): the files it changed,
- * the outcome of its last test run, and what the gate denied. keel records these itself, under its own
- * name (author `keel`: neither the user's word nor the model's note). Text the model chose (file names,
- * the paths and arguments a denial's reason repeats) is only ever inside a JSON-quoted string, labelled,
- * so it cannot start a line of its own or pass for keel's or the user's words. Duplicates fold as any
- * item does.
+ * Observations at the end of a session's run (a one-shot session, or one chat turn) that completed, read
+ * from that run's events only (the log is the truth): the files it changed, the outcome of its last test
+ * run, and what the gate denied. keel records these itself, under its own name (author `keel`: neither
+ * the user's word nor the model's note). Text the model chose (file names, the paths and arguments a
+ * denial's reason repeats) is only ever inside a JSON-quoted string, labelled, so it cannot start a line
+ * of its own or pass for keel's or the user's words. Duplicates fold as any item does.
  */
 import type { Config } from '../config/schema.js';
 import { EventLog } from '../store/event-log.js';
@@ -70,11 +70,13 @@ export function observationsOf(
 }
 
 /**
- * Record a finished session's observations in its project's memory. Never throws: memory is a
+ * Record a finished run's observations in its project's memory. Never throws: memory is a
  * projection of the log, and a failure here must not turn a finished session into a failed one.
  */
 export async function observeSession(opts: {
   sessionId: string;
+  /** The run's events are those after this seq (a reopened session's earlier runs observed their own). */
+  after?: number;
   root: string;
   prompt: string;
   config: Config;
@@ -91,7 +93,7 @@ export async function observeSession(opts: {
       pinned: true,
       ...(opts.db ? { db: opts.db } : {}),
     });
-    const items = observationsOf(new EventLog(m.db).events(opts.sessionId), opts.prompt);
+    const items = observationsOf(new EventLog(m.db).events(opts.sessionId, opts.after ?? 0), opts.prompt);
     for (const item of items) await m.memory.add({ ...item, author: 'keel', sessionId: opts.sessionId });
     return items.length;
   } catch {

@@ -31,6 +31,8 @@ export interface ModelClientOptions {
   cooldownS: number;
   /** The longest answer in tokens, sent with every request that names none (default 8192). */
   maxOutputTokens?: number;
+  /** The configured temperature, sent with every request that names none (unset: the server's own). */
+  temperature?: number;
   /** For tests: the clock used for cooldowns. */
   now?: () => number;
 }
@@ -145,6 +147,8 @@ export class ModelClient {
       (full.contextWindow !== undefined
         ? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, Math.floor(full.contextWindow / 2))
         : DEFAULT_MAX_OUTPUT_TOKENS);
+    const temperature = request.temperature ?? this.options.temperature;
+    if (temperature !== undefined) full.temperature = temperature;
     const attempts = withRetry(
       () => streamWithTimeouts(entry.provider, full, signal, this.options.timeouts),
       {

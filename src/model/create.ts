@@ -90,6 +90,7 @@ export function createModelClient(
     retries: config.retries,
     cooldownS: config.retries.cooldown_s,
     ...(config.max_output_tokens !== undefined ? { maxOutputTokens: config.max_output_tokens } : {}),
+    ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
     ...(opts.now ? { now: opts.now } : {}),
   });
 }

@@ -26,7 +26,8 @@ export type Frame =
       kind: 'approval_settled';
       data: { id: string; call_id: string; decision: 'allow' | 'deny'; reason?: string };
     }
-  | { kind: 'end'; data: { code: string; state: SessionState } };
+  /** `finish: 'length'`: the run's last answer was cut at the output limit. */
+  | { kind: 'end'; data: { code: string; state: SessionState; finish?: 'length' } };
 
 export type SessionState = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 
@@ -218,15 +219,22 @@ export class SessionManager {
       this.listeners.set(id, set);
     }
     set.add(live);
-    for (const event of this.log.events(id))
+    let cut = false;
+    for (const event of this.log.events(id)) {
+      if (event.type === 'session_end') cut = event.data.finish === 'length';
       if (event.seq > after) deliver({ kind: 'event', seq: event.seq, event });
+    }
     replaying = false;
     for (const frame of held.splice(0)) deliver(frame);
     const active = this.active.get(id);
     for (const p of active?.pending.values() ?? []) listener({ kind: 'approval', data: p.approval });
     // between turns: say how the last one ended, so a client that connects late is not left waiting
     const row = this.log.getSession(id);
-    if (!active && row?.code) listener({ kind: 'end', data: { code: row.code, state: stateOf(row.code) } });
+    if (!active && row?.code)
+      listener({
+        kind: 'end',
+        data: { code: row.code, state: stateOf(row.code), ...(cut ? { finish: 'length' as const } : {}) },
+      });
     return () => {
       set.delete(live);
       if (!set.size) this.listeners.delete(id);
@@ -419,7 +427,8 @@ export class SessionManager {
         markStored();
         const row = this.log.getSession(id);
         const code = outcome?.code ?? row?.code ?? 'ENVIRONMENT_ERROR';
-        this.emit(id, { kind: 'end', data: { code, state: stateOf(code) } });
+        const finish = outcome?.finish ? { finish: outcome.finish } : {};
+        this.emit(id, { kind: 'end', data: { code, state: stateOf(code), ...finish } });
       }
     })();
     return { stored };

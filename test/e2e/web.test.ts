@@ -99,7 +99,14 @@ describe.skipIf(!existsSync(CHROMIUM))('browser workspace (chromium, real keel s
       },
       // hostile text: must show as text, never become markup
       { text: 'Done: <img src=x onerror="window.pwned=1"><b>42</b>' },
-      { text: 'Second turn after the restart.', expect: { last_user_contains: 'one more' } },
+      // the second turn's answer is cut at the output limit each time keel asks for the rest
+      {
+        text: 'Second turn after the restart.',
+        finish: 'length',
+        expect: { last_user_contains: 'one more' },
+      },
+      { text: 'Second turn after the restart.', finish: 'length' },
+      { text: 'Second turn after the restart.', finish: 'length' },
     ]);
     const env = { KEEL_PROVIDER: 'openai', KEEL_BASE_URL: server.url, KEEL_MODEL: 'test-model' };
     let keelServe = await serve(repo, home, env);
@@ -188,6 +195,12 @@ describe.skipIf(!existsSync(CHROMIUM))('browser workspace (chromium, real keel s
       .poll(() => page.locator('.msg.assistant .text').last().textContent(), { timeout: 30_000 })
       .toBe('Second turn after the restart.');
     expect(await page.locator('.msg.user').count()).toBe(2);
+    // the run-ended card says the answer was cut, and only for the turn whose answer was
+    const cut = page.locator('.msg.end .cut');
+    await cut.waitFor({ timeout: 30_000 });
+    expect(await cut.textContent()).toContain('The answer was cut at the output limit (max_output_tokens)');
+    expect(await page.locator('.msg.end').count()).toBe(2);
+    expect(await cut.count()).toBe(1);
     await shot(page, '5-after-restart');
 
     // the diff viewer (last: it needs GET /v1/sessions/:id/diff)

@@ -266,6 +266,13 @@ export class Transcript {
       { class: 'msg end' },
       el('h3', null, 'Run ended ', badge(code)),
       typeof ev.summary === 'string' && ev.summary ? el('div', { class: 'text' }, ev.summary) : null,
+      ev.finish === 'length'
+        ? el(
+            'p',
+            { class: 'cut' },
+            'The answer was cut at the output limit (max_output_tokens); raise it for the whole answer.',
+          )
+        : null,
       el(
         'p',
         { class: 'facts' },
