@@ -1,0 +1,127 @@
+/** The context window is the one the server runs with, and `keel doctor` says so as each check finishes. */
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { gitRepo } from '../helpers/tmp.js';
+import {
+  baseEnv,
+  chatBodies,
+  KEEL_BIN,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+} from './harness.js';
+
+const readme = { tool_calls: [{ name: 'read_file', arguments: { path: 'README.md' } }] };
+
+describe('keel doctor and the context window', () => {
+  it('llama-server: the window from /props n_ctx, counts by /tokenize; a call to another tool is tool calling; lines wrap', async () => {
+    const repo = gitRepo();
+    const home = keelHome();
+    // n_ctx_train would say 40960; the server runs with 4096
+    const server = await model([{ tool_calls: [{ name: 'list_dir', arguments: { path: '.' } }] }], {
+      models: ['test-model'],
+      llamaServer: { nCtx: 4096 },
+    });
+    const run = await keel(['doctor', ...modelFlags(server)], { cwd: repo, home, env: { COLUMNS: '100' } });
+    const lines = run.stdout.split('\n');
+    const line = (name: string) => lines.find((l) => l.slice(2).startsWith(`${name} `)) ?? '';
+    const unwrapped = run.stdout.replace(/\n {19}/g, ' ');
+    expect(unwrapped).toContain(
+      "4096 tokens (from llama-server /props n_ctx); tokens counted by the server's /tokenize",
+    );
+    expect(line('endpoint')).toContain('answers (1 model)');
+    expect(line('tool calling')).toContain('✓');
+    expect(line('tool calling')).toContain('list_dir');
+    // the sandbox says it in a few words, and what it hides follows on lines under the text
+    expect(line('sandbox').length).toBeLessThanOrEqual(100);
+    const at = lines.indexOf(line('sandbox'));
+    expect(lines[at + 1]).toMatch(/^ {19}\S/);
+    for (const l of lines) expect(l.length).toBeLessThanOrEqual(120);
+    expect(run.code).toBe(0);
+  });
+
+  it('Ollama: the window of the loaded model (/api/ps) over the training length; counts estimated with a margin', async () => {
+    const repo = gitRepo();
+    const home = keelHome();
+    const server = await model([readme], { models: ['qwen3'], contextLength: 40960, ollamaLoaded: 8192 });
+    const run = await keel(['doctor', '--json'], {
+      cwd: repo,
+      home,
+      env: { KEEL_PROVIDER: 'ollama', KEEL_BASE_URL: server.ollamaUrl, KEEL_MODEL: 'qwen3' },
+    });
+    const checks = JSON.parse(run.stdout).checks as Array<{ name: string; detail: string }>;
+    const window = checks.find((c) => c.name === 'context window')?.detail;
+    expect(window).toContain('8192 tokens (from Ollama /api/ps context_length (loaded))');
+    expect(window).toContain('tokens estimated with a 30% margin');
+  });
+
+  it('prints each check as it finishes: the endpoint line is out while the model is still answering', async () => {
+    const repo = gitRepo();
+    const home = keelHome();
+    const server = await model([{ ...readme, delay_ms: 2500 }], {
+      models: ['test-model'],
+      llamaServer: { nCtx: 4096 },
+    });
+    const child = spawn(process.execPath, [KEEL_BIN, 'doctor', ...modelFlags(server)], {
+      cwd: repo,
+      env: baseEnv(home),
+    });
+    let out = '';
+    let seenWith: string[] | undefined;
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      // what the server had been asked when the endpoint line came out
+      if (!seenWith && out.includes('endpoint'))
+        seenWith = server.requests.map((r) => `${r.method} ${r.path}`);
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code).toBe(0);
+    // the tool-calling request (answered 2.5 s later) was not done: the context probe had not started
+    expect(seenWith).toBeDefined();
+    expect(seenWith).not.toContain('GET /props');
+    expect(server.requests.map((r) => `${r.method} ${r.path}`)).toContain('GET /props');
+    expect(out.indexOf('endpoint')).toBeLessThan(out.indexOf('tool calling'));
+  });
+});
+
+describe('a llama-server that says the request exceeds its context', () => {
+  it('takes the window from the error, and a compaction that does not fit it ends the run instead of resending', async () => {
+    const repo = gitRepo({ 'a.txt': 'alpha\n'.repeat(400), 'b.txt': 'beta\n'.repeat(400) });
+    const home = keelHome();
+    const overflow = {
+      error: {
+        status: 400,
+        body: JSON.stringify({
+          error: {
+            code: 400,
+            message:
+              'request (3900 tokens) exceeds the available context size (1000 tokens), try increasing it',
+            type: 'exceed_context_size_error',
+            n_prompt_tokens: 3900,
+            n_ctx: 1000,
+          },
+        }),
+      },
+    };
+    const server = await model([
+      { tool_calls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
+      { tool_calls: [{ name: 'read_file', arguments: { path: 'b.txt' } }] },
+      overflow,
+      { text: 'SUMMARY: read a.txt' },
+      { text: 'sent again although it cannot fit' },
+    ]);
+    const run = await keel(['ask', ...modelFlags(server), '--json', 'read a.txt then b.txt'], {
+      cwd: repo,
+      home,
+    });
+    const doc = JSON.parse(run.stdout);
+    expect(doc.code).toBe('MODEL_ERROR');
+    expect(run.code).toBe(4);
+    expect(JSON.stringify(doc)).toContain("still more than the server's context window of 1,000 tokens");
+    // the summary request was the last: the history it left is still past the window, so nothing was resent
+    expect(chatBodies(server)).toHaveLength(4);
+    expect(lastSessionEvents(home).some((e) => e.type === 'compaction')).toBe(true);
+  });
+});
