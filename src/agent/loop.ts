@@ -280,12 +280,13 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
    */
   const measure = async (messages: ChatMessage[], known?: number) => {
     const estimate = Math.max(1, estimateRequestTokens(messages, specs));
+    if (known !== undefined)
+      return { tokens: known, by: 'server' as const, estimate, ratio: Math.max(1, known / estimate) };
     const counted = opts.model.countRequestTokens
       ? await opts.model.countRequestTokens(messages, specs, run.signal)
       : { tokens: Math.ceil(estimate * (1 + ESTIMATE_MARGIN)), by: 'estimate' as const };
     throwIfAborted();
-    const tokens = known ?? counted.tokens;
-    return { tokens, by: counted.by, ratio: Math.max(1, tokens / estimate) };
+    return { ...counted, estimate, ratio: Math.max(1, counted.tokens / estimate) };
   };
   /** One model request from the state; a request too big for the server compacts once and is sent once more. */
   const request = async (round: number) => {
@@ -313,10 +314,9 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         if (!(await compactHistory('overflow', Math.floor(window / sent.ratio)))) throw err;
         // sending a history the server has already refused would only fail again: it must now fit
         const now = await measure(state.messages);
+        // the server's count of what it refused says how far keel's estimate is off on this server
         const size =
-          now.by === 'server'
-            ? now.tokens
-            : Math.max(now.tokens, Math.ceil((now.tokens * sent.ratio) / now.ratio));
+          now.by === 'estimate' && sent.by === 'server' ? Math.ceil(now.estimate * sent.ratio) : now.tokens;
         if (size >= window) {
           const n = (x: number) => x.toLocaleString('en-US');
           throw new Stop(
