@@ -124,4 +124,50 @@ describe('a llama-server that says the request exceeds its context', () => {
     expect(chatBodies(server)).toHaveLength(4);
     expect(lastSessionEvents(home).some((e) => e.type === 'compaction')).toBe(true);
   });
+
+  it('with /tokenize, the compacted history is counted by the server and sent again only under its window', async () => {
+    const big = (mark: string) => `${mark} ${'x'.repeat(70)}\n`.repeat(60);
+    const repo = gitRepo({ 'a.txt': big('AAA'), 'b.txt': big('BBB'), 'c.txt': big('CCC') });
+    const home = keelHome();
+    const read = (path: string) => ({ tool_calls: [{ name: 'read_file', arguments: { path } }] });
+    const M = 5000;
+    const overflow = {
+      error: {
+        status: 400,
+        body: JSON.stringify({
+          error: {
+            code: 400,
+            message: `request (6400 tokens) exceeds the available context size (${M} tokens)`,
+          },
+        }),
+      },
+    };
+    // the server runs a large window at first (no threshold compaction), then refuses: a slot was shrunk
+    const server = await model(
+      [
+        read('a.txt'),
+        read('b.txt'),
+        read('c.txt'),
+        overflow,
+        { text: 'SUMMARY: a and b' },
+        { text: 'Done.' },
+      ],
+      { llamaServer: { nCtx: 100_000 } },
+    );
+    const run = await keel(['ask', ...modelFlags(server), '--json', 'read a, b and c'], { cwd: repo, home });
+    expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED', summary: 'Done.' });
+    const paths = server.requests.map((r) => r.path);
+    // counted by the server: a /tokenize between the summary request and the request sent again
+    const summaryAt = paths.lastIndexOf('/v1/chat/completions', paths.length - 2);
+    expect(paths.slice(summaryAt).indexOf('/tokenize')).toBeGreaterThan(0);
+    const again = chatBodies(server).at(-1) as {
+      messages: Array<{ content: string | null }>;
+      tools: unknown;
+    };
+    expect(JSON.stringify(again.messages)).not.toContain('AAA');
+    // under M by the server's own count (a token per 3 characters of text)
+    const chars =
+      again.messages.reduce((n, m) => n + (m.content ?? '').length, 0) + JSON.stringify(again.tools).length;
+    expect(chars / 3).toBeLessThan(M);
+  });
 });
