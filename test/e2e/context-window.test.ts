@@ -24,7 +24,7 @@ describe('keel doctor and the context window', () => {
       models: ['test-model'],
       llamaServer: { nCtx: 4096 },
     });
-    const run = await keel(['doctor', ...modelFlags(server)], { cwd: repo, home, env: { COLUMNS: '100' } });
+    const run = await keel(['doctor', ...modelFlags(server)], { cwd: repo, home });
     const lines = run.stdout.split('\n');
     const line = (name: string) => lines.find((l) => l.slice(2).startsWith(`${name} `)) ?? '';
     const unwrapped = run.stdout.replace(/\n {19}/g, ' ');
@@ -57,9 +57,10 @@ describe('keel doctor and the context window', () => {
     expect(window).toContain('tokens estimated with a 30% margin');
   });
 
-  it('prints each check as it finishes: the endpoint line is out while the model is still answering', async () => {
+  it('prints each check as it finishes, and probes the window after a slow model with a timeout of its own', async () => {
     const repo = gitRepo();
-    const home = keelHome();
+    // the model takes longer to answer than the connect timeout the window probe gets
+    const home = keelHome('[timeouts]\nconnect_s = 1\n');
     const server = await model([{ ...readme, delay_ms: 2500 }], {
       models: ['test-model'],
       llamaServer: { nCtx: 4096 },
@@ -83,6 +84,7 @@ describe('keel doctor and the context window', () => {
     expect(seenWith?.filter((r) => r !== 'POST /v1/chat/completions')).toEqual(['GET /v1/models']);
     expect(server.requests.map((r) => `${r.method} ${r.path}`)).toContain('GET /props');
     expect(out.indexOf('endpoint')).toBeLessThan(out.indexOf('tool calling'));
+    expect(out).toContain('4096 tokens (from llama-server /props n_ctx)');
   });
 });
 
