@@ -172,4 +172,21 @@ describe('a llama-server that says the request exceeds its context', () => {
       again.messages.reduce((n, m) => n + (m.content ?? '').length, 0) + JSON.stringify(again.tools).length;
     expect(chars / 3).toBeLessThan(M);
   });
+
+  it("a prompt is counted on the safe side: keel's estimate plus 30% against the window", async () => {
+    const repo = gitRepo();
+    const home = keelHome();
+    const server = await model([{ text: 'sent although it may not fit' }]);
+    // about 9,000 tokens by keel's tokenizer: under a 10,000 window by it, over it by a Qwen3 server's count
+    const prompt = 'word '.repeat(9000);
+    const run = await keel(['ask', ...modelFlags(server), '--context-window', '10000', '--json', prompt], {
+      cwd: repo,
+      home,
+    });
+    expect(run.code).toBe(2);
+    expect(JSON.parse(run.stdout).error).toMatch(
+      /the prompt is about [\d,]+ tokens, more than the context window of 10,000/,
+    );
+    expect(chatBodies(server)).toHaveLength(0);
+  });
 });
