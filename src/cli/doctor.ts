@@ -210,15 +210,16 @@ async function checkSandbox(
     const proof = await proveSandbox(sandbox);
     const proven = proof.writeOutsideBlocked && (proof.networkBlocked || config.sandbox_network);
     const tried = config.sandbox_network
-      ? 'a write outside the scope failed (network allowed: sandbox_network = true)'
-      : 'a write outside the scope and a network call both failed';
+      ? 'a write outside the scope was stopped (the network is allowed: sandbox_network = true)'
+      : 'a write outside the scope and a network call were both stopped';
     return [
       {
         name: 'sandbox',
         status: proven ? 'ok' : 'fail',
         // the proof in a few words (all of it when it failed), then what a command sees and what is hidden
         detail: proven ? `${sandbox.kind}, proven: ${tried}` : proof.detail,
-        more: sandbox.describe(),
+        // the limits have their own line
+        more: sandbox.describe().replace(`limits: ${limits.detail}; `, ''),
       },
       limits,
     ];
