@@ -27,13 +27,27 @@ export function isContextOverflow(err: unknown): boolean {
   return err instanceof Error && err.name === 'ModelError' && OVERFLOW.test(err.message);
 }
 
-/** The window a context-overflow message names ("maximum context length is 4096 tokens"), when it does. */
+/**
+ * The window a context-overflow message names: llama-server's "request (5000 tokens) exceeds the
+ * available context size (4096 tokens)", OpenAI's and vLLM's "maximum context length is 4096 tokens".
+ */
 export function windowFromError(err: unknown): number | undefined {
   if (!(err instanceof Error)) return undefined;
   const m =
     /context (?:length|size|window)(?: is| of)?\D{0,20}(\d{3,7})/i.exec(err.message) ??
     /n_ctx\D{0,5}(\d{3,7})/i.exec(err.message);
   const n = m ? Number(m[1]) : Number.NaN;
+  return Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+/**
+ * The request's size as the server counted it, when its overflow message says: llama-server's
+ * "request (5000 tokens)", OpenAI's "your messages resulted in 5000 tokens", vLLM's "you requested 5000 tokens".
+ */
+export function requestTokensFromError(err: unknown): number | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const m = /request \((\d+) tokens\)|resulted in (\d+) tokens|requested (\d+) tokens/i.exec(err.message);
+  const n = Number(m?.[1] ?? m?.[2] ?? m?.[3] ?? Number.NaN);
   return Number.isFinite(n) && n > 0 ? n : undefined;
 }
 

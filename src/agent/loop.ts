@@ -9,7 +9,7 @@ import { isAbsolute, relative, sep } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { costUsd } from '../model/cost.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
-import { estimateRequestTokens } from '../model/tokens.js';
+import { ESTIMATE_MARGIN, estimateRequestTokens } from '../model/tokens.js';
 import type { ChatMessage, Delta, ModelError, ToolCall, ToolSpec } from '../model/types.js';
 import { type Ask, type Decision, decide } from '../policy/gate.js';
 import { type HookEvent, type HookSpec, matchingHooks, runHooks } from '../policy/hooks.js';
@@ -22,7 +22,7 @@ import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tool
 import { streamAnswer } from './answer.js';
 import { type ApprovalRequest, type Approver, newQuestionId } from './approvals.js';
 import { exceeded, Spend, type Spent } from './budgets.js';
-import { compact, isContextOverflow, windowFromError } from './compaction.js';
+import { compact, isContextOverflow, requestTokensFromError, windowFromError } from './compaction.js';
 import type { SessionEvent, TokenCount } from './events.js';
 import { initialState, reduce, type SessionState } from './history.js';
 import { loadInstructions } from './instructions.js';
@@ -43,6 +43,12 @@ export interface SessionModel {
     signal: AbortSignal,
     hooks: StreamHooks,
   ): AsyncIterable<Delta>;
+  /** A request's size in the server's tokens (its /tokenize, else keel's estimate plus a margin). */
+  countRequestTokens?(
+    messages: ChatMessage[],
+    tools: ToolSpec[],
+    signal?: AbortSignal,
+  ): Promise<{ tokens: number; by: 'server' | 'estimate' }>;
 }
 
 /**
@@ -270,6 +276,20 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     record(event);
     return true;
   };
+  /**
+   * The history's size in the server's tokens, and how many of those one token of keel's estimate
+   * stands for (compaction budgets in estimate units). `known`: a count the server gave for it.
+   */
+  const measure = async (messages: ChatMessage[], known?: number) => {
+    const estimate = Math.max(1, estimateRequestTokens(messages, specs));
+    if (known !== undefined)
+      return { tokens: known, by: 'server' as const, estimate, ratio: Math.max(1, known / estimate) };
+    const counted = opts.model.countRequestTokens
+      ? await opts.model.countRequestTokens(messages, specs, run.signal)
+      : { tokens: Math.ceil(estimate * (1 + ESTIMATE_MARGIN)), by: 'estimate' as const };
+    throwIfAborted();
+    return { ...counted, estimate, ratio: Math.max(1, counted.tokens / estimate) };
+  };
   /** One model request from the state; a request too big for the server compacts once and is sent once more. */
   const request = async (round: number) => {
     for (let attempt = 0; ; attempt++) {
@@ -288,11 +308,24 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         return await streamAnswer({ ...opts, record }, body, run.signal, round);
       } catch (err) {
         if (attempt > 0 || !isContextOverflow(err)) throw err;
-        // the server's own number is the truth; else assume the request was a little too big
+        // the server's own numbers are the truth; else assume the request was a little too big
+        const sent = await measure(messages, requestTokensFromError(err));
         window =
           windowFromError(err) ??
-          (window !== undefined ? Math.min(window, estimate) : Math.floor(estimate * 0.9));
-        if (!(await compactHistory('overflow', window))) throw err;
+          (window !== undefined ? Math.min(window, sent.tokens) : Math.floor(sent.tokens * 0.9));
+        if (!(await compactHistory('overflow', Math.floor(window / sent.ratio)))) throw err;
+        // sending a history the server has already refused would only fail again: it must now fit
+        const now = await measure(state.messages);
+        // the server's count of what it refused says how far keel's estimate is off on this server
+        const size =
+          now.by === 'estimate' && sent.by === 'server' ? Math.ceil(now.estimate * sent.ratio) : now.tokens;
+        if (size >= window) {
+          const n = (x: number) => x.toLocaleString('en-US');
+          throw new Stop(
+            'MODEL_ERROR',
+            `the history is about ${n(size)} tokens even after compaction, still more than the server's context window of ${n(window)} tokens (${windowFromError(err) !== undefined ? 'from its error' : 'as keel knows it'}): start a new session with less in it, or run the model with a larger context`,
+          );
+        }
       }
     }
   };
@@ -318,11 +351,12 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       // steering that arrived while the last step ran: every call has its answer by now, so it fits here
       for (const text of opts.inbox?.() ?? []) record({ type: 'user_message', text });
       const round = state.rounds + 1;
-      if (
-        window !== undefined &&
-        estimateRequestTokens(state.messages, specs) > config.compaction.threshold * window
-      )
-        await compactHistory('threshold', window);
+      if (window !== undefined) {
+        const size = await measure(state.messages);
+        // compaction budgets are in keel's estimate: the window in those units
+        if (size.tokens > config.compaction.threshold * window)
+          await compactHistory('threshold', Math.floor(window / size.ratio));
+      }
       const answer = await request(round);
       const known = new Set(offered);
       let calls = answer.calls;

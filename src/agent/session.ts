@@ -12,7 +12,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { realRoot } from '../config/narrowing.js';
 import { protectedStatePaths } from '../config/paths.js';
 import { sessionPrograms } from '../config/programs.js';
-import type { Mode } from '../config/schema.js';
+import type { Config, Mode } from '../config/schema.js';
 import { sessionInjection } from '../memory/inject.js';
 import { observeSession } from '../memory/observe.js';
 import type { ModelClient } from '../model/chain.js';
@@ -180,12 +180,8 @@ async function runIn(
   // the session's repository is found now, once: a .git the model makes later is never used by keel
   pinWorkspace(scope.root);
   const model = opts.model ?? createModelClient(config, env, { cwd: opts.cwd });
-  // only Ollama takes the window per request (num_ctx); asking an OpenAI-compatible server costs a round trip for nothing
-  const contextWindow =
-    config.context_window ??
-    (config.provider === 'ollama'
-      ? await model.contextWindow(opts.signal).catch(() => undefined)
-      : undefined);
+  // the window the server runs with: Ollama takes it per request (num_ctx), and compaction budgets by it everywhere
+  const contextWindow = config.context_window ?? (await serverWindow(model, config, opts.signal));
   const sessionId = reopened?.row.id ?? opts.id ?? newSessionId();
   // the row exists before anything can fail: a session that cannot start still has its log and audit line
   if (reopened) log.reopenSession(sessionId);
@@ -511,6 +507,16 @@ export interface CompactOptions {
   signal: AbortSignal;
 }
 
+/** The window the model's server runs with, when it says within the connect timeout. */
+async function serverWindow(
+  model: { contextWindow?(signal?: AbortSignal): Promise<number | undefined> },
+  config: Config,
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  const asked = AbortSignal.any([signal, AbortSignal.timeout(config.timeouts.connect_s * 1000)]);
+  return (await model.contextWindow?.(asked).catch(() => undefined)) ?? undefined;
+}
+
 /** `keel sessions compact ID` (`runtime.compact`): fold a stored session's older turns into a summary now. */
 export async function compactIn(
   runtime: Runtime,
@@ -525,9 +531,7 @@ export async function compactIn(
   // with no known window, "the window" is the history itself: the newest share of it stays verbatim
   const window =
     config.context_window ??
-    (config.provider === 'ollama'
-      ? await model.contextWindow(opts.signal).catch(() => undefined)
-      : undefined) ??
+    (await serverWindow(model, config, opts.signal)) ??
     estimateRequestTokens(state.messages, []);
   const event = await compact({
     state,

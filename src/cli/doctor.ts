@@ -2,6 +2,7 @@
 import { systemPrompt } from '../agent/prompt.js';
 import { createModelClient } from '../model/create.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
+import { ESTIMATE_MARGIN } from '../model/tokens.js';
 import { ModelError, type ToolCall } from '../model/types.js';
 import { modeAllows } from '../policy/modes.js';
 import { builtinTools } from '../tools/builtin.js';
@@ -18,29 +19,65 @@ interface Check {
   detail: string;
   /** For `limits`: how each limit is enforced (`cgroup v2`, `rlimit`, `docker`, `none`...). */
   mechanisms?: Record<string, string>;
+  /** More to read under the line (for `sandbox`: what a command sees and what is hidden). */
+  more?: string;
 }
 
 const MARK: Record<Check['status'], string> = { ok: '✓', warn: '!', fail: '✗', skip: '-' };
+/** Where a check's text starts: after its mark and its padded name. */
+const INDENT = ' '.repeat(2 + 16 + 1);
+
+/**
+ * The checks so far. Each is printed as it is added (a slow model must not leave a blank screen);
+ * with --json they are printed once, as one document, at the end.
+ */
+class Checks extends Array<Check> {
+  json = false;
+
+  override push(...checks: Check[]): number {
+    if (!this.json) for (const c of checks) printCheck(c);
+    return super.push(...checks);
+  }
+}
+
+/** One check for a person: the mark, the name, the text wrapped to the terminal under its own start. */
+function printCheck(c: Check): void {
+  // details quote the server: its model names, its errors, the model's own answer
+  const width = Math.max(60, Math.min(process.stdout.columns ?? 100, 120)) - INDENT.length;
+  const lines = [...wrap(inertLine(c.detail), width), ...(c.more ? wrap(inertLine(c.more), width) : [])];
+  const text = `${MARK[c.status]} ${c.name.padEnd(16)} ${lines.join(`\n${INDENT}`)}\n`;
+  process.stdout.write(c.status === 'fail' ? red(text) : c.status === 'ok' ? text : dim(text));
+}
+
+/** A text cut into lines of at most `width` characters, at spaces where there are some. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let rest = text;
+  while (rest.length > width) {
+    const space = rest.lastIndexOf(' ', width);
+    const cut = space > width / 2 ? space : width;
+    lines.push(rest.slice(0, cut));
+    rest = rest.slice(cut).trimStart();
+  }
+  lines.push(rest);
+  return lines;
+}
 
 /** Run the checks, print them, and exit 0 when keel can work with this setup. */
 export async function runDoctor(flags: CommonFlags & { moveTags?: boolean }): Promise<number> {
-  const checks: Check[] = [];
+  const checks = new Checks();
+  checks.json = flags.json === true;
   let exit: number = EXIT.ok;
+  // every line is out already; --json says it all at the end
   const print = () => {
-    if (flags.json) {
-      // a failing doctor carries the shared error fields too: the first failed check is the error
-      const failed = checks.find((c) => c.status === 'fail');
-      const error = failed ? { code: codeOf(exit), error: `${failed.name}: ${failed.detail}` } : {};
-      process.stdout.write(
-        `${JSON.stringify({ ok: exit === EXIT.ok, exit_code: exit, ...error, checks }, null, 2)}\n`,
-      );
-      return;
-    }
-    for (const c of checks) {
-      // details quote the server: its model names, its errors, the model's own answer
-      const line = `${MARK[c.status]} ${c.name.padEnd(16)} ${inertLine(c.detail)}\n`;
-      process.stdout.write(c.status === 'fail' ? red(line) : c.status === 'ok' ? line : dim(line));
-    }
+    if (!flags.json) return;
+    // a failing doctor carries the shared error fields too: the first failed check is the error
+    const failed = checks.find((c) => c.status === 'fail');
+    const error = failed ? { code: codeOf(exit), error: `${failed.name}: ${failed.detail}` } : {};
+    const list = [...checks];
+    process.stdout.write(
+      `${JSON.stringify({ ok: exit === EXIT.ok, exit_code: exit, ...error, checks: list }, null, 2)}\n`,
+    );
   };
 
   let setup: ReturnType<typeof load>;
@@ -84,14 +121,13 @@ export async function runDoctor(flags: CommonFlags & { moveTags?: boolean }): Pr
   }
 
   const { provider, model } = client.primary;
-  const signal = AbortSignal.timeout(config.timeouts.connect_s * 1000);
   if (provider.listModels) {
     try {
-      const models = await provider.listModels(signal);
+      const models = await provider.listModels(AbortSignal.timeout(config.timeouts.connect_s * 1000));
       checks.push({
         name: 'endpoint',
         status: 'ok',
-        detail: `${provider.baseUrl} answers (${models.length} models)`,
+        detail: `${provider.baseUrl} answers (${models.length} model${models.length === 1 ? '' : 's'})`,
       });
       const present = models.some(
         (m) => m === model || m === `${model}:latest` || m.replace(/:latest$/, '') === model,
@@ -128,20 +164,7 @@ export async function runDoctor(flags: CommonFlags & { moveTags?: boolean }): Pr
   const last = checks.at(-1);
   if (last?.status === 'fail') exit = last.detail.startsWith('request failed') ? EXIT.model : EXIT.failed;
 
-  const window = config.context_window ?? (await client.contextWindow(signal).catch(() => undefined));
-  checks.push(
-    window
-      ? {
-          name: 'context window',
-          status: 'ok',
-          detail: `${window} tokens${config.context_window ? ' (configured)' : ' (reported by the server)'}`,
-        }
-      : {
-          name: 'context window',
-          status: 'warn',
-          detail: 'unknown: set context_window in config so keel can budget the prompt',
-        },
-  );
+  checks.push(await checkContextWindow(client, config.timeouts.connect_s));
   print();
   return exit;
 }
@@ -188,18 +211,49 @@ async function checkSandbox(
     }
     const proof = await proveSandbox(sandbox);
     const proven = proof.writeOutsideBlocked && (proof.networkBlocked || config.sandbox_network);
+    const tried = config.sandbox_network
+      ? 'a write outside the scope was stopped (the network is allowed: sandbox_network = true)'
+      : 'a write outside the scope and a network call were both stopped';
     return [
       {
         name: 'sandbox',
         status: proven ? 'ok' : 'fail',
-        // the proof, then what the sandbox hides and shows, so a user can see what a command reaches
-        detail: `${proof.detail}; ${sandbox.describe()}`,
+        // the proof in a few words (all of it when it failed), then what a command sees and what is hidden
+        detail: proven ? `${sandbox.kind}, proven: ${tried}` : proof.detail,
+        // the limits have their own line
+        more: sandbox.describe().replace(`limits: ${limits.detail}; `, ''),
       },
       limits,
     ];
   } finally {
     await sandbox.close();
   }
+}
+
+/**
+ * The window the server runs the model with, and how keel counts a request against it. Its own
+ * timeout: the tool-calling check before it may have taken all of another.
+ */
+async function checkContextWindow(
+  client: ReturnType<typeof createModelClient>,
+  timeoutS: number,
+): Promise<Check> {
+  const signal = AbortSignal.timeout(timeoutS * 1000);
+  const window = await client.contextWindowFrom(signal).catch(() => undefined);
+  const sample = [{ role: 'user' as const, content: 'What is the first line of README.md?' }];
+  const count = await client.countRequestTokens(sample, [], AbortSignal.timeout(timeoutS * 1000));
+  const counting =
+    count.by === 'server'
+      ? "tokens counted by the server's /tokenize"
+      : `tokens estimated with a ${Math.round(ESTIMATE_MARGIN * 100)}% margin (the server has no /tokenize)`;
+  if (!window)
+    return {
+      name: 'context window',
+      status: 'warn',
+      detail: `unknown: set context_window in config so keel can budget the prompt; ${counting}`,
+    };
+  const from = window.source === 'configured' ? 'configured' : `from ${window.source}`;
+  return { name: 'context window', status: 'ok', detail: `${window.tokens} tokens (${from}); ${counting}` };
 }
 
 /** The terminal code an exit status of the doctor stands for. */
@@ -238,6 +292,11 @@ async function checkToolCalling(
   }
   if (calls.some((c) => c.name === 'read_file')) {
     return { name: 'tool calling', status: 'ok', detail: 'the model called read_file natively' };
+  }
+  // a model that looks around first (list_dir, grep) before reading is calling tools as it should
+  if (calls.length > 0) {
+    const names = [...new Set(calls.map((c) => c.name))].join(', ');
+    return { name: 'tool calling', status: 'ok', detail: `the model called ${names} natively` };
   }
   const recovered = recoverToolCalls(
     text,

@@ -258,8 +258,9 @@ async function promptTooBig(
     from = `as ${config.base_url} reports it for ${config.model || 'the model'}`;
   }
   if (window === undefined) return undefined;
-  const { countTokensCancellable } = await import('../model/tokens.js');
-  const tokens = await countTokensCancellable(prompt, signal);
+  const { countTokensCancellable, ESTIMATE_MARGIN } = await import('../model/tokens.js');
+  // keel's tokenizer counts below many servers' own (Qwen3's by a quarter): the estimate errs on the safe side
+  const tokens = Math.ceil((await countTokensCancellable(prompt, signal)) * (1 + ESTIMATE_MARGIN));
   if (tokens <= window) return undefined;
   const n = (x: number) => x.toLocaleString('en-US');
   return `the prompt is about ${n(tokens)} tokens, more than the context window of ${n(window)} tokens (${from}); shorten it, or put the text in a file and ask about the file`;

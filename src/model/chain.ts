@@ -2,8 +2,24 @@
 import { DEFAULT_MAX_OUTPUT_TOKENS } from './answer-limit.js';
 import { type RetryInfo, type RetryPolicy, withRetry } from './retry.js';
 import { abortReason, type StreamTimeouts, streamWithTimeouts } from './timeouts.js';
-import { estimateUsage, loadTokenizer } from './tokens.js';
-import { type Delta, ModelError, type ModelRequest, type Provider, type ToolCall } from './types.js';
+import {
+  ESTIMATE_MARGIN,
+  estimateRequestTokens,
+  estimateUsage,
+  loadTokenizer,
+  requestText,
+  templateTokens,
+} from './tokens.js';
+import {
+  type ChatMessage,
+  type ContextWindow,
+  type Delta,
+  ModelError,
+  type ModelRequest,
+  type Provider,
+  type ToolCall,
+  type ToolSpec,
+} from './types.js';
 
 /** One model the client may use: a provider, the model name on it, and its configured context window. */
 export interface ModelEntry {
@@ -35,6 +51,12 @@ export interface ModelClientOptions {
   temperature?: number;
   /** For tests: the clock used for cooldowns. */
   now?: () => number;
+}
+
+/** A request's size for a window check, and how it was had: the server's tokenizer, or keel's estimate plus its margin. */
+export interface TokenCount {
+  tokens: number;
+  by: 'server' | 'estimate';
 }
 
 /** A delta, tagged with the model that produced it. */
@@ -80,15 +102,41 @@ export class ModelClient {
     return first;
   }
 
-  /** The primary's context window: configured, else as its server reports it, else undefined. */
+  /** The primary's context window: configured, else as its server runs it, else undefined. */
   async contextWindow(signal?: AbortSignal): Promise<number | undefined> {
+    return (await this.contextWindowFrom(signal))?.tokens;
+  }
+
+  /** The primary's context window and where it was read: configured, else the server's, else undefined. */
+  async contextWindowFrom(signal?: AbortSignal): Promise<ContextWindow | undefined> {
     const { contextWindow, provider, model } = this.primary;
-    if (contextWindow !== undefined) return contextWindow;
+    if (contextWindow !== undefined) return { tokens: contextWindow, source: 'configured' };
     try {
       return await provider.contextWindow?.(model, signal);
     } catch {
       return undefined; // a server that cannot say is not an error; the caller uses its default
     }
+  }
+
+  /**
+   * A request's size in the primary server's tokens: counted by the server where it can (llama-server's
+   * /tokenize), else keel's estimate plus ESTIMATE_MARGIN, so a window check errs on the safe side.
+   */
+  async countRequestTokens(
+    messages: ChatMessage[],
+    tools: ToolSpec[],
+    signal?: AbortSignal,
+  ): Promise<TokenCount> {
+    const { provider } = this.primary;
+    if (provider.countTokens) {
+      const counted = await provider.countTokens(requestText(messages, tools), signal).catch(() => undefined);
+      if (counted !== undefined) return { tokens: counted + templateTokens(messages, tools), by: 'server' };
+    }
+    await loadTokenizer();
+    return {
+      tokens: Math.ceil(estimateRequestTokens(messages, tools) * (1 + ESTIMATE_MARGIN)),
+      by: 'estimate',
+    };
   }
 
   /** Models in the order they will be tried: those not cooling down, or all when every one is. */

@@ -50,6 +50,15 @@ function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+function positive(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0;
+}
+
+/** `qwen3` and `qwen3:latest` name one model. */
+function sameModel(name: unknown, model: string): boolean {
+  return typeof name === 'string' && name.replace(/:latest$/, '') === model.replace(/:latest$/, '');
+}
+
 /** Create the Ollama-native provider. */
 export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
   const baseUrl = ollamaBaseUrl(opts.baseUrl);
@@ -59,9 +68,9 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
     let res: Response;
     try {
       res = await httpFetch(`${baseUrl}${path}`, {
-        method: path === '/api/tags' ? 'GET' : 'POST',
+        method: body === undefined ? 'GET' : 'POST',
         headers: { 'content-type': 'application/json' },
-        ...(path === '/api/tags' ? {} : { body: JSON.stringify(body) }),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal,
       });
     } catch (err) {
@@ -175,15 +184,24 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
     baseUrl,
     stream,
     async contextWindow(model, signal) {
+      // a loaded model runs with the window it was loaded with: keel asks for that one, so Ollama never reloads it
+      const ps = await metadata('/api/ps', undefined, signal).catch(() => undefined);
+      const loaded = (Array.isArray(ps?.models) ? ps.models : []).find(
+        (m): m is Json => isObject(m) && sameModel(m.name ?? m.model, model),
+      );
+      if (positive(loaded?.context_length))
+        return { tokens: loaded.context_length, source: 'Ollama /api/ps context_length (loaded)' };
       const show = await metadata('/api/show', { model }, signal);
       // a Modelfile's num_ctx is what the model runs with; context_length is what it was trained for
       if (typeof show.parameters === 'string') {
         const m = /^\s*num_ctx\s+(\d+)/m.exec(show.parameters);
-        if (m?.[1]) return Number(m[1]);
+        if (m?.[1]) return { tokens: Number(m[1]), source: 'Ollama Modelfile num_ctx' };
       }
       if (isObject(show.model_info)) {
         for (const [key, value] of Object.entries(show.model_info)) {
-          if (key.endsWith('.context_length') && typeof value === 'number' && value > 0) return value;
+          // keel sends it as num_ctx, so it is also the window Ollama runs with
+          if (key.endsWith('.context_length') && positive(value))
+            return { tokens: value, source: 'Ollama /api/show context_length, sent as num_ctx' };
         }
       }
       return undefined;

@@ -69,6 +69,9 @@ export function outputLimitField(baseUrl: string): 'max_tokens' | 'max_completio
 export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
   const baseUrl = opts.baseUrl.replace(/\/+$/, '');
   const limitField = outputLimitField(baseUrl);
+  // llama-server's and LM Studio's own endpoints sit beside /v1, not under it
+  const root = baseUrl.replace(/\/v1$/, '');
+  let tokenizeMissing = false;
   let loaded: Promise<{ sdk: Sdk; client: OpenAI }> | undefined;
   const load = () => {
     loaded ??= import('openai').then((sdk) => ({
@@ -171,23 +174,90 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       }
     },
     async contextWindow(model, signal) {
+      // what the server runs with beats what the model was trained for: llama-server's n_ctx, LM Studio's loaded length
+      const props = await serverJson(`${root}/props`, opts.apiKey, signal);
+      const settings = isObject(props?.default_generation_settings) ? props.default_generation_settings : {};
+      if (positive(settings.n_ctx)) return { tokens: settings.n_ctx, source: 'llama-server /props n_ctx' };
+      const studio = await serverJson(`${root}/api/v0/models`, opts.apiKey, signal);
+      const entry = (Array.isArray(studio?.data) ? studio.data : []).find(
+        (m): m is Record<string, unknown> => isObject(m) && m.id === model,
+      );
+      if (positive(entry?.loaded_context_length))
+        return { tokens: entry.loaded_context_length, source: 'LM Studio loaded_context_length' };
+      if (positive(entry?.max_context_length))
+        return { tokens: entry.max_context_length, source: 'LM Studio max_context_length (not loaded)' };
       const { sdk, client } = await load();
       try {
         for await (const m of client.models.list({ signal })) {
           if (m.id !== model) continue;
-          // not in the OpenAI spec: vLLM says max_model_len, others context_length or meta.n_ctx_train
+          // not in the OpenAI spec: vLLM says max_model_len (what it runs with), others context_length or meta.n_ctx_train
           const raw = m as unknown as Record<string, unknown>;
-          const meta = (raw.meta ?? {}) as Record<string, unknown>;
-          for (const v of [raw.max_model_len, raw.context_length, raw.context_window, meta.n_ctx_train]) {
-            if (typeof v === 'number' && v > 0) return v;
-          }
+          const meta = isObject(raw.meta) ? raw.meta : {};
+          const fields: Array<[unknown, string]> = [
+            [raw.max_model_len, '/v1/models max_model_len'],
+            [raw.context_length, '/v1/models context_length'],
+            [raw.context_window, '/v1/models context_window'],
+            [meta.n_ctx_train, '/v1/models n_ctx_train (the training length)'],
+          ];
+          for (const [v, source] of fields) if (positive(v)) return { tokens: v, source };
         }
         return undefined;
       } catch (err) {
         throw mapSdkError(sdk, err, baseUrl);
       }
     },
+    async countTokens(text, signal) {
+      if (tokenizeMissing) return undefined;
+      const answer = await serverJson(`${root}/tokenize`, opts.apiKey, signal, { content: text });
+      if (!Array.isArray(answer?.tokens)) {
+        tokenizeMissing = true; // asked once: a server without it is not asked again
+        return undefined;
+      }
+      return answer.tokens.length;
+    },
   };
+}
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function positive(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0;
+}
+
+/**
+ * A server's own JSON endpoint (GET, or POST with a body), or undefined when it has none or answers
+ * something else: these are optional extras of some servers, never a reason to fail.
+ */
+async function serverJson(
+  url: string,
+  apiKey: string | undefined,
+  signal?: AbortSignal,
+  body?: unknown,
+): Promise<Json | undefined> {
+  try {
+    const res = await httpFetch(url, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal ? { signal } : {}),
+    });
+    if (!res.ok) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    const value: unknown = await res.json();
+    return isObject(value) ? value : undefined;
+  } catch {
+    if (signal?.aborted) throw signal.reason;
+    return undefined;
+  }
 }
 
 /**

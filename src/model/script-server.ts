@@ -30,6 +30,12 @@ export interface ScriptServerOptions {
   showParameters?: string;
   /** Models listed by /v1/models and /api/tags (default: models named in the script, else "scripted"). */
   models?: string[];
+  /** Speak llama-server's own endpoints too: GET /props with this n_ctx, POST /tokenize (a token per `charsPerToken` characters, default 3). */
+  llamaServer?: { nCtx: number; charsPerToken?: number };
+  /** Ollama's GET /api/ps lists every model as loaded with this context_length. */
+  ollamaLoaded?: number;
+  /** LM Studio's GET /api/v0/models lists every model with these lengths. */
+  lmStudio?: { maxContextLength: number; loadedContextLength?: number };
 }
 
 export interface ScriptServer {
@@ -112,6 +118,32 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     return sendJson(res, 200, {
       models: ctx.models.map((name) => ({ name, model: name, size: 0, details: {} })),
     });
+  }
+  const llama = ctx.opts.llamaServer;
+  if (route === 'GET /props' && llama) {
+    return sendJson(res, 200, { default_generation_settings: { n_ctx: llama.nCtx }, total_slots: 1 });
+  }
+  if (route === 'POST /tokenize' && llama) {
+    const content = isObject(body) && typeof body.content === 'string' ? body.content : '';
+    const n = Math.ceil(content.length / (llama.charsPerToken ?? 3));
+    return sendJson(res, 200, { tokens: Array.from({ length: n }, (_, i) => i) });
+  }
+  if (route === 'GET /api/ps' && ctx.opts.ollamaLoaded !== undefined) {
+    const loaded = ctx.opts.ollamaLoaded;
+    return sendJson(res, 200, {
+      models: ctx.models.map((name) => ({ name, model: name, size: 0, context_length: loaded })),
+    });
+  }
+  const studio = ctx.opts.lmStudio;
+  if (route === 'GET /api/v0/models' && studio) {
+    const data = ctx.models.map((id) => ({
+      id,
+      object: 'model',
+      state: studio.loadedContextLength ? 'loaded' : 'not-loaded',
+      max_context_length: studio.maxContextLength,
+      ...(studio.loadedContextLength ? { loaded_context_length: studio.loadedContextLength } : {}),
+    }));
+    return sendJson(res, 200, { object: 'list', data });
   }
   if (route === 'POST /api/show') {
     const info = { 'general.architecture': 'llama', 'llama.context_length': ctx.opts.contextLength ?? 8192 };

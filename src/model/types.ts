@@ -52,10 +52,18 @@ export interface Provider {
   readonly name: string;
   readonly baseUrl: string;
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<Delta>;
-  /** The model's context window as the server reports it, when it does. */
-  contextWindow?(model: string, signal?: AbortSignal): Promise<number | undefined>;
+  /** The context window the server runs the model with (else its training length), when it says. */
+  contextWindow?(model: string, signal?: AbortSignal): Promise<ContextWindow | undefined>;
+  /** Tokens in a text by the server's own tokenizer (llama-server's /tokenize); undefined when it has none. */
+  countTokens?(text: string, signal?: AbortSignal): Promise<number | undefined>;
   /** Models the server offers, when it can say. */
   listModels?(signal?: AbortSignal): Promise<string[]>;
+}
+
+/** A context window and where it was read, e.g. `llama-server /props n_ctx`, for `keel doctor` to say. */
+export interface ContextWindow {
+  tokens: number;
+  source: string;
 }
 
 export type ModelErrorKind =

@@ -79,14 +79,19 @@ describe('ollama provider against the script server', () => {
   it('reads the context window from /api/show, preferring a Modelfile num_ctx', async () => {
     server = await startScriptServer({ turns: [] }, { contextLength: 32768 });
     const provider = createOllamaProvider({ baseUrl: server.ollamaUrl });
-    expect(await provider.contextWindow?.('qwen')).toBe(32768);
-    expect(server.requests[0]).toMatchObject({ path: '/api/show', body: { model: 'qwen' } });
+    expect((await provider.contextWindow?.('qwen'))?.tokens).toBe(32768);
+    // a model not loaded: /api/ps has nothing for it, /api/show says
+    expect(server.requests.map((r) => r.path)).toEqual(['/api/ps', '/api/show']);
+    expect(server.requests[1]).toMatchObject({ path: '/api/show', body: { model: 'qwen' } });
     const other = await startScriptServer(
       { turns: [] },
       { showParameters: 'stop "<|im_end|>"\nnum_ctx 4096' },
     );
     try {
-      expect(await createOllamaProvider({ baseUrl: other.ollamaUrl }).contextWindow?.('qwen')).toBe(4096);
+      expect(await createOllamaProvider({ baseUrl: other.ollamaUrl }).contextWindow?.('qwen')).toEqual({
+        tokens: 4096,
+        source: 'Ollama Modelfile num_ctx',
+      });
     } finally {
       await other.close();
     }

@@ -21,6 +21,33 @@ describe('openai provider against the script server', () => {
     server = undefined;
   });
 
+  it('takes the window a server runs with: llama-server /props, LM Studio loaded, else not loaded', async () => {
+    server = await startScriptServer({ turns: [] }, { models: ['m'], llamaServer: { nCtx: 4096 } });
+    const llama = createOpenAiProvider({ baseUrl: server.url });
+    expect(await llama.contextWindow?.('m')).toEqual({ tokens: 4096, source: 'llama-server /props n_ctx' });
+    expect(await llama.countTokens?.('abcdef')).toBe(2); // the script server: a token per 3 characters
+    await server.close();
+    server = await startScriptServer(
+      { turns: [] },
+      { models: ['m'], lmStudio: { maxContextLength: 131072, loadedContextLength: 8192 } },
+    );
+    const studio = createOpenAiProvider({ baseUrl: server.url });
+    expect(await studio.contextWindow?.('m')).toEqual({
+      tokens: 8192,
+      source: 'LM Studio loaded_context_length',
+    });
+    // no /tokenize here: asked once, then never again
+    expect(await studio.countTokens?.('abcdef')).toBeUndefined();
+    expect(await studio.countTokens?.('abcdef')).toBeUndefined();
+    expect(server.requests.filter((r) => r.path === '/tokenize')).toHaveLength(1);
+    await server.close();
+    server = await startScriptServer(
+      { turns: [] },
+      { models: ['m'], lmStudio: { maxContextLength: 131072 } },
+    );
+    expect((await createOpenAiProvider({ baseUrl: server.url }).contextWindow?.('m'))?.tokens).toBe(131072);
+  });
+
   it('streams text in several deltas and reports usage when the server does', async () => {
     server = await startScriptServer({
       turns: [{ text: 'Hello from the scripted model', usage: { prompt_tokens: 12, completion_tokens: 5 } }],

@@ -27,7 +27,8 @@ describe('compaction frame', () => {
       { text: 'done', ...usage },
     ]);
     const task = 'read the three files and tell me what they hold';
-    const run = await keel(['ask', ...modelFlags(server), '--context-window', '4500', '--json', task], {
+    // the third read passes 0.8 of the window by keel's estimate plus its 30% margin
+    const run = await keel(['ask', ...modelFlags(server), '--context-window', '8000', '--json', task], {
       cwd: repo,
       home,
     });
