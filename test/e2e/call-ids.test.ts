@@ -10,8 +10,17 @@ import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ScriptTurn } from '../../src/model/script.js';
+import { openDb } from '../../src/store/db.js';
 import { gitRepo } from '../helpers/tmp.js';
-import { keel, keelHome, lastSessionEvents, model } from './harness.js';
+import {
+  chatBodies,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+  requestMessages,
+} from './harness.js';
 import { Pane } from './pane.js';
 import { readStream, startServe } from './serve-harness.js';
 
@@ -19,8 +28,10 @@ const CHROMIUM = '/usr/bin/chromium';
 const READY = /ctx \d/;
 const TOOLS = ['list_dir', 'read_file', 'edit_file'];
 
-const native = (calls: Array<{ name: string; arguments: object }>): ScriptTurn => ({ tool_calls: calls });
-const written = (calls: Array<{ name: string; arguments: object }>): ScriptTurn => ({
+const native = (calls: Array<{ name: string; arguments: Record<string, unknown> }>): ScriptTurn => ({
+  tool_calls: calls,
+});
+const written = (calls: Array<{ name: string; arguments: Record<string, unknown> }>): ScriptTurn => ({
   text: calls.map((c) => `<tool_call>${JSON.stringify(c)}</tool_call>`).join('\n'),
 });
 
@@ -165,4 +176,77 @@ describe('every face shows every call once, in order, with its own outcome and d
       }
     }, 120_000);
   }
+
+  it('a log written before calls had keel ids (call_0 in two answers) replays with two calls, and resumes with the ids the server gave', async () => {
+    const server = await model([
+      native([
+        { name: 'list_dir', arguments: { path: '.' } },
+        { name: 'read_file', arguments: { path: 'a.txt' } },
+      ]),
+      native([{ name: 'edit_file', arguments: { path: 'a.txt', old_string: 'one', new_string: 'two' } }]),
+      { text: 'All done.' },
+      { text: 'Still here.', expect: { last_user_contains: 'and now' } },
+    ]);
+    const repo = gitRepo({ 'a.txt': 'one\n' });
+    const home = keelHome();
+    const run = await keel(['edit', ...modelFlags(server), 'change one to two'], { cwd: repo, home });
+    expect(run.code).toBe(0);
+    // write the log back as older versions did: the provider's ids, call_0 twice
+    const events = lastSessionEvents(home);
+    const wire = new Map<string, string>();
+    const db = openDb(join(home, 'keel.db'));
+    const update = db.prepare('UPDATE events SET data = ? WHERE session_id = ? AND seq = ?');
+    for (const e of events) {
+      const d = { ...e.data };
+      if (e.type === 'assistant_message')
+        d.tool_calls = (d.tool_calls as Array<{ id: string; wire_id?: string }>).map(({ wire_id, ...c }) => {
+          wire.set(c.id, String(wire_id));
+          return { ...c, id: String(wire_id) };
+        });
+      else if (typeof d.call_id === 'string') d.call_id = wire.get(d.call_id);
+      update.run(JSON.stringify(d), e.session_id, e.seq);
+    }
+    db.close();
+    expect([...wire.values()]).toEqual(['call_0', 'call_1', 'call_0']);
+
+    const show = await keel(['sessions', 'show', String(events[0]?.session_id), '--json'], {
+      cwd: repo,
+      home,
+    });
+    const shown = JSON.parse(show.stdout) as {
+      events: Array<{ type: string; data: Record<string, unknown> }>;
+    };
+    const calls = shown.events
+      .filter((e) => e.type === 'assistant_message')
+      .flatMap((e) => e.data.tool_calls as Array<{ id: string; name: string }>);
+    expect(new Set(calls.map((c) => c.id)).size).toBe(3);
+    const results = shown.events.filter((e) => e.type === 'tool_result');
+    expect(calls.map((c) => results.filter((r) => r.data.call_id === c.id).map((r) => r.data.tool))).toEqual(
+      TOOLS.map((t) => [t]),
+    );
+
+    const pane = Pane.start(['chat', '--continue', '--context-window', '32000', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+    });
+    onceInOrder(await pane.waitFor(READY), ['list_dir .', 'read_file a.txt', 'edit_file a.txt']);
+    pane.type('and now', 'Enter');
+    await pane.waitFor('Still here.', 30_000);
+    // the server gets its own ids back, each result under the id of its call
+    const sent = requestMessages(chatBodies(server).at(-1)) as Array<{
+      role: string;
+      tool_calls?: Array<{ id: string }>;
+      tool_call_id?: string;
+    }>;
+    expect(sent.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id))).toEqual([
+      'call_0',
+      'call_1',
+      'call_0',
+    ]);
+    expect(sent.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual([
+      'call_0',
+      'call_1',
+      'call_0',
+    ]);
+  }, 120_000);
 });
