@@ -10,7 +10,12 @@ import type { SessionEvent } from './events.js';
 
 const tokens = z.object({ input: z.number(), output: z.number() });
 const usage = tokens.extend({ reported: z.boolean() });
-const call = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
+const call = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  wire_id: z.string().optional(),
+});
 
 const schemas: Record<string, z.ZodType> = {
   session_start: z.looseObject({

@@ -7,6 +7,13 @@ export interface TokenCount {
   output: number;
 }
 
+/**
+ * A call as the log records it. `id` is keel's own, unique in the session (`c1`, `c2`, ...): every face
+ * keys a call's rows by it. `wire_id` is the provider's id when it had one keel can send back (Ollama,
+ * text-written calls and some OpenAI-compatible servers number calls afresh on every answer).
+ */
+export type RecordedCall = ToolCall & { wire_id?: string };
+
 export type SessionEvent =
   | {
       type: 'session_start';
@@ -67,7 +74,7 @@ export type SessionEvent =
       round: number;
       model: string;
       text: string;
-      tool_calls: ToolCall[];
+      tool_calls: RecordedCall[];
       /** Calls written as text that could not be parsed: in history with `{}` arguments, answered with an error. */
       invalid_calls?: Array<{ id: string; name: string }>;
       /** The model's reasoning, kept apart from its answer (never sent back as answer text). */

@@ -11,6 +11,8 @@ export interface OpenCall {
   tool: string;
   /** A tool_start was recorded: the call may have run, partly or fully. */
   started: boolean;
+  /** The id the request sends for this call (the provider's, or keel's own when it had none). */
+  wire: string;
 }
 
 export interface SessionState {
@@ -30,8 +32,10 @@ export interface SessionState {
   filesChanged: Set<string>;
   /** Counts of each tool fingerprint since the last change to the files or the last message (loop detection). */
   seen: Map<string, number>;
-  /** Calls of the last assistant message without an answer yet, by call id. */
+  /** Calls of the last assistant message without an answer yet, by keel's call id. */
   open: Map<string, OpenCall>;
+  /** Calls the model made over the session's life: the next one is `c${calls + 1}`. */
+  calls: number;
   /** This run (session_start or a resume): what per-run budgets count. */
   run: { number: number; rounds: number; diffLines: number; pid?: number };
   /** The last run has a session_end (or the log is a fork's copy): nothing is running it. */
@@ -53,6 +57,7 @@ export function initialState(): SessionState {
     filesChanged: new Set(),
     seen: new Map(),
     open: new Map(),
+    calls: 0,
     run: { number: 0, rounds: 0, diffLines: 0 },
     ended: true,
     lastText: '',
@@ -113,13 +118,22 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
       state.tokens.output += event.usage.output;
       state.cost = state.cost === null || event.cost_usd === null ? null : state.cost + event.cost_usd;
       if (event.text.trim()) state.lastText = event.text.trim();
-      // history never carries malformed arguments: a server may reject them, and the model would copy them
+      // history never carries malformed arguments: a server may reject them, and the model would copy them;
+      // the request sends each call under the id its provider gave it, the log and the faces keel's own
       const calls: ToolCall[] = [
-        ...event.tool_calls.map((c) => ({ ...c, arguments: validJsonOr(c.arguments, '{}') })),
+        ...event.tool_calls.map((c) => ({
+          id: c.wire_id ?? c.id,
+          name: c.name,
+          arguments: validJsonOr(c.arguments, '{}'),
+        })),
         ...(event.invalid_calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: '{}' })),
       ];
+      const ids = [...event.tool_calls.map((c) => c.id), ...(event.invalid_calls ?? []).map((c) => c.id)];
       push({ role: 'assistant', content: event.text, ...(calls.length ? { toolCalls: calls } : {}) });
-      state.open = new Map(calls.map((c) => [c.id, { tool: c.name, started: false }]));
+      state.open = new Map(
+        calls.map((c, i) => [ids[i] ?? c.id, { tool: c.name, started: false, wire: c.id }]),
+      );
+      state.calls += event.tool_calls.length;
       break;
     }
     case 'tool_call_invalid':
@@ -205,7 +219,8 @@ export function compactedTask(task: string, summary: string, files: string[]): s
 }
 
 function answer(state: SessionState, callId: string, tool: string, content: string, seq: number): void {
-  state.messages.push({ role: 'tool', toolCallId: callId, name: tool, content });
+  const wire = state.open.get(callId)?.wire ?? callId;
+  state.messages.push({ role: 'tool', toolCallId: wire, name: tool, content });
   state.origins.push(seq);
   state.open.delete(callId);
 }

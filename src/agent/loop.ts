@@ -22,6 +22,7 @@ import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tool
 import { streamAnswer } from './answer.js';
 import { type ApprovalRequest, type Approver, newQuestionId } from './approvals.js';
 import { exceeded, Spend, type Spent } from './budgets.js';
+import { numberCalls } from './call-ids.js';
 import { compact, isContextOverflow, requestTokensFromError, windowFromError } from './compaction.js';
 import type { SessionEvent, TokenCount } from './events.js';
 import { initialState, reduce, type SessionState } from './history.js';
@@ -371,6 +372,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           malformed.push({ name: m.name ?? 'unknown', raw: m.raw, error: m.error });
       }
       const recoveredCount = answer.calls.length === 0 ? calls.length : 0;
+      // keel's own ids, unique in the session: a provider's repeat from one answer to the next
+      calls = numberCalls(calls, state.calls, recoveredCount === 0);
       const cutOff = answer.finishReason === 'length';
       lastCut = cutOff;
       const roundCost = costUsd(

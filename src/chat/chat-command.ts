@@ -5,6 +5,7 @@
  */
 import { realpathSync, statSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { distinctCallIds } from '../agent/call-ids.js';
 import { EXIT } from '../cli/exit-codes.js';
 import { inertLine } from '../cli/inert.js';
 import { type CommonFlags, ConfigError, load } from '../cli/options.js';
@@ -85,7 +86,7 @@ export async function runChat(flags: ChatFlags): Promise<number> {
     read: async (id) =>
       (await store()).withStore((log) => {
         const row = log.findSession(id);
-        return row ? { row, events: log.events(row.id) } : undefined;
+        return row ? { row, events: distinctCallIds(log.events(row.id)) } : undefined;
       }),
     ready: () => {
       // for bench/chat.mjs: how long after the process started the prompt took input

@@ -1,5 +1,6 @@
 /** `keel sessions list|show|fork`: read sessions back from the event log, and branch them. */
 import { existsSync } from 'node:fs';
+import { distinctCallIds } from '../agent/call-ids.js';
 import type { Runtime } from '../agent/runtime.js';
 import { alive, newSessionId } from '../agent/session.js';
 import { keelPaths } from '../config/paths.js';
@@ -186,7 +187,10 @@ export function forkStored(id: string, at?: number): SessionRow | string {
 /** Show one session and its events. A session with no end event was killed; its log is still complete to that point. */
 export async function showSession(id: string, flags: { json?: boolean; tree?: boolean }): Promise<number> {
   if (flags.tree) return showTree(id, flags);
-  const found = withSession(id, (log, session) => ({ session, events: log.events(session.id) }));
+  const found = withSession(id, (log, session) => ({
+    session,
+    events: distinctCallIds(log.events(session.id)),
+  }));
   if (typeof found === 'string') return reportError(flags.json, 'CONFIG_ERROR', found);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(found, null, 2)}\n`);

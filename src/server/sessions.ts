@@ -7,6 +7,7 @@
 
 import { realpathSync } from 'node:fs';
 import type { ApprovalAnswer, ApprovalRequest } from '../agent/approvals.js';
+import { distinctCallIds } from '../agent/call-ids.js';
 import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
 import { newSessionId, type SessionOutcome } from '../agent/session.js';
@@ -220,7 +221,8 @@ export class SessionManager {
     }
     set.add(live);
     let cut = false;
-    for (const event of this.log.events(id)) {
+    // an old log may give two calls one id: each is its own call on every face
+    for (const event of distinctCallIds(this.log.events(id))) {
       if (event.type === 'session_end') cut = event.data.finish === 'length';
       if (event.seq > after) deliver({ kind: 'event', seq: event.seq, event });
     }

@@ -97,7 +97,13 @@ describe('a session killed with SIGKILL resumes from its log', () => {
 
     const after = sessionEvents(home, id);
     expect(after.filter((e) => e.type === 'tool_start')).toHaveLength(1);
-    const settled = after.find((e) => e.type === 'tool_result' && e.data.call_id === 'call_sleep');
+    // the call has keel's id in the log; the server gets its own id back with the result
+    const answer = after.find((e) => e.type === 'assistant_message');
+    expect((answer?.data.tool_calls as unknown[] | undefined)?.[0]).toMatchObject({
+      id: 'c1',
+      wire_id: 'call_sleep',
+    });
+    const settled = after.find((e) => e.type === 'tool_result' && e.data.call_id === 'c1');
     expect(settled?.data).toMatchObject({ interrupted: true, is_error: true });
     expect(String(settled?.data.output)).toContain('interrupted');
     expect(ends(after)).toHaveLength(1);
@@ -110,6 +116,7 @@ describe('a session killed with SIGKILL resumes from its log', () => {
     const last = second?.at(-1) as { role: string; content: string; tool_call_id?: string };
     expect(last.role).toBe('tool');
     expect(last.content).toContain('did not run it again');
+    expect(last.tool_call_id).toBe('call_sleep');
   }, 40_000);
 
   it('in the middle of a streamed answer: goes on from the last recorded event without losing spent cost', async () => {

@@ -103,11 +103,11 @@ describe('keel serve: sessions over HTTP', () => {
     const stream = `${s.url}v1/sessions/${id}/events`;
     const asked = await readStream(stream, (f) => f.event === 'approval', { token: s.token });
     const question = asked.at(-1)?.data;
-    expect(question).toMatchObject({ call_id: 'w1', tool: 'write_file' });
+    expect(question).toMatchObject({ call_id: 'c1', tool: 'write_file' });
     expect(question.diff).toContain('+ok');
     const waiting = await s.api('GET', `/v1/sessions/${id}`);
     expect(waiting.body.state).toBe('waiting');
-    expect(waiting.body.pending_approvals.map((a: { call_id: string }) => a.call_id)).toEqual(['w1']);
+    expect(waiting.body.pending_approvals.map((a: { call_id: string }) => a.call_id)).toEqual(['c1']);
     // an answer names the question by keel's id, not the model's call id
     expect(question.id).toMatch(/^q-[0-9a-f]{12}$/);
     expect(waiting.body.pending_approvals[0].id).toBe(question.id);
@@ -127,7 +127,7 @@ describe('keel serve: sessions over HTTP', () => {
       (await s.api('POST', `/v1/sessions/${id}/approvals/${question.id}`, { decision: 'allow' })).status,
     ).toBe(200);
     const second = (
-      await readStream(stream, (f) => f.event === 'approval' && f.data.call_id === 'w2', { token: s.token })
+      await readStream(stream, (f) => f.event === 'approval' && f.data.call_id === 'c2', { token: s.token })
     ).at(-1)?.data;
     expect(readFileSync(join(repo, 'yes.txt'), 'utf8')).toBe('ok\n');
     const denied = await s.api('POST', `/v1/sessions/${id}/approvals/${second.id}`, {
@@ -192,7 +192,7 @@ describe('keel serve: sessions over HTTP', () => {
     const all = await readStream(`${s.url}v1/sessions/${id}/events`, ended, { token: s.token });
     expect(all.find((f) => f.event === 'approval_settled')?.data).toEqual({
       id: all.find((f) => f.event === 'approval')?.data.id,
-      call_id: 'w1',
+      call_id: 'c1',
       decision: 'deny',
       reason: 'no one answered within 1 s; the call was not made',
     });

@@ -1,6 +1,6 @@
 /**
  * An answer is bound to the question it answers. A subagent and its parent ask at once with the same
- * model-chosen call id (`call_0`): `keel serve` must keep both questions, each under its own
+ * call id (the model's `call_0`, and keel's own `c2`): `keel serve` must keep both questions, each under its own
  * server-made id (recorded in each session's log), and an answer names one and applies to exactly
  * that one. Over A2A the two questions queue on the task, and a bare "yes" while two wait applies to
  * neither; in `keel chat` they come one after another, none dropped. Attack variant: answering by the
@@ -23,7 +23,10 @@ import { gitRepo } from '../helpers/tmp.js';
 
 const TOKEN = 'approval-binding-token';
 
-/** The parent spawns a helper, then both ask to write with the same call id. */
+/**
+ * The parent spawns a helper, then both ask to write with the same call id: the model's (`call_0`), and
+ * keel's own too (each session counts its calls: the helper looks first, so both writes are `c2`).
+ */
 const sameCallId: ScriptTurn[] = [
   {
     task: 'PARENT',
@@ -31,6 +34,7 @@ const sameCallId: ScriptTurn[] = [
       { id: 'call_s', name: 'spawn_agent', arguments: { task: 'CHILD: write child.txt', name: 'helper' } },
     ],
   },
+  { task: 'CHILD', tool_calls: [{ id: 'call_l', name: 'list_dir', arguments: { path: '.' } }] },
   {
     task: 'CHILD',
     tool_calls: [{ id: 'call_0', name: 'write_file', arguments: { path: 'child.txt', content: 'child\n' } }],
@@ -143,9 +147,9 @@ describe('an approval answers exactly the question it names', () => {
       .body.session_id;
     const logged = await questionsAsked(home, 2);
 
-    // both questions wait, each under its own id, though the model gave both the id call_0
+    // both questions wait, each under its own id, though both calls have the same id (c2; the model's call_0)
     const pending = await pendingOf(s, id, 2);
-    expect(pending.map((p) => p.call_id)).toEqual(['call_0', 'call_0']);
+    expect(pending.map((p) => p.call_id)).toEqual(['c2', 'c2']);
     expect(pending.map((p) => p.agent ?? 'parent').sort()).toEqual(['helper', 'parent']);
     expect(new Set(pending.map((p) => p.id)).size).toBe(2);
     // the ids are the server's, and each session's log records its own question under it
@@ -168,7 +172,7 @@ describe('an approval answers exactly the question it names', () => {
     ).toEqual([child.id, parent.id].sort());
 
     // the attack: an answer by the shared call id binds to nothing
-    const byCall = await s.api('POST', `/v1/sessions/${id}/approvals/call_0`, { decision: 'allow' });
+    const byCall = await s.api('POST', `/v1/sessions/${id}/approvals/c2`, { decision: 'allow' });
     expect(byCall.status).toBe(404);
     expect(byCall.body.error).toContain('question id');
     expect((await s.api('GET', `/v1/sessions/${id}`)).body.pending_approvals).toHaveLength(2);

@@ -55,11 +55,12 @@ describe('subagents cannot widen their parent', () => {
     const denies = eventsOf(home, doc.session_id).filter(
       (e) => e.type === 'gate_decision' && e.data.decision === 'deny',
     );
+    // each call under keel's own id, in order (the model's c_mode... go back only on the wire)
     expect(denies.map((e) => [e.data.call_id, e.data.deny])).toEqual([
-      ['c_mode', 'policy'],
-      ['c_scope', 'policy'],
-      ['c_link', 'policy'],
-      ['c_net', 'policy'],
+      ['c1', 'policy'],
+      ['c2', 'policy'],
+      ['c3', 'policy'],
+      ['c4', 'policy'],
     ]);
     expect(String(denies[0]?.data.reason)).toContain('mode auto is wider');
     expect(String(denies[1]?.data.reason)).toContain('outside this session');
