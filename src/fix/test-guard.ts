@@ -16,6 +16,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { gitBuffer, gitTry } from '../policy/git.js';
+import { runnerTestMatcher } from '../verify/runner-test-files.js';
 import {
   isTestConfig,
   isTestFile,
@@ -48,7 +49,8 @@ const ADDABLE_CONFIG = new Set(['package.json', 'pyproject.toml', 'setup.cfg']);
 
 /**
  * The test files and configuration the snapshot holds at its base commit, as repository-top paths: the
- * files the runner's own baseline report named, each ecosystem's conventions, and the files the test
+ * files the runner's own baseline report named, each ecosystem's conventions, the files each runner's
+ * defaults and configuration load as tests (ava's root `test.js`, jest's `testMatch`...), and the files the test
  * command and configuration load into the test process (preloads, setup files).
  */
 export function baselineTestPaths(snapshot: Snapshot, baseline: SuiteRun): Set<string> {
@@ -57,21 +59,24 @@ export function baselineTestPaths(snapshot: Snapshot, baseline: SuiteRun): Set<s
     .filter(Boolean);
   const prefix = relative(snapshot.top, snapshot.dir);
   const reported = new Set(reportedTestFiles(baseline).map((file) => (prefix ? join(prefix, file) : file)));
-  const paths = tracked.filter((path) => reported.has(path) || isTestFile(path) || isTestConfig(path));
+  const loaded = runnerTestMatcher(tracked, (path) => readText(join(snapshot.top, path)));
+  const paths = tracked.filter(
+    (path) => reported.has(path) || isTestFile(path) || loaded(path) || isTestConfig(path),
+  );
   const configs = paths.filter(isTestConfig).map((path) => ({
     dir: dirname(path),
-    text: testConfigView(path, readOr(join(snapshot.top, path))),
+    text: testConfigView(path, readText(join(snapshot.top, path)) ?? ''),
   }));
   const commands = [baseline.command, ...(baseline.checks ?? []).map((c) => c.command)];
   const sources = [...commands.map((text) => ({ dir: prefix || '.', text })), ...configs];
   return new Set([...paths, ...preloadedFiles(sources, new Set(tracked))]);
 }
 
-function readOr(path: string): string {
+function readText(path: string): string | undefined {
   try {
     return readFileSync(path, 'utf8');
   } catch {
-    return '';
+    return undefined;
   }
 }
 

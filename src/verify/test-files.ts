@@ -3,7 +3,7 @@
  * a fix with as they were at baseline, so a "fix" that weakens a test cannot verify itself.
  */
 import { basename, posix } from 'node:path';
-import type { SuiteRun } from './types.js';
+import type { SuiteRun, TestResult } from './types.js';
 
 /** Folders whose every file belongs to the tests (fixtures, snapshots, helpers). */
 const TEST_DIRS = new Set([
@@ -136,15 +136,38 @@ export function preloadedFiles(
   return [...found].sort();
 }
 
-/** The test files a baseline run named, relative to the suite's root (the runner's own report). */
+/**
+ * The test files a baseline run named, relative to the suite's root (the runner's own report). A Python
+ * module whose only results are its doctests (pytest's `--doctest-modules`) is code, not a test file:
+ * its doctests still count as tests, and an edit to its code is the fix.
+ */
 export function reportedTestFiles(run: SuiteRun): string[] {
   const files = new Set<string>();
+  const doctestOnly = new Map<string, boolean>();
   for (const result of run.results) {
     const file = result.file ?? result.id.split(' > ')[0];
     // only a relative path names a file of the repository; an absolute or `..` one is elsewhere
-    if (file && !file.startsWith('/') && !file.startsWith('..') && /\.\w+$/.test(file)) files.add(file);
+    if (!file || file.startsWith('/') || file.startsWith('..') || !/\.\w+$/.test(file)) continue;
+    files.add(file);
+    if (file.endsWith('.py'))
+      doctestOnly.set(file, (doctestOnly.get(file) ?? true) && isDoctest(result, file));
   }
-  return [...files];
+  return [...files].filter((file) => doctestOnly.get(file) !== true);
+}
+
+/**
+ * Whether a pytest result is a doctest: pytest names one by the dotted path of what it documents
+ * (`inflection.camelize`, or the module itself), which a test function's name (an identifier, perhaps
+ * with `[params]`) never is.
+ */
+function isDoctest(result: TestResult, file: string): boolean {
+  const name = (result.name ?? '').split('[')[0] ?? '';
+  // a module that could not be collected is reported under its own path
+  if (name === file) return false;
+  if (name.includes('.')) return true;
+  const module = basename(file, '.py');
+  const owner = module === '__init__' ? basename(posix.dirname(file)) : module;
+  return name === owner;
 }
 
 function testSections(content: string): string {
