@@ -139,6 +139,10 @@ function network(text: string): string | undefined {
       if (!isLoopback(host)) return `network unavailable: cannot reach ${host}`;
     }
   }
+  const uncached = /code ENOTCACHED[\s\S]*?request to (\S+) failed/.exec(text);
+  if (uncached !== null) {
+    return `network unavailable: npm is offline in the sandbox and ${uncached[1]} is not in its cache`;
+  }
   if (/Temporary failure in name resolution|Couldn't resolve host name/.test(text)) {
     return 'network unavailable: name resolution failed';
   }
