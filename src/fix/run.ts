@@ -12,6 +12,7 @@ import { createModelClient } from '../model/create.js';
 import { GitError } from '../policy/git.js';
 import { type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { EventLog, StoredEvent } from '../store/event-log.js';
+import { readOnlyWrite } from '../verify/environment.js';
 import { describeRun, findSuite, importableForm, type TestSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
@@ -35,6 +36,7 @@ import {
   rollback,
   type Snapshot,
   slugify,
+  writablePackage,
 } from './snapshot.js';
 import { baselineTestPaths, guardTests } from './test-guard.js';
 import { testSandbox } from './test-sandbox.js';
@@ -211,6 +213,20 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         before = again;
         userCommand = suite.detected.command;
       } else suite = previous;
+    }
+    // a tool that writes into its own package (vitest --typecheck's .tsbuildinfo) gets a throw-away copy
+    for (
+      let copies = 0;
+      copies < 3 && before.environmentProblem !== undefined && !opts.signal.aborted;
+      copies++
+    ) {
+      const path = readOnlyWrite([before.output, ...before.results.map((r) => r.message ?? '')].join('\n'));
+      const name = path === undefined ? undefined : writablePackage(snapshot, path);
+      if (name === undefined) break;
+      progress(
+        `baseline: a tool writes into ${name} (${path}); the tests get a throw-away copy of it, your node_modules is not changed`,
+      );
+      before = await runTests();
     }
     if (opts.signal.aborted)
       return result({

@@ -76,11 +76,18 @@ function corepackDownload(text: string): string | undefined {
  * code under test. The path says which folder.
  */
 function readOnlyFolder(text: string): string | undefined {
-  const match =
-    /EROFS: read-only file system, \w+ '([^']+)'/.exec(text) ??
-    /\[Errno 30\] Read-only file system: '([^']+)'/.exec(text);
-  if (match === null) return undefined;
-  return `a tool the tests run wrote to a read-only folder: ${match[1]} (the sandbox keeps dependency folders and .git read-only)`;
+  const path = readOnlyWrite(text);
+  if (path === undefined) return undefined;
+  return `a tool the tests run wrote to a read-only folder: ${path} (the sandbox keeps dependency folders and .git read-only)`;
+}
+
+/** The path a run's output says could not be written because its folder is read-only, if any. */
+export function readOnlyWrite(text: string): string | undefined {
+  const clean = stripAnsi(text);
+  return (
+    /EROFS: read-only file system, \w+ '([^']+)'/.exec(clean)?.[1] ??
+    /\[Errno 30\] Read-only file system: '([^']+)'/.exec(clean)?.[1]
+  );
 }
 
 function missingScript(text: string): string | undefined {

@@ -3,7 +3,8 @@
  * a `src`-less package that only `python -m pytest` can import, a `posttest` step that needs the network,
  * and a refused run's pr.md. Real pytest, npm and sandbox, through the real binary and a scripted model.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { git, gitRepo, writeFiles } from '../helpers/tmp.js';
 import { editTurns, fix, fixtureRepo, leftovers, planTurns } from './fix-harness.js';
@@ -111,6 +112,46 @@ describe('keel fix on real repository shapes', () => {
     const plan = JSON.stringify(chatBodies(server)[0]);
     expect(plan).toContain('ENOTCACHED');
     expect(plan).not.toContain('ENOTFOUND');
+  });
+
+  it('a dependency that writes into its own folder (a .tsbuildinfo) gets a throw-away copy; yours is untouched', async () => {
+    const repo = fixtureRepo('stats');
+    writeFiles(repo, {
+      'test/types.test.js': [
+        "import assert from 'node:assert/strict';",
+        "import { test } from 'node:test';",
+        "import { checked } from 'typecheck-cache';",
+        '',
+        "test('the types were checked', () => {",
+        "  assert.equal(checked, 'ok');",
+        '});',
+        '',
+      ].join('\n'),
+    });
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'type tests');
+    // installed, untracked: like vitest --typecheck, it writes its build info next to its own code
+    writeFiles(repo, {
+      'node_modules/typecheck-cache/package.json':
+        '{"name":"typecheck-cache","type":"module","main":"index.js"}\n',
+      'node_modules/typecheck-cache/index.js': [
+        "import { writeFileSync } from 'node:fs';",
+        "writeFileSync(new URL('./.tsbuildinfo', import.meta.url), 'build info');",
+        "export const checked = 'ok';",
+        '',
+      ].join('\n'),
+    });
+    const server = await model([
+      ...planTurns('src/stats.js', '1. Divide by the count.'),
+      ...editTurns('src/stats.js', '(values.length + 1)', 'values.length', 'Fixed mean.'),
+    ]);
+    const { run, doc } = await fix(repo, server, ISSUE);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain('a tool writes into typecheck-cache');
+    expect(doc).toMatchObject({ code: 'COMPLETED', status: 'verified' });
+    expect(doc.verification?.regressions).toEqual([]);
+    // fix() also checks that every file of the checkout, node_modules included, is as it was
+    expect(existsSync(join(repo, 'node_modules/typecheck-cache/.tsbuildinfo'))).toBe(false);
   });
 
   it('a refused run whose attempt changed nothing: pr.md names no branch, and none is left', async () => {
