@@ -44,7 +44,34 @@ export function runnerTestMatcher(tracked: string[], read: ReadFile): (path: str
   const matchers = globs
     .filter((glob) => !glob.startsWith('!'))
     .map((glob) => picomatch(glob, { dot: true }));
-  return (path) => matchers.some((isMatch) => isMatch(path));
+  const regexes = tracked.flatMap((path) => jestRegexes(path, read));
+  return (path) => [...matchers, ...regexes].some((isMatch) => isMatch(path));
+}
+
+/** jest's `testRegex` (package.json or jest.config), matched against the path below the config's folder. */
+function jestRegexes(path: string, read: ReadFile): Array<(path: string) => boolean> {
+  const name = posix.basename(path);
+  let sources: string[] = [];
+  if (name === 'package.json') {
+    const value = parseObject(JSON.stringify(parseObject(read(path))?.jest ?? null))?.testRegex;
+    sources = typeof value === 'string' ? [value] : Array.isArray(value) ? value.map(String) : [];
+  } else if (/^jest\.config\.\w+$/.test(name)) {
+    const match = /\btestRegex\s*:\s*(\[[^\]]*\]|'[^']*'|"[^"]*"|\/.+\/\w*)/.exec(read(path) ?? '');
+    const value = match?.[1] ?? '';
+    sources = value.startsWith('/')
+      ? [value.slice(1, value.lastIndexOf('/'))]
+      : [...value.matchAll(STRINGS)].map((m) => (m[1] ?? '').replace(/\\\\/g, '\\'));
+  }
+  const dir = posix.dirname(path);
+  return sources.flatMap((source) => {
+    try {
+      const re = new RegExp(source);
+      const prefix = dir === '.' ? '' : `${dir}/`;
+      return [(p: string) => p.startsWith(prefix) && re.test(p.slice(prefix.length))];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** `ava.files`, `jest.testMatch`, `mocha.spec`, `vitest.include` of a package.json. */

@@ -116,6 +116,7 @@ describe('the files each runner loads as tests', () => {
       'web/.mocharc.yml': 'spec:\n  - specs/**/*.cjs\n',
       'py/setup.cfg': '[tool:pytest]\npython_files = check_*.py\ntestpaths = suite\n',
       'src/index.js': '',
+      'app/package.json': JSON.stringify({ jest: { testRegex: '(/checks/.*|\\.check)\\.js$' } }),
     });
     for (const path of [
       'test.js',
@@ -124,9 +125,17 @@ describe('the files each runner loads as tests', () => {
       'checks/a/mean.js',
       'web/specs/x.cjs',
       'py/suite/deep/check_mean.py',
+      'app/lib/mean.check.js',
     ])
       expect(loads(path), path).toBe(true);
-    for (const path of ['src/index.js', 'specs/x.cjs', 'py/check_mean.py', 'py/suite/mean.py', 'testing.js'])
+    for (const path of [
+      'src/index.js',
+      'specs/x.cjs',
+      'py/check_mean.py',
+      'py/suite/mean.py',
+      'testing.js',
+      'app/lib/mean.js',
+    ])
       expect(loads(path), path).toBe(false);
   });
 
