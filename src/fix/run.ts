@@ -38,7 +38,7 @@ import {
   slugify,
   writablePackage,
 } from './snapshot.js';
-import { baselineTestPaths, guardTests } from './test-guard.js';
+import { baselineDoctestModules, baselineTestPaths, guardTests } from './test-guard.js';
 import { testSandbox } from './test-sandbox.js';
 
 export interface FixOptions {
@@ -262,6 +262,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     }
     progress(`baseline: ${describeRun(before).split('\n')[0]}`);
     const testPaths = baselineTestPaths(snapshot, before);
+    const doctestModules = baselineDoctestModules(snapshot, before);
     const countEdits = opts.allowTestEdits === true;
 
     const targets = resolveTargetIds(before, opts.targetTests, base.failing);
@@ -353,7 +354,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         feedback = `Your previous attempt changed no files. ${why}`;
         continue;
       }
-      const guard = guardTests(snapshot, testPaths, diff.files, countEdits);
+      const guard = guardTests(snapshot, testPaths, diff.files, countEdits, doctestModules);
       if (guard.edits.length) {
         progress(
           `verifying: the attempt edits existing tests (${guard.edits.join(', ')}); ${countEdits ? '--allow-test-edits: they count' : "judging with the baseline's versions"}`,

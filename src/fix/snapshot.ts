@@ -214,7 +214,8 @@ export function writablePackage(snapshot: Snapshot, path: string): string | unde
     // a file at the top of node_modules, or in a package's own node_modules, is not one package's to copy
     // (pnpm's `.pnpm` store is many packages: not copied whole)
     if (name === undefined || name.startsWith('.') || parts.length < (name.startsWith('@') ? 3 : 2)) continue;
-    const copies = (snapshot.writableCopies ??= new Map());
+    const copies = snapshot.writableCopies ?? new Map<string, Set<string>>();
+    snapshot.writableCopies = copies;
     const set = copies.get(shadow) ?? new Set<string>();
     if (set.has(name)) return undefined;
     set.add(name);

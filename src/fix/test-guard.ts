@@ -18,10 +18,12 @@ import { basename, dirname, join, relative } from 'node:path';
 import { gitBuffer, gitTry } from '../policy/git.js';
 import { runnerTestMatcher } from '../verify/runner-test-files.js';
 import {
+  doctestExamples,
   isTestConfig,
   isTestFile,
   packageWithBaselineTestKeys,
   preloadedFiles,
+  reportedDoctestModules,
   reportedTestFiles,
   testConfigView,
 } from '../verify/test-files.js';
@@ -46,6 +48,12 @@ export interface TestGuard {
 
 /** Names a fix may legitimately add that only look like test configuration (a new package's manifest). */
 const ADDABLE_CONFIG = new Set(['package.json', 'pyproject.toml', 'setup.cfg']);
+
+/** The modules whose only tests are their doctests (pytest's `--doctest-modules`), as repository-top paths. */
+export function baselineDoctestModules(snapshot: Snapshot, baseline: SuiteRun): Set<string> {
+  const prefix = relative(snapshot.top, snapshot.dir);
+  return new Set(reportedDoctestModules(baseline).map((file) => (prefix ? join(prefix, file) : file)));
+}
 
 /**
  * The test files and configuration the snapshot holds at its base commit, as repository-top paths: the
@@ -89,6 +97,7 @@ export function guardTests(
   protectedPaths: Set<string>,
   changed: string[],
   countEdits: boolean,
+  doctestModules: Set<string> = new Set(),
 ): TestGuard {
   const replacements: { path: string; baseline: Entry }[] = [];
   let unsafe: string | undefined;
@@ -102,7 +111,12 @@ export function guardTests(
       continue;
     }
     const current = readEntry(abs);
-    if (protectedPaths.has(path)) {
+    if (doctestModules.has(path) && current.kind === 'file') {
+      // a module with doctests is code: its code edits are the fix, an edit to its examples is a test edit
+      const base = gitBuffer(snapshot.top, ['show', `HEAD:${path}`]).toString('utf8');
+      if (doctestExamples(base) !== doctestExamples(current.data.toString('utf8')))
+        replacements.push({ path, baseline: { kind: 'file', data: Buffer.from(base), mode: current.mode } });
+    } else if (protectedPaths.has(path)) {
       const base = gitBuffer(snapshot.top, ['show', `HEAD:${path}`]);
       const baseline = configBaseline(path, base, current);
       if (baseline !== undefined) replacements.push({ path, baseline });

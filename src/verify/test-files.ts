@@ -142,17 +142,52 @@ export function preloadedFiles(
  * its doctests still count as tests, and an edit to its code is the fix.
  */
 export function reportedTestFiles(run: SuiteRun): string[] {
-  const files = new Set<string>();
+  const doctests = new Set(reportedDoctestModules(run));
+  return reportedFiles(run).filter((file) => !doctests.has(file));
+}
+
+/** The Python modules a baseline run named whose only results are their doctests: code with tests in it. */
+export function reportedDoctestModules(run: SuiteRun): string[] {
   const doctestOnly = new Map<string, boolean>();
   for (const result of run.results) {
-    const file = result.file ?? result.id.split(' > ')[0];
-    // only a relative path names a file of the repository; an absolute or `..` one is elsewhere
-    if (!file || file.startsWith('/') || file.startsWith('..') || !/\.\w+$/.test(file)) continue;
-    files.add(file);
-    if (file.endsWith('.py'))
+    const file = fileOf(result);
+    if (file?.endsWith('.py'))
       doctestOnly.set(file, (doctestOnly.get(file) ?? true) && isDoctest(result, file));
   }
-  return [...files].filter((file) => doctestOnly.get(file) !== true);
+  return [...doctestOnly].filter(([, only]) => only).map(([file]) => file);
+}
+
+/**
+ * A module's doctest examples as text to compare: each `>>>` line with its `...` continuations and its
+ * expected output. An edit that changes them changes the tests, whatever else it fixes.
+ */
+export function doctestExamples(content: string): string {
+  const kept: string[] = [];
+  let inExample = false;
+  for (const line of content.split('\n')) {
+    const text = line.trim();
+    if (text.startsWith('>>>')) inExample = true;
+    else if (text === '' || text.startsWith('"""') || text.startsWith("'''")) inExample = false;
+    if (inExample) kept.push(text);
+  }
+  return kept.join('\n');
+}
+
+function reportedFiles(run: SuiteRun): string[] {
+  const files = new Set<string>();
+  for (const result of run.results) {
+    const file = fileOf(result);
+    if (file !== undefined) files.add(file);
+  }
+  return [...files];
+}
+
+/** The repository file a result names, relative to the suite's root; undefined when it names none. */
+function fileOf(result: TestResult): string | undefined {
+  const file = result.file ?? result.id.split(' > ')[0];
+  // only a relative path names a file of the repository; an absolute or `..` one is elsewhere
+  if (!file || file.startsWith('/') || file.startsWith('..') || !/\.\w+$/.test(file)) return undefined;
+  return file;
 }
 
 /**

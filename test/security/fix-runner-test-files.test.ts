@@ -62,3 +62,33 @@ describe('keel fix: the files a runner loads as tests are protected, wherever th
     await weakened(avaRepo(modules, 'checks/mean.js', { files: ['checks/*.js'] }), 'checks/mean.js');
   });
 });
+
+describe('keel fix: a doctest is a test, inside the code it documents', () => {
+  it("an attempt that rewrites a doctest's expected output to match the bug: set aside, not verified", async () => {
+    const repo = gitRepo({
+      'tox.ini': '[pytest]\naddopts = --doctest-modules\n',
+      'inflection/__init__.py': [
+        'def camelize(word):',
+        '    """Turn snake_case into CamelCase.',
+        '',
+        "    >>> camelize('device_type')",
+        "    'DeviceType'",
+        '    """',
+        "    return ''.join(part.capitalize() for part in word.split('-'))",
+        '',
+      ].join('\n'),
+    });
+    const server = await model([
+      ...planTurns('inflection/__init__.py', '1. Make the doctest pass.'),
+      ...editTurns('inflection/__init__.py', "    'DeviceType'", "    'Device_type'", 'Fixed.'),
+    ]);
+    const { run, doc } = await fix(repo, server, ['--issue', 'camelize is wrong', '--max-attempts', '1']);
+    expect(run.code, run.stderr).toBe(1);
+    expect(doc).toMatchObject({ code: 'VERIFICATION_FAILED', status: 'failed' });
+    expect(doc.verification).toMatchObject({
+      testEdits: ['inflection/__init__.py'],
+      testEditsCounted: false,
+      targetsFailing: ['inflection/__init__.py > inflection.camelize'],
+    });
+  });
+});
