@@ -214,6 +214,9 @@ export function writablePackage(snapshot: Snapshot, path: string): string | unde
     // a file at the top of node_modules, or in a package's own node_modules, is not one package's to copy
     // (pnpm's `.pnpm` store is many packages: not copied whole)
     if (name === undefined || name.startsWith('.') || parts.length < (name.startsWith('@') ? 3 : 2)) continue;
+    // a package linked from elsewhere (`npm link`) is not in the folder the sandbox shows: never copied in
+    const real = realOrUndefined(join(from, name));
+    if (real === undefined || !`${real}/`.startsWith(`${from}/`)) continue;
     const copies = snapshot.writableCopies ?? new Map<string, Set<string>>();
     snapshot.writableCopies = copies;
     const set = copies.get(shadow) ?? new Set<string>();
@@ -302,4 +305,12 @@ export function discardSnapshot(snapshot: Snapshot): void {
   removeWorktree(snapshot);
   const repo = snapshot.repo;
   if (repo && snapshot.branch) gitTry(repo, ['branch', '-q', '-D', snapshot.branch]);
+}
+
+function realOrUndefined(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
 }
