@@ -12,10 +12,17 @@ import { createModelClient } from '../model/create.js';
 import { GitError } from '../policy/git.js';
 import { type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { EventLog, StoredEvent } from '../store/event-log.js';
-import { describeRun, findSuite, type TestSuite } from '../verify/suite.js';
+import { readOnlyWrite } from '../verify/environment.js';
+import { describeRun, findSuite, importableForm, type TestSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
-import { baseline as summarizeBaseline, type Verdict, verify, withTestEdits } from '../verify/verifier.js';
+import {
+  collectionError,
+  baseline as summarizeBaseline,
+  type Verdict,
+  verify,
+  withTestEdits,
+} from '../verify/verifier.js';
 import { observeFix } from './observe.js';
 import { writeReport } from './report.js';
 import { openRunLog } from './run-log.js';
@@ -29,8 +36,9 @@ import {
   rollback,
   type Snapshot,
   slugify,
+  writablePackage,
 } from './snapshot.js';
-import { baselineTestPaths, guardTests } from './test-guard.js';
+import { baselineDoctestModules, baselineTestPaths, guardTests } from './test-guard.js';
 import { testSandbox } from './test-sandbox.js';
 
 export interface FixOptions {
@@ -165,13 +173,14 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       linked: snapshot.linked,
     });
 
-    const suite = findSuite(snapshot.dir, reportsDir, opts.testCommand ?? config.test_command);
-    if (!suite) {
+    const found = findSuite(snapshot.dir, reportsDir, opts.testCommand ?? config.test_command);
+    if (!found) {
       throw new RunError(
         'ENVIRONMENT_ERROR',
         'no test command found (looked at package.json, pytest, go.mod, Cargo.toml); pass --test-command',
       );
     }
+    let suite = found;
     userCommand = suite.detected.command;
     sandbox = await testSandbox(snapshot, reportsDir, opts.loaded);
     const box = sandbox;
@@ -191,7 +200,34 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       );
       progress(`baseline: \`${suite.detected.command}\` runs ${steps.join(', ')}`);
     }
-    const before = await runTests();
+    let before = await runTests();
+    const importable = opts.signal.aborted ? undefined : importableForm(suite, before, reportsDir);
+    if (importable !== undefined) {
+      progress(
+        `baseline: \`${suite.detected.command}\` cannot import the project (${firstLine(collectionError(before) ?? '')}); trying \`${importable.detected.command}\`, which puts the project's folder on sys.path`,
+      );
+      const previous = suite;
+      suite = importable;
+      const again = await runTests();
+      if (collectionError(again) === undefined && again.environmentProblem === undefined) {
+        before = again;
+        userCommand = suite.detected.command;
+      } else suite = previous;
+    }
+    // a tool that writes into its own package (vitest --typecheck's .tsbuildinfo) gets a throw-away copy
+    for (
+      let copies = 0;
+      copies < 3 && before.environmentProblem !== undefined && !opts.signal.aborted;
+      copies++
+    ) {
+      const path = readOnlyWrite([before.output, ...before.results.map((r) => r.message ?? '')].join('\n'));
+      const name = path === undefined ? undefined : writablePackage(snapshot, path);
+      if (name === undefined) break;
+      progress(
+        `baseline: a tool writes into ${name} (${path}); the tests get a throw-away copy of it, your node_modules is not changed`,
+      );
+      before = await runTests();
+    }
     if (opts.signal.aborted)
       return result({
         code: 'CANCELLED',
@@ -226,6 +262,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     }
     progress(`baseline: ${describeRun(before).split('\n')[0]}`);
     const testPaths = baselineTestPaths(snapshot, before);
+    const doctestModules = baselineDoctestModules(snapshot, before);
     const countEdits = opts.allowTestEdits === true;
 
     const targets = resolveTargetIds(before, opts.targetTests, base.failing);
@@ -317,7 +354,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         feedback = `Your previous attempt changed no files. ${why}`;
         continue;
       }
-      const guard = guardTests(snapshot, testPaths, diff.files, countEdits);
+      const guard = guardTests(snapshot, testPaths, diff.files, countEdits, doctestModules);
       if (guard.edits.length) {
         progress(
           `verifying: the attempt edits existing tests (${guard.edits.join(', ')}); ${countEdits ? '--allow-test-edits: they count' : "judging with the baseline's versions"}`,
@@ -412,6 +449,10 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         opts.onProgress?.(`the unverified attempt could not be committed: ${err.message.split('\n')[0]}`);
       }
     }
+    // kept: a verified fix's commit, or an unverified attempt (committed, or left in the worktree when git could not)
+    keep =
+      commit !== null ||
+      (last.files.length > 0 && (code === 'VERIFICATION_FAILED' || code === 'ENVIRONMENT_ERROR'));
     const runDir = join(paths.runsDir, runId);
     const events = traceEvents(log, runId);
     const report = writeReport({
@@ -427,16 +468,13 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       ...(last.verdict ? { verdict: last.verdict } : {}),
       targets,
       attempts,
-      ...(snapshot.branch ? { branch: snapshot.branch } : {}),
+      // a branch that is deleted when the run ends is named nowhere
+      ...(snapshot.branch && keep ? { branch: snapshot.branch } : {}),
       ...(commit ? { commit } : {}),
       testCommand: userCommand ?? before.command,
       events,
       ...(status === 'failed' ? { failure: reason } : {}),
     });
-    // kept: a verified fix's commit, or an unverified attempt (committed, or left in the worktree when git could not)
-    keep =
-      commit !== null ||
-      (last.files.length > 0 && (code === 'VERIFICATION_FAILED' || code === 'ENVIRONMENT_ERROR'));
     // a verified fix lives on its branch; the worktree folder is only scaffolding
     if (status === 'verified' && snapshot.kind === 'worktree') removeWorktree(snapshot);
     const out = result({

@@ -1,6 +1,15 @@
 /** The snapshot a fix works in: a git worktree on a new branch, or a copy; the user's checkout is never touched. */
-import { cpSync, existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
+import { isAbsolute, join, relative } from 'node:path';
 import { RunError } from '../agent/terminal.js';
 import { findRepo, GitError, git, gitTry, initRepo, KEEL_IDENT, openRepoAt } from '../policy/git.js';
 
@@ -39,6 +48,12 @@ export interface Snapshot {
    * node_modules plus writable, empty cache folders (`MODULE_CACHES`); rebuilt before each test run.
    */
   moduleShadows: string[];
+  /**
+   * Packages (`name` or `@scope/name`, per shadow) that a tool writes into (`vitest --typecheck`'s
+   * `.tsbuildinfo`): copied into the shadow instead of linked, afresh before each run, so the tool can write
+   * and the user's package never changes. Found at baseline (`writablePackage`).
+   */
+  writableCopies?: Map<string, Set<string>>;
 }
 
 /** A short slug from an issue text, for the branch name. */
@@ -136,13 +151,81 @@ function linkDependencies(source: string, dir: string): Linked {
  * Node resolves a package through the link to its real folder, so its own dependencies resolve as they do
  * in the user's checkout; only what a tool writes at the top (a cache) lands in the snapshot.
  */
-function shadowModules(from: string, to: string): void {
+function shadowModules(from: string, to: string, copies: Set<string> = new Set()): void {
   rmSync(to, { recursive: true, force: true });
   mkdirSync(to, { recursive: true });
+  const scopes = new Set(
+    [...copies].filter((name) => name.startsWith('@')).map((name) => name.split('/')[0]),
+  );
   for (const entry of readdirSync(from)) {
-    if (!MODULE_CACHES.includes(entry)) symlinkSync(join(from, entry), join(to, entry));
+    if (MODULE_CACHES.includes(entry)) continue;
+    if (copies.has(entry)) copyPackage(join(from, entry), join(to, entry));
+    else if (scopes.has(entry)) shadowScope(join(from, entry), join(to, entry), entry, copies);
+    // the programs link to `../pkg/...`: resolved in the shadow, they run the writable copy
+    else if (entry === '.bin' && copies.size > 0) shadowLinks(join(from, entry), join(to, entry));
+    else symlinkSync(join(from, entry), join(to, entry));
   }
   for (const cache of MODULE_CACHES) mkdirSync(join(to, cache));
+}
+
+/** A scope folder of links, with its packages in `copies` copied. */
+function shadowScope(from: string, to: string, scope: string, copies: Set<string>): void {
+  mkdirSync(to);
+  for (const entry of readdirSync(from)) {
+    if (copies.has(`${scope}/${entry}`)) copyPackage(join(from, entry), join(to, entry));
+    else symlinkSync(join(from, entry), join(to, entry));
+  }
+}
+
+/** A folder holding the same links as `from` (relative targets then resolve inside `to`'s parent). */
+function shadowLinks(from: string, to: string): void {
+  mkdirSync(to);
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const path = join(from, entry.name);
+    symlinkSync(entry.isSymbolicLink() ? readlinkSync(path) : path, join(to, entry.name));
+  }
+}
+
+/** A writable copy of a package; its own node_modules stays a link, since only the package is written to. */
+function copyPackage(from: string, to: string): void {
+  const real = realpathSync(from);
+  cpSync(real, to, {
+    recursive: true,
+    dereference: true,
+    filter: (src) => src !== join(real, 'node_modules'),
+  });
+  if (existsSync(join(real, 'node_modules')))
+    symlinkSync(join(real, 'node_modules'), join(to, 'node_modules'));
+}
+
+/**
+ * Make the package that holds `path` (a file a tool failed to write, in a linked node_modules of the
+ * user's) a writable copy in the snapshot from the next run on. Returns its name, or undefined when the path
+ * is in no linked node_modules or the package is a copy already.
+ */
+export function writablePackage(snapshot: Snapshot, path: string): string | undefined {
+  for (const shadow of snapshot.moduleShadows) {
+    const from = snapshot.linkedFrom[snapshot.linked.indexOf(relative(snapshot.dir, shadow))];
+    if (from === undefined) continue;
+    const rel = relative(from, path);
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) continue;
+    const parts = rel.split('/');
+    const name = parts[0]?.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+    // a file at the top of node_modules, or in a package's own node_modules, is not one package's to copy
+    // (pnpm's `.pnpm` store is many packages: not copied whole)
+    if (name === undefined || name.startsWith('.') || parts.length < (name.startsWith('@') ? 3 : 2)) continue;
+    // a package linked from elsewhere (`npm link`) is not in the folder the sandbox shows: never copied in
+    const real = realOrUndefined(join(from, name));
+    if (real === undefined || !`${real}/`.startsWith(`${from}/`)) continue;
+    const copies = snapshot.writableCopies ?? new Map<string, Set<string>>();
+    snapshot.writableCopies = copies;
+    const set = copies.get(shadow) ?? new Set<string>();
+    if (set.has(name)) return undefined;
+    set.add(name);
+    copies.set(shadow, set);
+    return name;
+  }
+  return undefined;
 }
 
 /**
@@ -153,7 +236,8 @@ function shadowModules(from: string, to: string): void {
 export function refreshDependencies(snapshot: Snapshot): void {
   for (const shadow of snapshot.moduleShadows) {
     const from = snapshot.linkedFrom[snapshot.linked.indexOf(relative(snapshot.dir, shadow))];
-    if (from !== undefined && existsSync(from)) shadowModules(from, shadow);
+    if (from !== undefined && existsSync(from))
+      shadowModules(from, shadow, snapshot.writableCopies?.get(shadow));
   }
 }
 
@@ -221,4 +305,12 @@ export function discardSnapshot(snapshot: Snapshot): void {
   removeWorktree(snapshot);
   const repo = snapshot.repo;
   if (repo && snapshot.branch) gitTry(repo, ['branch', '-q', '-D', snapshot.branch]);
+}
+
+function realOrUndefined(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
 }

@@ -16,11 +16,14 @@ import {
 } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { gitBuffer, gitTry } from '../policy/git.js';
+import { runnerTestMatcher } from '../verify/runner-test-files.js';
 import {
+  doctestExamples,
   isTestConfig,
   isTestFile,
   packageWithBaselineTestKeys,
   preloadedFiles,
+  reportedDoctestModules,
   reportedTestFiles,
   testConfigView,
 } from '../verify/test-files.js';
@@ -46,9 +49,16 @@ export interface TestGuard {
 /** Names a fix may legitimately add that only look like test configuration (a new package's manifest). */
 const ADDABLE_CONFIG = new Set(['package.json', 'pyproject.toml', 'setup.cfg']);
 
+/** The modules whose only tests are their doctests (pytest's `--doctest-modules`), as repository-top paths. */
+export function baselineDoctestModules(snapshot: Snapshot, baseline: SuiteRun): Set<string> {
+  const prefix = relative(snapshot.top, snapshot.dir);
+  return new Set(reportedDoctestModules(baseline).map((file) => (prefix ? join(prefix, file) : file)));
+}
+
 /**
  * The test files and configuration the snapshot holds at its base commit, as repository-top paths: the
- * files the runner's own baseline report named, each ecosystem's conventions, and the files the test
+ * files the runner's own baseline report named, each ecosystem's conventions, the files each runner's
+ * defaults and configuration load as tests (ava's root `test.js`, jest's `testMatch`...), and the files the test
  * command and configuration load into the test process (preloads, setup files).
  */
 export function baselineTestPaths(snapshot: Snapshot, baseline: SuiteRun): Set<string> {
@@ -57,21 +67,24 @@ export function baselineTestPaths(snapshot: Snapshot, baseline: SuiteRun): Set<s
     .filter(Boolean);
   const prefix = relative(snapshot.top, snapshot.dir);
   const reported = new Set(reportedTestFiles(baseline).map((file) => (prefix ? join(prefix, file) : file)));
-  const paths = tracked.filter((path) => reported.has(path) || isTestFile(path) || isTestConfig(path));
+  const loaded = runnerTestMatcher(tracked, (path) => readText(join(snapshot.top, path)));
+  const paths = tracked.filter(
+    (path) => reported.has(path) || isTestFile(path) || loaded(path) || isTestConfig(path),
+  );
   const configs = paths.filter(isTestConfig).map((path) => ({
     dir: dirname(path),
-    text: testConfigView(path, readOr(join(snapshot.top, path))),
+    text: testConfigView(path, readText(join(snapshot.top, path)) ?? ''),
   }));
   const commands = [baseline.command, ...(baseline.checks ?? []).map((c) => c.command)];
   const sources = [...commands.map((text) => ({ dir: prefix || '.', text })), ...configs];
   return new Set([...paths, ...preloadedFiles(sources, new Set(tracked))]);
 }
 
-function readOr(path: string): string {
+function readText(path: string): string | undefined {
   try {
     return readFileSync(path, 'utf8');
   } catch {
-    return '';
+    return undefined;
   }
 }
 
@@ -84,6 +97,7 @@ export function guardTests(
   protectedPaths: Set<string>,
   changed: string[],
   countEdits: boolean,
+  doctestModules: Set<string> = new Set(),
 ): TestGuard {
   const replacements: { path: string; baseline: Entry }[] = [];
   let unsafe: string | undefined;
@@ -97,7 +111,12 @@ export function guardTests(
       continue;
     }
     const current = readEntry(abs);
-    if (protectedPaths.has(path)) {
+    if (doctestModules.has(path) && current.kind === 'file') {
+      // a module with doctests is code: its code edits are the fix, an edit to its examples is a test edit
+      const base = gitBuffer(snapshot.top, ['show', `HEAD:${path}`]).toString('utf8');
+      if (doctestExamples(base) !== doctestExamples(current.data.toString('utf8')))
+        replacements.push({ path, baseline: { kind: 'file', data: Buffer.from(base), mode: current.mode } });
+    } else if (protectedPaths.has(path)) {
       const base = gitBuffer(snapshot.top, ['show', `HEAD:${path}`]);
       const baseline = configBaseline(path, base, current);
       if (baseline !== undefined) replacements.push({ path, baseline });

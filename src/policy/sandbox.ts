@@ -120,6 +120,9 @@ export function sandboxEnv(
   // minute; the error then names package.json's `packageManager` (verify/environment.ts)
   env.COREPACK_ENABLE_DOWNLOAD_PROMPT = '0';
   if (opts.network === false) env.COREPACK_ENABLE_NETWORK = '0';
+  // npm and npx without a network retry each request for over a minute before they fail: told they are
+  // offline, they answer from their cache or fail at once with ENOTCACHED (verify/environment.ts)
+  if (opts.network === false) env.npm_config_offline = 'true';
   if (home !== undefined) env.HOME = home;
   // npm checks the registry for a newer npm on every run; with no network (or an empty HOME) that check
   // alone adds 150-300 ms to each `npm test`, and its answer is of no use inside a sandbox

@@ -2,8 +2,9 @@
  * The chain's checks in the verdict. A check (lint, type check, audit) that passed at baseline and fails
  * after the change makes the change not verified, named as a failed check and never as a test regression;
  * a check that already failed at baseline is listed and does not count, since the change did not break it.
- * A check that cannot run after the change for a reason outside the code (the network, a missing tool)
- * is an environment problem: keel cannot vouch for a change when part of the user's test command did not run.
+ * A check that passed at baseline and cannot run after the change for a reason outside the code (the
+ * network, a missing tool) is an environment problem: keel cannot vouch for a change when part of the user's
+ * test command did not run. One that failed at baseline too is listed as already failing, whatever the cause.
  */
 import type { CheckRun, SuiteRun } from './types.js';
 import type { Verdict } from './verifier.js';
@@ -34,8 +35,12 @@ export function judgeChecks(verdict: Verdict, before: SuiteRun, after: SuiteRun)
       broken: base.passed && afterState === 'failed',
     };
   });
-  // keel cannot vouch for a change when part of the user's own test command could not run here
-  const unrunnable = (after.checks ?? []).find((check) => !check.passed && check.environmentProblem);
+  // keel cannot vouch for a change when part of the user's own test command that ran at baseline could not
+  // run here; one that already failed at baseline (an audit that needs the network) says nothing either way
+  const passedBefore = new Set(baseChecks.filter((check) => check.passed).map((check) => check.name));
+  const unrunnable = (after.checks ?? []).find(
+    (check) => !check.passed && check.environmentProblem && passedBefore.has(check.name),
+  );
   if (unrunnable?.environmentProblem !== undefined) {
     const problem = `${label(unrunnable)} could not run: ${unrunnable.environmentProblem}`;
     return {

@@ -76,11 +76,18 @@ function corepackDownload(text: string): string | undefined {
  * code under test. The path says which folder.
  */
 function readOnlyFolder(text: string): string | undefined {
-  const match =
-    /EROFS: read-only file system, \w+ '([^']+)'/.exec(text) ??
-    /\[Errno 30\] Read-only file system: '([^']+)'/.exec(text);
-  if (match === null) return undefined;
-  return `a tool the tests run wrote to a read-only folder: ${match[1]} (the sandbox keeps dependency folders and .git read-only)`;
+  const path = readOnlyWrite(text);
+  if (path === undefined) return undefined;
+  return `a tool the tests run wrote to a read-only folder: ${path} (the sandbox keeps dependency folders and .git read-only)`;
+}
+
+/** The path a run's output says could not be written because its folder is read-only, if any. */
+export function readOnlyWrite(text: string): string | undefined {
+  const clean = stripAnsi(text);
+  return (
+    /EROFS: read-only file system, \w+ '([^']+)'/.exec(clean)?.[1] ??
+    /\[Errno 30\] Read-only file system: '([^']+)'/.exec(clean)?.[1]
+  );
 }
 
 function missingScript(text: string): string | undefined {
@@ -138,6 +145,10 @@ function network(text: string): string | undefined {
       // a refused connection to this machine is a test talking to its own server, not the network
       if (!isLoopback(host)) return `network unavailable: cannot reach ${host}`;
     }
+  }
+  const uncached = /code ENOTCACHED[\s\S]*?request to (\S+) failed/.exec(text);
+  if (uncached !== null) {
+    return `network unavailable: npm is offline in the sandbox and ${uncached[1]} is not in its cache`;
   }
   if (/Temporary failure in name resolution|Couldn't resolve host name/.test(text)) {
     return 'network unavailable: name resolution failed';

@@ -5,6 +5,7 @@ import { buildInvocation } from './reporters.js';
 import { runSuite, type SuiteExec } from './run.js';
 import { runSteps } from './run-steps.js';
 import type { DetectedCommand, SuiteRun } from './types.js';
+import { collectionError } from './verifier.js';
 
 export interface SuiteRunOptions {
   filter?: string;
@@ -54,6 +55,26 @@ export class TestSuite {
 export function findSuite(root: string, reportsDir: string, testCommand?: string): TestSuite | undefined {
   const detected = testCommand ? fromCommand(root, testCommand, 'test_command') : detectTestCommand(root);
   return detected ? new TestSuite(root, detected, reportsDir) : undefined;
+}
+
+/**
+ * The `python -m pytest` form of a suite whose bare `pytest` could not import the project: `pytest` puts
+ * the test files' folders on sys.path, `python -m` the current folder too, so a package at the root of a
+ * `src`-less project is importable only that way. Undefined when the run says nothing of the kind.
+ */
+export function importableForm(suite: TestSuite, run: SuiteRun, reportsDir: string): TestSuite | undefined {
+  const { detected } = suite;
+  if (detected.runner !== 'pytest' || detected.steps !== undefined || detected.script !== undefined)
+    return undefined;
+  const bare = /^((?:\S*\/)?bin\/)?pytest(?=\s|$)/.exec(detected.command);
+  if (bare === null) return undefined;
+  const cannotImport = /\b(ModuleNotFoundError|ImportError)\b/.test(
+    [run.output, ...run.results.map((r) => r.message ?? '')].join('\n'),
+  );
+  if (collectionError(run) === undefined || !cannotImport) return undefined;
+  const python = bare[1] === undefined ? 'python3' : `${bare[1]}python`;
+  const command = `${python} -m pytest${detected.command.slice(bare[0].length)}`;
+  return new TestSuite(suite.root, { ...detected, command }, reportsDir);
 }
 
 /** Counts of a run: passed, failed, skipped. */

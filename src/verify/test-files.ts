@@ -3,7 +3,7 @@
  * a fix with as they were at baseline, so a "fix" that weakens a test cannot verify itself.
  */
 import { basename, posix } from 'node:path';
-import type { SuiteRun } from './types.js';
+import type { SuiteRun, TestResult } from './types.js';
 
 /** Folders whose every file belongs to the tests (fixtures, snapshots, helpers). */
 const TEST_DIRS = new Set([
@@ -136,15 +136,73 @@ export function preloadedFiles(
   return [...found].sort();
 }
 
-/** The test files a baseline run named, relative to the suite's root (the runner's own report). */
+/**
+ * The test files a baseline run named, relative to the suite's root (the runner's own report). A Python
+ * module whose only results are its doctests (pytest's `--doctest-modules`) is code, not a test file:
+ * its doctests still count as tests, and an edit to its code is the fix.
+ */
 export function reportedTestFiles(run: SuiteRun): string[] {
+  const doctests = new Set(reportedDoctestModules(run));
+  return reportedFiles(run).filter((file) => !doctests.has(file));
+}
+
+/** The Python modules a baseline run named whose only results are their doctests: code with tests in it. */
+export function reportedDoctestModules(run: SuiteRun): string[] {
+  const doctestOnly = new Map<string, boolean>();
+  for (const result of run.results) {
+    const file = fileOf(result);
+    if (file?.endsWith('.py'))
+      doctestOnly.set(file, (doctestOnly.get(file) ?? true) && isDoctest(result, file));
+  }
+  return [...doctestOnly].filter(([, only]) => only).map(([file]) => file);
+}
+
+/**
+ * A module's doctest examples as text to compare: each `>>>` line with its `...` continuations and its
+ * expected output. An edit that changes them changes the tests, whatever else it fixes.
+ */
+export function doctestExamples(content: string): string {
+  const kept: string[] = [];
+  let inExample = false;
+  for (const line of content.split('\n')) {
+    const text = line.trim();
+    if (text.startsWith('>>>')) inExample = true;
+    else if (text === '' || text.startsWith('"""') || text.startsWith("'''")) inExample = false;
+    if (inExample) kept.push(text);
+  }
+  return kept.join('\n');
+}
+
+function reportedFiles(run: SuiteRun): string[] {
   const files = new Set<string>();
   for (const result of run.results) {
-    const file = result.file ?? result.id.split(' > ')[0];
-    // only a relative path names a file of the repository; an absolute or `..` one is elsewhere
-    if (file && !file.startsWith('/') && !file.startsWith('..') && /\.\w+$/.test(file)) files.add(file);
+    const file = fileOf(result);
+    if (file !== undefined) files.add(file);
   }
   return [...files];
+}
+
+/** The repository file a result names, relative to the suite's root; undefined when it names none. */
+function fileOf(result: TestResult): string | undefined {
+  const file = result.file ?? result.id.split(' > ')[0];
+  // only a relative path names a file of the repository; an absolute or `..` one is elsewhere
+  if (!file || file.startsWith('/') || file.startsWith('..') || !/\.\w+$/.test(file)) return undefined;
+  return file;
+}
+
+/**
+ * Whether a pytest result is a doctest: pytest names one by the dotted path of what it documents
+ * (`inflection.camelize`, or the module itself), which a test function's name (an identifier, perhaps
+ * with `[params]`) never is.
+ */
+function isDoctest(result: TestResult, file: string): boolean {
+  const name = (result.name ?? '').split('[')[0] ?? '';
+  // a module that could not be collected is reported under its own path
+  if (name === file) return false;
+  if (name.includes('.')) return true;
+  const module = basename(file, '.py');
+  const owner = module === '__init__' ? basename(posix.dirname(file)) : module;
+  return name === owner;
 }
 
 function testSections(content: string): string {

@@ -59,11 +59,17 @@ describe('keel fix: the verdict', () => {
 
   it('an environment problem after an attempt stops with exit 3 and keeps the attempt', async () => {
     const repo = fixtureRepo('stats');
-    // a posttest step that needs the network runs only once the tests pass: after the correct fix
+    // a posttest step that uploads only a fixed build's coverage: it passed at baseline (nothing to upload)
+    // and needs the network after the correct fix
     writeFiles(repo, {
       'package.json': `${JSON.stringify({ name: 'env-after', private: true, type: 'module', scripts: { test: 'node --test', posttest: 'node scripts/upload.js' } }, null, 2)}\n`,
-      'scripts/upload.js':
-        "import { lookup } from 'node:dns/promises';\nawait lookup('coverage.keel-test.invalid');\n",
+      'scripts/upload.js': [
+        "import { readFileSync } from 'node:fs';",
+        "import { lookup } from 'node:dns/promises';",
+        "if (readFileSync('src/stats.js', 'utf8').includes('/ values.length;'))",
+        "  await lookup('coverage.keel-test.invalid');",
+        '',
+      ].join('\n'),
     });
     git(repo, 'add', '-A');
     git(repo, 'commit', '-q', '-m', 'upload coverage after the tests');

@@ -156,13 +156,14 @@ describe('a followed chain, run step by step', () => {
 });
 
 describe('a check that cannot run', () => {
-  it('after the change is an environment problem, naming the check and what is missing', async () => {
-    const offline = {
-      ...check('posttest', false),
-      environmentProblem: 'the network is off: example.invalid',
-    };
+  const offline = {
+    ...check('posttest', false),
+    environmentProblem: 'the network is off: example.invalid',
+  };
+
+  it('after the change, having passed before, is an environment problem naming the check and what is missing', async () => {
     const verdict = await verify({
-      baseline: run(true, [offline]),
+      baseline: run(true, [check('posttest', true)]),
       after: run(false, [offline]),
       targets: [],
     });
@@ -171,5 +172,16 @@ describe('a check that cannot run', () => {
       environmentProblem:
         'check `posttest` (posttest-tool --fix) could not run: the network is off: example.invalid',
     });
+  });
+
+  it('before and after the change alike does not block the verdict: it already failed', async () => {
+    const verdict = await verify({
+      baseline: run(true, [offline]),
+      after: run(false, [offline]),
+      targets: [],
+    });
+    expect(verdict.status).toBe('verified');
+    expect(verdict.environmentProblem).toBeUndefined();
+    expect(verdict.reason).toContain('check `posttest` (posttest-tool --fix) already failed at baseline');
   });
 });

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { runnerTestMatcher } from '../../src/verify/runner-test-files.js';
 import {
   isTestConfig,
   isTestFile,
   packageWithBaselineTestKeys,
   preloadedFiles,
+  reportedTestFiles,
   testConfigView,
 } from '../../src/verify/test-files.js';
 
@@ -101,5 +103,66 @@ describe('preloadedFiles', () => {
       tracked,
     );
     expect(found).toEqual([]);
+  });
+});
+
+describe('the files each runner loads as tests', () => {
+  const matcher = (files: Record<string, string>) =>
+    runnerTestMatcher(Object.keys(files), (path) => files[path]);
+
+  it("reads the runners' defaults and each config's globs, relative to the config's folder", () => {
+    const loads = matcher({
+      'package.json': JSON.stringify({ jest: { testMatch: ['<rootDir>/checks/**/*.js'] } }),
+      'web/.mocharc.yml': 'spec:\n  - specs/**/*.cjs\n',
+      'py/setup.cfg': '[tool:pytest]\npython_files = check_*.py\ntestpaths = suite\n',
+      'src/index.js': '',
+      'app/package.json': JSON.stringify({ jest: { testRegex: '(/checks/.*|\\.check)\\.js$' } }),
+    });
+    for (const path of [
+      'test.js',
+      'test-mean.mjs',
+      'lib/tests.ts',
+      'checks/a/mean.js',
+      'web/specs/x.cjs',
+      'py/suite/deep/check_mean.py',
+      'app/lib/mean.check.js',
+    ])
+      expect(loads(path), path).toBe(true);
+    for (const path of [
+      'src/index.js',
+      'specs/x.cjs',
+      'py/check_mean.py',
+      'py/suite/mean.py',
+      'testing.js',
+      'app/lib/mean.js',
+    ])
+      expect(loads(path), path).toBe(false);
+  });
+
+  it('a module whose only results are doctests is code; a test module is a test file', () => {
+    const result = (file: string, name: string) => ({
+      id: `${file} > ${name}`,
+      name,
+      file,
+      status: 'passed' as const,
+    });
+    const run = {
+      command: 'pytest',
+      runner: 'pytest' as const,
+      exitCode: 0,
+      timedOut: false,
+      durationMs: 1,
+      output: '',
+      parsed: true,
+      collected: 4,
+      results: [
+        result('inflection/__init__.py', 'inflection.camelize'),
+        result('inflection/__init__.py', 'inflection'),
+        result('checks.py', 'test_camelize[a.b]'),
+        result('mixed.py', 'mixed.helper'),
+        result('mixed.py', 'test_helper'),
+      ],
+    };
+    expect(reportedTestFiles(run).sort()).toEqual(['checks.py', 'mixed.py']);
   });
 });
