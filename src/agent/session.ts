@@ -507,14 +507,29 @@ export interface CompactOptions {
   signal: AbortSignal;
 }
 
+// the window each server runs a model with, asked once per process: a subagent or the next chat turn
+// starts without the probe's round trips (a server does not change its window under a running keel)
+const windows = new Map<string, Promise<number | undefined>>();
+
 /** The window the model's server runs with, when it says within the connect timeout. */
 async function serverWindow(
-  model: { contextWindow?(signal?: AbortSignal): Promise<number | undefined> },
+  model: { contextWindow?(signal?: AbortSignal): Promise<number | undefined>; currentModel?(): string },
   config: Config,
   signal: AbortSignal,
 ): Promise<number | undefined> {
-  const asked = AbortSignal.any([signal, AbortSignal.timeout(config.timeouts.connect_s * 1000)]);
-  return (await model.contextWindow?.(asked).catch(() => undefined)) ?? undefined;
+  // a role's model (a reviewer) may be another than the configured one
+  const key = JSON.stringify([config.provider, config.base_url, model.currentModel?.() ?? config.model]);
+  let known = windows.get(key);
+  if (!known) {
+    const asked = AbortSignal.any([signal, AbortSignal.timeout(config.timeouts.connect_s * 1000)]);
+    known = model.contextWindow?.(asked).catch(() => undefined) ?? Promise.resolve(undefined);
+    windows.set(key, known);
+    // an answer cut short by this session's own cancel says nothing about the server: ask again next time
+    known.then((w) => {
+      if (w === undefined && signal.aborted) windows.delete(key);
+    });
+  }
+  return (await known) ?? undefined;
 }
 
 /** `keel sessions compact ID` (`runtime.compact`): fold a stored session's older turns into a summary now. */
