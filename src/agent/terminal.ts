@@ -35,3 +35,8 @@ export function cutOffSentence(maxOutputTokens?: number): string {
     maxOutputTokens === undefined ? 'max_output_tokens' : `max_output_tokens = ${maxOutputTokens}`;
   return `the answer was cut at the output limit (${limit}); raise max_output_tokens for the whole answer`;
 }
+
+/** `1 round`, `3 rounds`: a count in words for people, on every face. */
+export function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}

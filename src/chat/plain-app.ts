@@ -5,7 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import type { SessionEvent } from '../agent/events.js';
-import { cutOffSentence } from '../agent/terminal.js';
+import { count, cutOffSentence } from '../agent/terminal.js';
 import { inert, inertLine } from '../cli/inert.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
@@ -277,9 +277,4 @@ function safeJson(raw: string): unknown {
   } catch {
     return {};
   }
-}
-
-/** `1 round`, `3 rounds`. */
-function count(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

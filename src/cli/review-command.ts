@@ -4,7 +4,7 @@
  */
 import { statSync } from 'node:fs';
 import type { SessionOutcome } from '../agent/session.js';
-import { RunError } from '../agent/terminal.js';
+import { count, RunError } from '../agent/terminal.js';
 import { keelPaths } from '../config/paths.js';
 import { parseReview, type Review, reviewPrompt, VERDICT_FORMAT } from '../fix/review.js';
 import { createModelClient, createRoleModelClient } from '../model/create.js';
@@ -252,9 +252,4 @@ function reviewTask(change: Change, task: string | undefined): string {
       ...(task === undefined ? {} : { task }),
     }),
   ].join('\n');
-}
-
-/** `1 round`, `3 rounds`. */
-function count(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

@@ -246,7 +246,7 @@ function countOf(r: RunSummary): string {
 }
 
 /** `3m`, `5h`, `2d`: how long ago. */
-function age(iso: string): string {
+export function age(iso: string): string {
   const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
   if (s < 60) return `${Math.round(s)}s`;
   if (s < 3600) return `${Math.round(s / 60)}m`;

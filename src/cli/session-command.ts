@@ -1,7 +1,7 @@
 /** `keel ask|plan|edit|run`: start a session, render it, and exit with its code. */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import type { SessionOutcome } from '../agent/session.js';
-import { cutOffSentence, RunError } from '../agent/terminal.js';
+import { count, cutOffSentence, RunError } from '../agent/terminal.js';
 import { keelPaths } from '../config/paths.js';
 import type { Config, Mode } from '../config/schema.js';
 import { openDb } from '../store/db.js';
@@ -280,11 +280,6 @@ function newestSessionIn(cwd: string): string | undefined {
 
 function verbOf(mode: Mode): string {
   return mode === 'auto' ? 'run' : mode;
-}
-
-/** `1 round`, `3 rounds`. */
-function count(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 /** Notes on this repository's memory at other places (none when memory cannot be read: it never fails a session). */

@@ -13,6 +13,7 @@ import { inertLine } from './inert.js';
 import { type CommonFlags, ConfigError, load, workspace } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red } from './render.js';
+import { age } from './runs-command.js';
 import type { VerbFlags } from './session-command.js';
 
 function withLog<T>(fn: (log: EventLog) => T): T | undefined {
@@ -60,15 +61,6 @@ function listed(log: EventLog, row: SessionRow): Listed & { session_id: string }
     title,
     state: row.code ?? (runningPid(log, row.id) ? 'running' : 'interrupted'),
   };
-}
-
-/** `3m`, `5h`, `2d`: how long ago. */
-function age(iso: string): string {
-  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
-  if (s < 60) return `${Math.round(s)}s`;
-  if (s < 3600) return `${Math.round(s / 60)}m`;
-  if (s < 86_400) return `${Math.round(s / 3600)}h`;
-  return `${Math.round(s / 86_400)}d`;
 }
 
 /** The project column: the workspace folder's name (the whole path is in --json). */

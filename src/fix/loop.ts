@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { SessionEvent, TokenCount } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
 import type { SessionOutcome } from '../agent/session.js';
-import { RunError, type TerminalCode } from '../agent/terminal.js';
+import { count, RunError, type TerminalCode } from '../agent/terminal.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { protectedStatePaths } from '../config/paths.js';
 import type { ModelClient } from '../model/chain.js';
@@ -377,9 +377,4 @@ function roundPrompt(task: string, round: number, feedback: string): string {
     ...(round > 1 ? ['', `This is round ${round}; your earlier changes are still in the files.`] : []),
     ...(feedback ? ['', feedback] : []),
   ].join('\n');
-}
-
-/** `1 round`, `3 rounds`. */
-function count(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

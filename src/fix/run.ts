@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
-import { RunError, type TerminalCode } from '../agent/terminal.js';
+import { count, RunError, type TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
@@ -632,9 +632,4 @@ function testEditFeedback(edits: string[]): string {
 
 function firstLine(text: string): string {
   return text.trim().split('\n')[0] ?? '';
-}
-
-/** `1 round`, `3 rounds`. */
-function count(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

@@ -6,6 +6,7 @@
  */
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
+import { parseObject } from './test-files.js';
 
 /** Read a repository file (repository-top path) as text; undefined when it is not there. */
 export type ReadFile = (path: string) => string | undefined;
@@ -144,16 +145,4 @@ function option(section: string, key: string): string[] | undefined {
 /** jest's `<rootDir>/` means the config's folder; a leading `./` means the same. */
 function rootDirless(glob: string): string {
   return glob.replace(/^<rootDir>\//, '').replace(/^\.\//, '');
-}
-
-function parseObject(text: string | undefined): Record<string, unknown> | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
 }

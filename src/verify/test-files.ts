@@ -216,7 +216,9 @@ function testSections(content: string): string {
   return kept.join('\n');
 }
 
-function parseObject(text: string): Record<string, unknown> | undefined {
+/** A JSON object from text, or undefined for anything else (absent, not JSON, not an object). */
+export function parseObject(text: string | undefined): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
     return typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -34,6 +34,7 @@ import type { ApprovalAnswer, ApprovalRequest } from '../../agent/approvals.js';
 import type { SessionEvent } from '../../agent/events.js';
 import type { SessionOutcome, StartOptions } from '../../agent/session.js';
 import type { TerminalCode } from '../../agent/terminal.js';
+import { count } from '../../agent/terminal.js';
 import type { Mode } from '../../config/schema.js';
 import type { SkillId } from './card.js';
 
@@ -549,9 +550,4 @@ function dataPartOf(value: Record<string, unknown>): Part {
 
 function partOf(text: string, mediaType: string): Part {
   return { content: { $case: 'text', value: text }, mediaType, filename: '', metadata: undefined };
-}
-
-/** `1 round`, `3 rounds`. */
-function count(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

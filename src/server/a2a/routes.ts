@@ -15,6 +15,7 @@ import {
   validateVersion,
 } from '@a2a-js/sdk/server';
 import type { Hono } from 'hono';
+import { count } from '../../agent/terminal.js';
 import { keelVersion } from '../../cli/package-root.js';
 import type { LoadedConfig } from '../../config/load.js';
 import type { FixRuns } from '../fixes.js';
@@ -171,9 +172,4 @@ export function mountServeA2a(
     fix: startFixWith(deps.fixes, deps.configFor),
     store,
   });
-}
-
-/** `1 round`, `3 rounds`. */
-function count(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
