@@ -26,7 +26,7 @@ import { findVouchingLine, startProblem } from '../store/audit-sessions.js';
 import type { EventLog, SessionRow } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';
 import { ToolRegistry } from '../tools/registry.js';
-import type { ToolContext, ToolDeps, ToolFactory } from '../tools/types.js';
+import type { ToolContext } from '../tools/types.js';
 import type { TestSuite } from '../verify/suite.js';
 import type { Approver } from './approvals.js';
 import { Spend, type Spent } from './budgets.js';
@@ -36,6 +36,7 @@ import { replay, type SessionState } from './history.js';
 import { runSession, type SessionResult } from './loop.js';
 import type { Runtime } from './runtime.js';
 import { RunError } from './terminal.js';
+import type { SessionToolDeps, SessionToolFactory } from './tool-deps.js';
 
 export interface StartOptions {
   mode: Mode;
@@ -52,7 +53,7 @@ export interface StartOptions {
   /** A subagent's policy, narrowed from its parent's by the gate; a person's session builds its own from config. */
   policy?: Policy;
   /** More tools, made for this session from its dependencies (subagents, MCP, memory). */
-  tools?: ToolFactory[];
+  tools?: SessionToolFactory[];
   /** The id for a new session (a subagent's is known before it starts); default: a fresh one. */
   id?: string;
   /** Messages for the session while it runs (from its parent), read before each model request. */
@@ -296,7 +297,7 @@ async function runIn(
   // the tree's one counter: a reopened session starts from what its subagents spent before (their logs)
   const spend = new Spend(policy.budgets, opts.spendParent);
   if (reopened) spend.add(descendantsSpent(log, sessionId));
-  const deps: ToolDeps = {
+  const deps: SessionToolDeps = {
     policy,
     sessionId,
     model,

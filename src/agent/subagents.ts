@@ -9,9 +9,10 @@
 import { z } from 'zod';
 import { MODES } from '../config/schema.js';
 import type { Budgets, Policy } from '../policy/policy.js';
-import type { Tool, ToolDeps, ToolFactory, ToolResult } from '../tools/types.js';
+import type { Tool, ToolResult } from '../tools/types.js';
 import { ToolError } from '../tools/types.js';
 import type { SessionOutcome } from './session.js';
+import type { SessionToolDeps, SessionToolFactory } from './tool-deps.js';
 
 type AgentState = 'running' | 'completed' | 'failed' | 'cancelled';
 
@@ -53,7 +54,7 @@ function describe(agent: Agent): string {
 }
 
 /** The subagent tools of one session; every child it spawns gets the same tools (one level deeper). */
-export const agentTools: ToolFactory = (deps: ToolDeps): Tool[] => {
+export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] => {
   const { policy } = deps;
   const agents = new Map<string, Agent>();
   const running = () => [...agents.values()].filter((a) => a.state === 'running');

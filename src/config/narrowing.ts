@@ -5,7 +5,7 @@
  */
 import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { APPROVALS, type Approvals, asksAtLeast } from '../policy/approvals.js';
+import { APPROVALS, type Approvals, asksAtLeast } from './approvals.js';
 import type { Raw } from './load.js';
 import { type Config, configSchema } from './schema.js';
 

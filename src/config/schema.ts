@@ -3,7 +3,7 @@
  * `[profiles.NAME]` tables are read by the loader, not here: each holds keys of this schema.
  */
 import { z } from 'zod';
-import { APPROVALS } from '../policy/approvals.js';
+import { APPROVALS } from './approvals.js';
 
 export const MODES = ['ask', 'plan', 'edit', 'auto'] as const;
 export type Mode = (typeof MODES)[number];

@@ -1,25 +1,6 @@
-/**
- * When keel itself asks a person before a call (a hook may ask too). The setting only adds
- * questions to calls the policy already allows: it can never allow what the gate denies.
- *
- * - unset (the default): shell (exec) calls that would run outside the sandbox;
- * - "shell": every exec call; "writes": every write, plus the default's;
- * - "all": every write and exec call; "never": keel asks nothing (a hook that asks is still asked).
- */
-import type { Effect } from '../tools/types.js';
-
-export const APPROVALS = ['writes', 'shell', 'all', 'never'] as const;
-export type Approvals = (typeof APPROVALS)[number] | undefined;
-
-/** What a setting asks about: `unsandboxed` is exec outside the sandbox. */
-type Asked = 'unsandboxed' | 'exec' | 'write';
-const ASKS: Record<(typeof APPROVALS)[number] | 'default', ReadonlySet<Asked>> = {
-  default: new Set(['unsandboxed']),
-  shell: new Set(['unsandboxed', 'exec']),
-  writes: new Set(['unsandboxed', 'write']),
-  all: new Set(['unsandboxed', 'exec', 'write']),
-  never: new Set(),
-};
+/** The gate's reading of the `approvals` setting (src/config/approvals.ts): which question a call needs. */
+import { type Approvals, askedBy } from '../config/approvals.js';
+import type { Effect } from './effects.js';
 
 /** Which approval a call needs before it runs ('write' or 'shell'), or undefined. */
 export function approvalFor(
@@ -27,14 +8,8 @@ export function approvalFor(
   effect: Effect,
   sandboxed: boolean,
 ): 'write' | 'shell' | undefined {
-  const asks = ASKS[setting ?? 'default'];
+  const asks = askedBy(setting);
   if (effect === 'write' && asks.has('write')) return 'write';
   if (effect === 'exec' && (asks.has('exec') || (!sandboxed && asks.has('unsandboxed')))) return 'shell';
   return undefined;
-}
-
-/** Whether `after` asks about everything `before` did (a change that drops a question widens). */
-export function asksAtLeast(after: Approvals, before: Approvals): boolean {
-  const a = ASKS[after ?? 'default'];
-  return [...ASKS[before ?? 'default']].every((q) => a.has(q));
 }

@@ -1,8 +1,7 @@
 /** The process runner: one process group per command, bounded output, the whole tree killed on timeout or abort. */
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
-import { omittedMarker } from '../tools/truncate.js';
-import type { ExecResult } from '../tools/types.js';
+import { type ExecResult, omittedMarker } from './effects.js';
 
 /** A command as an argv array (run directly) or a shell string (run by /bin/sh -c). */
 export type Command = string[] | { shell: string };

@@ -3,13 +3,23 @@
  * a child's policy (spawn_agent), hooks, sandbox. It returns the decision together with how the
  * call runs (sandboxed or not), so the loop only records and executes.
  */
-import type { Tool } from '../tools/types.js';
 import { approvalFor } from './approvals.js';
 import { approversOf } from './approvers.js';
+import type { Effect, PathAccess } from './effects.js';
 import { type HookPayload, matchingHooks, runHook } from './hooks.js';
 import { modeAllows } from './modes.js';
-import { narrow, type Policy } from './policy.js';
+import { type ChildRequest, narrow, type Policy } from './policy.js';
 import { ScopeError } from './scope.js';
+
+/** What the gate reads off a tool (src/tools/types.ts `Tool` is one): its name, effect, paths and child. */
+export interface Gated {
+  name: string;
+  effect: Effect;
+  /** Paths the call touches, so the gate can check scope before it runs. */
+  paths?(args: unknown): PathAccess[];
+  /** For a tool that starts a child session (spawn_agent): what the child asks for, narrowed by the gate. */
+  child?(args: unknown): ChildRequest;
+}
 
 /** Which check denied a call. */
 /** `user`: the person asked said no. */
@@ -56,7 +66,7 @@ export interface GateContext {
  * hooks after it and the sandbox check still run, so the person is asked only about a call
  * that would otherwise be allowed, and a yes allows exactly that.
  */
-export async function decide(tool: Tool, args: unknown, ctx: GateContext): Promise<Decision> {
+export async function decide(tool: Gated, args: unknown, ctx: GateContext): Promise<Decision> {
   const { policy } = ctx;
   if (!modeAllows(policy.mode, tool.effect)) {
     const does =
@@ -115,7 +125,7 @@ export async function decide(tool: Tool, args: unknown, ctx: GateContext): Promi
 }
 
 /** The last check: how the call runs. Exec needs the sandbox, or the user's explicit word to run without one. */
-function execution(tool: Tool, paths: string[], policy: Policy): Allow | Deny {
+function execution(tool: Gated, paths: string[], policy: Policy): Allow | Deny {
   if (tool.effect !== 'exec') return { kind: 'allow', paths, sandboxed: false };
   if (policy.sandbox) return { kind: 'allow', paths, sandboxed: true };
   // a hook that merely matches (a logger, `.*`) is no decision about commands; every approver has allowed by now

@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { ExecResult } from '../tools/types.js';
+import type { ExecResult } from './effects.js';
 import { runArgv } from './exec.js';
 import { isInside } from './scope.js';
 

@@ -1,6 +1,6 @@
 /** What each mode lets a session do, as sets of tool effects. */
 import type { Mode } from '../config/schema.js';
-import type { Effect } from '../tools/types.js';
+import type { Effect } from './effects.js';
 
 // `agent` (subagents) is in every mode: a child's policy is narrowed from its parent's, never wider
 const READ_ONLY: ReadonlySet<Effect> = new Set<Effect>(['read', 'memory', 'agent']);

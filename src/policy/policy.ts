@@ -4,9 +4,10 @@
  * `narrow(parent, request)`, which refuses anything wider than the parent: the one place a
  * child's powers are decided, so a child can never be handed more than its parent has.
  */
+
+import { type Approvals, asksAtLeast } from '../config/approvals.js';
 import { type Program, programsOf } from '../config/programs.js';
 import type { Config, Mode } from '../config/schema.js';
-import { type Approvals, asksAtLeast } from './approvals.js';
 import type { HookSpec } from './hooks.js';
 import { MODE_EFFECTS } from './modes.js';
 import { isInside, type Scope, ScopeError } from './scope.js';

@@ -1,6 +1,6 @@
 /** The docker sandbox: one locked-down container per session, each command a `docker exec` inside it. */
 import { spawnSync } from 'node:child_process';
-import type { ExecResult } from '../tools/types.js';
+import type { ExecResult } from './effects.js';
 import { type OutputListener, runArgv } from './exec.js';
 import type { LimitReport, SandboxLimits } from './sandbox-limits.js';
 import { isInside } from './scope.js';

@@ -2,8 +2,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Config } from '../config/schema.js';
-import type { ExecResult } from '../tools/types.js';
 import { type CgroupBase, type CgroupLimits, CommandCgroups, cgroupBases } from './cgroup.js';
+import type { ExecResult } from './effects.js';
 import { type OutputListener, runArgv } from './exec.js';
 
 export type SandboxLimits = Config['sandbox_limits'];

@@ -9,7 +9,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { keelPaths } from '../config/paths.js';
 import type { SandboxKind } from '../config/schema.js';
-import type { ExecResult } from '../tools/types.js';
+import type { ExecResult } from './effects.js';
 import { commandArgv, type OutputListener } from './exec.js';
 import { linkedFilesProblem } from './hard-links.js';
 import { programMounts } from './program-mounts.js';

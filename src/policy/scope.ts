@@ -1,7 +1,7 @@
 /** Scope: canonical paths (symlinks resolved) checked against the workspace and the writable scope. */
 import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import type { Access } from '../tools/types.js';
+import type { Access } from './effects.js';
 import { protectedKind } from './protected-names.js';
 
 /** A path the session may not touch; its message goes back to the model. */

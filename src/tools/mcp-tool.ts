@@ -2,8 +2,9 @@
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { McpServerConfig } from '../config/schema.js';
+import type { Effect } from '../policy/effects.js';
 import { type McpConnection, McpServerError } from './mcp-connect.js';
-import type { Effect, Tool, ToolResult } from './types.js';
+import type { Tool, ToolResult } from './types.js';
 
 /** What a server says about one of its tools (the part keel reads). */
 export interface ListedTool {

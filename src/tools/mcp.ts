@@ -9,11 +9,12 @@
 import { keelPaths, protectedStatePaths } from '../config/paths.js';
 import { changedPrograms, type Program, programsOf } from '../config/programs.js';
 import type { Config, McpServerConfig } from '../config/schema.js';
+import type { Effect } from '../policy/effects.js';
 import type { Policy } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
 import { McpConnection, McpServerError, type SpawnPlan } from './mcp-connect.js';
 import { type ListedTool, mcpEffect, mcpTool, mcpToolName, shortDescription } from './mcp-tool.js';
-import type { Effect, Tool, ToolFactory } from './types.js';
+import type { Tool, ToolFactory } from './types.js';
 
 export { McpServerError } from './mcp-connect.js';
 

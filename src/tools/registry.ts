@@ -1,7 +1,8 @@
 /** The tool registry: looks tools up by name and derives the JSON schema the model sees. */
 import { z } from 'zod';
 import type { ToolSpec } from '../model/types.js';
-import type { Effect, Tool } from './types.js';
+import type { Effect } from '../policy/effects.js';
+import type { Tool } from './types.js';
 
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();

@@ -1,7 +1,8 @@
 /** shell: run a command through the session's exec policy and report its exit code and output. */
 import { z } from 'zod';
+import type { ExecResult } from '../policy/effects.js';
 import { LIMITS, truncateMiddle } from './truncate.js';
-import { type ExecResult, type Tool, ToolError } from './types.js';
+import { type Tool, ToolError } from './types.js';
 
 const DEFAULT_TIMEOUT_S = 120;
 const MAX_TIMEOUT_S = 600;

@@ -3,6 +3,7 @@
  * rest. Tools shape their own output within the caps (read_file's window, shell's head and tail); every
  * result then passes `capResult` once, where the loop records it, so no tool can send more.
  */
+import { omittedMarker } from '../policy/effects.js';
 
 /** Default caps: what one tool result may put in a small model's context. */
 export const LIMITS = {
@@ -93,11 +94,6 @@ export function truncateHead(
   const omitted = all.length - window.lines.length;
   const marker = truncationMarker(`${omitted} more lines not shown`, hint, window.limitText());
   return `${window.lines.join('\n')}\n${marker}`;
-}
-
-/** The marker put where bytes were dropped from the middle of an output. */
-export function omittedMarker(bytes: number): string {
-  return `[... ${bytes} bytes omitted ...]`;
 }
 
 /**

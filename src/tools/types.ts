@@ -1,17 +1,9 @@
 /** What a tool is: a name, a zod schema, an effect class, and an execute function. */
 import type { z } from 'zod';
+import type { LoadedConfig } from '../config/load.js';
+import type { ModelClient } from '../model/chain.js';
+import type { Access, Effect, ExecResult, PathAccess } from '../policy/effects.js';
 import type { ChildRequest, Policy } from '../policy/policy.js';
-
-/** Effect classes the gate decides on. Modes allow a set of these. */
-export type Effect = 'read' | 'write' | 'exec' | 'memory' | 'agent';
-
-export type Access = 'read' | 'write';
-
-/** A path a call will touch, as the model wrote it (resolved by the gate, never trusted). */
-export interface PathAccess {
-  path: string;
-  access: Access;
-}
 
 export interface ToolContext {
   /** The workspace root (canonical): relative paths resolve against it. */
@@ -41,17 +33,6 @@ export interface ToolContext {
     filter: string | undefined,
     signal: AbortSignal,
   ): Promise<{ output: string; failed: boolean; tests?: ToolOutcome['tests'] }>;
-}
-
-export interface ExecResult {
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-  truncated: boolean;
-  /** Protected names (`.git`, `keel.toml`, `.keel`) the command created and keel removed again. */
-  violations?: string[];
 }
 
 /** What a call came to, for people: a command's exit code, a test run's counts, a write's lines. */
@@ -96,23 +77,20 @@ export class ToolError extends Error {
   override name = 'ToolError';
 }
 
-/** What a tool factory gets: the session it makes tools for, and what that session runs with. */
+/**
+ * What a tool factory gets: the session it makes tools for, and what that session runs with. A session
+ * gives agent/ tools more (its runtime, who it asks, its spending counter: src/agent/tool-deps.ts).
+ */
 export interface ToolDeps {
   policy: Policy;
   sessionId: string;
   /** The session's model client (a subagent shares its parent's). */
-  model: import('../model/chain.js').ModelClient;
+  model: ModelClient;
   signal: AbortSignal;
   env: NodeJS.ProcessEnv;
-  /** The runtime the session runs in (its store and audit chain); a subagent runs in its parent's. */
-  runtime: import('../agent/runtime.js').Runtime;
-  loaded: import('../config/load.js').LoadedConfig;
-  /** Who the session asks (a subagent asks the same person, its question naming it). */
-  approve?: import('../agent/approvals.js').Approver;
+  loaded: LoadedConfig;
   /** Run this when the session ends, before its sandbox closes (a subagent tool cancels its children). */
   onClose?(fn: () => Promise<void>): void;
-  /** The session's node in its tree's spending counter: a subagent's is made under it. */
-  spend?: import('../agent/budgets.js').Spend;
 }
 
 /**

@@ -1,8 +1,8 @@
 /** Running a suite: execute an invocation, read its results, and tell failing tests from a broken environment. */
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { ExecResult } from '../policy/effects.js';
 import { runCommand } from '../policy/exec.js';
-import type { ExecResult } from '../tools/types.js';
 import { findEnvironmentProblem } from './environment.js';
 import { goJsonText } from './parse-go-json.js';
 import { countFromSummary, filterResults, parseResults } from './parse-results.js';

@@ -4,9 +4,10 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
+import type { Access } from '../../src/policy/effects.js';
 import { runCommand } from '../../src/policy/exec.js';
 import { pinWorkspace } from '../../src/policy/git-runner.js';
-import type { Access, ToolContext } from '../../src/tools/types.js';
+import type { ToolContext } from '../../src/tools/types.js';
 
 /** A fresh canonical temp folder, removed when the current test finishes. */
 export function tempDir(prefix = 'keel-tools-'): string {
