@@ -10,7 +10,7 @@ import {
   type TUI,
   truncateToWidth,
 } from '@mariozechner/pi-tui';
-import { inertLine } from '../cli/inert.js';
+import { inertLine } from '../term/inert.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import { toolHeadline } from './describe.js';
 import { colorDiff } from './diff.js';

@@ -6,12 +6,12 @@
 import { realpathSync, statSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { distinctCallIds } from '../agent/call-ids.js';
-import { EXIT } from '../cli/exit-codes.js';
-import { inertLine } from '../cli/inert.js';
-import { type CommonFlags, ConfigError, load } from '../cli/options.js';
 import type { LoadedConfig } from '../config/load.js';
 import { MODES, type Mode } from '../config/schema.js';
 import type { SessionRow, StoredEvent } from '../store/event-log.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { type CommonFlags, ConfigError, load } from '../term/options.js';
 
 export interface ChatFlags extends CommonFlags {
   continue?: boolean;

@@ -2,8 +2,8 @@
  * The slash commands, for either face: each reads or changes the conversation and answers in lines
  * of text (keel's own words, with anything from the log made inert here).
  */
-import { inertLine } from '../cli/inert.js';
 import { MODES, type Mode } from '../config/schema.js';
+import { inertLine } from '../term/inert.js';
 import { type Conversation, errorLine } from './conversation.js';
 import { clip, tokens } from './describe.js';
 import { colorDiff, workspaceDiff } from './diff.js';
@@ -108,7 +108,7 @@ export async function runCommand(
         screen.error(`/fork takes an event number (see keel sessions show), got "${inertLine(arg)}"`);
         return;
       }
-      const { forkStored } = await import('../cli/sessions-command.js');
+      const { forkStored } = await import('../agent/stored-sessions.js');
       const fork = forkStored(conv.sessionId, at);
       if (typeof fork === 'string') {
         screen.error(fork);
@@ -149,7 +149,7 @@ export async function runCommand(
         screen.error('this chat has changed nothing yet');
         return;
       }
-      const { prepareUndo } = await import('../cli/undo-command.js');
+      const { prepareUndo } = await import('../term/undo-target.js');
       const prepared = prepareUndo(conv.sessionId, conv.cwd);
       if ('error' in prepared) {
         screen.error(prepared.error);

@@ -7,10 +7,10 @@ import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
 import type { SessionOutcome, StartOptions } from '../agent/session.js';
 import { RunError } from '../agent/terminal.js';
-import { EXIT, exitCodeFor } from '../cli/exit-codes.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Mode } from '../config/schema.js';
 import type { SessionRow, StoredEvent } from '../store/event-log.js';
+import { EXIT, exitCodeFor } from '../term/exit-codes.js';
 import { type ApprovalChoice, type ApprovalRequest, ChatApprover } from './approver.js';
 
 /** What a face shows; every text it gets from here is raw, and the face makes it inert. */

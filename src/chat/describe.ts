@@ -4,7 +4,7 @@
  * Every piece of text from the model or a tool is made inert here, before anyone styles it.
  */
 import type { SessionEvent } from '../agent/events.js';
-import { inertLine } from '../cli/inert.js';
+import { inertLine } from '../term/inert.js';
 
 type ToolResult = Extract<SessionEvent, { type: 'tool_result' }>;
 type GateDecision = Extract<SessionEvent, { type: 'gate_decision' }>;

@@ -4,8 +4,8 @@
  */
 import { lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { inertLine } from '../cli/inert.js';
 import { GitError, pinWorkspace, repoAt, runGit } from '../policy/git-runner.js';
+import { inertLine } from '../term/inert.js';
 import type { Style } from './style.js';
 
 const MAX_BYTES = 256 * 1024;

@@ -6,7 +6,7 @@
 import { createInterface } from 'node:readline';
 import type { SessionEvent } from '../agent/events.js';
 import { count, cutOffSentence } from '../agent/terminal.js';
-import { inert, inertLine } from '../cli/inert.js';
+import { inert, inertLine } from '../term/inert.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
 import { runCommand, type Screen } from './commands.js';

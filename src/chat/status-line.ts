@@ -1,5 +1,5 @@
 /** The status line under the input: model, mode, context used of the window, cost, sandbox. */
-import { inertLine } from '../cli/inert.js';
+import { inertLine } from '../term/inert.js';
 import type { Conversation } from './conversation.js';
 import { tokens } from './describe.js';
 import type { Style } from './style.js';

@@ -14,7 +14,7 @@ import {
 } from '@mariozechner/pi-tui';
 import type { SessionEvent } from '../agent/events.js';
 import { cutOffSentence } from '../agent/terminal.js';
-import { inert, inertLine } from '../cli/inert.js';
+import { inert, inertLine } from '../term/inert.js';
 import { clip, decisionWords, diffFor, outcomeWords, tokens, toolHeadline } from './describe.js';
 import { colorDiff, fileDiff } from './diff.js';
 import { color as style } from './style.js';

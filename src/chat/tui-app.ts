@@ -15,7 +15,7 @@ import {
   truncateToWidth,
 } from '@mariozechner/pi-tui';
 import type { SessionOutcome } from '../agent/session.js';
-import { inertLine } from '../cli/inert.js';
+import { inertLine } from '../term/inert.js';
 import { ApprovalPrompt, YesNo } from './approval-prompt.js';
 import type { ApprovalChoice } from './approver.js';
 import type { ChatSetup } from './chat-command.js';

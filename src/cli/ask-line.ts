@@ -1,5 +1,5 @@
 /** One line typed at the terminal, where Ctrl+C is an interruption the caller can tell from an answer. */
-import { EXIT } from './exit-codes.js';
+import { EXIT } from '../term/exit-codes.js';
 import { red } from './render.js';
 
 /** The person pressed Ctrl+C at a question. */

@@ -6,8 +6,8 @@
  * may ask at once), and everything shown that came from the model or a hook is made inert.
  */
 import type { ApprovalAnswer, ApprovalRequest, Approver } from '../agent/approvals.js';
+import { inertLine } from '../term/inert.js';
 import { askLine, Interrupted } from './ask-line.js';
-import { inertLine } from './inert.js';
 import { dim, formatDiff, red } from './render.js';
 
 /** How a request reads on a terminal: what would happen, why keel asks, and the change itself. */

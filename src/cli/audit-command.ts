@@ -5,9 +5,9 @@ import { type AuditLine, readAuditTail, type VerifyResult, verifyChain } from '.
 import { checkSessions } from '../store/audit-sessions.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
 import { dim, red } from './render.js';
 
 /**

@@ -2,9 +2,9 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Finding, ScanError, scanRepo } from '../policy/secret-scan.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
 import { red } from './render.js';
 
 /** Scan and report; exit 1 when anything is found, 0 when clean, 2 outside a repository. */

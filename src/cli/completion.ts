@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { EXIT } from './exit-codes.js';
+import { EXIT } from '../term/exit-codes.js';
 import { red } from './render.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
@@ -420,7 +420,7 @@ export async function completeValues(kind: string, cwd: string): Promise<number>
     const [{ keelPaths }, load, { workspace }] = await Promise.all([
       import('../config/paths.js'),
       import('../config/load.js'),
-      import('./options.js'),
+      import('../term/options.js'),
     ]);
     const names = new Set<string>();
     for (const file of [keelPaths().userConfig, load.projectConfigPath(workspace({ cwd }))]) {
@@ -440,7 +440,7 @@ export async function completeValues(kind: string, cwd: string): Promise<number>
     import('../config/paths.js'),
     import('../store/db.js'),
     import('../store/event-log.js'),
-    import('./options.js'),
+    import('../term/options.js'),
   ]);
   const path = keelPaths().db;
   if (!existsSync(path)) return EXIT.ok;

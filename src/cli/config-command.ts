@@ -1,10 +1,10 @@
 /** `keel config show`: the effective config, where each value came from, secrets masked. */
 import { keelPaths } from '../config/paths.js';
 import { configSchema } from '../config/schema.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { ConfigError, load } from '../term/options.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
-import { ConfigError, load } from './options.js';
 import { dim } from './render.js';
 
 type Flat = Array<{ key: string; value: unknown; source: string }>;

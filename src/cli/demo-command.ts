@@ -2,12 +2,12 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { packageRoot } from '../config/package-root.js';
 import { git, initRepo, KEEL_IDENT } from '../policy/git.js';
-import { exitCodeFor } from './exit-codes.js';
+import { exitCodeFor } from '../term/exit-codes.js';
+import { inert, inertLine } from '../term/inert.js';
+import { ConfigError, load } from '../term/options.js';
 import { fixDocument } from './fix-command.js';
-import { inert, inertLine } from './inert.js';
-import { ConfigError, load } from './options.js';
-import { packageRoot } from './package-root.js';
 import { dim, red, renderEvent } from './render.js';
 
 const DEMO = join(packageRoot(), 'fixtures', 'demo');

@@ -1,7 +1,7 @@
 /** `keel dev mock-server`: serve a script as a model, so keel (and hooks, and CI) can be tried without a GPU. */
 import { loadScript } from '../model/script.js';
 import { startScriptServer } from '../model/script-server.js';
-import { EXIT } from './exit-codes.js';
+import { EXIT } from '../term/exit-codes.js';
 import { red } from './render.js';
 
 /** Serve until interrupted; prints the base URLs to use. */

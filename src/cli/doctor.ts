@@ -5,12 +5,12 @@ import { recoverToolCalls } from '../model/text-tool-calls.js';
 import { ESTIMATE_MARGIN } from '../model/tokens.js';
 import { ModelError, type ToolCall } from '../model/types.js';
 import { modeAllows } from '../policy/modes.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { type CommonFlags, ConfigError, load } from '../term/options.js';
 import { builtinTools } from '../tools/builtin.js';
 import { toolSpec } from '../tools/registry.js';
 import { checkMcpServers } from './doctor-mcp.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load } from './options.js';
 import { dim, red } from './render.js';
 
 interface Check {

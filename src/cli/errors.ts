@@ -1,7 +1,7 @@
 /** One way every verb reports an error: a line on stderr, or with --json the one document on stdout. */
 import type { TerminalCode } from '../agent/terminal.js';
-import { exitCodeFor } from './exit-codes.js';
-import { inert } from './inert.js';
+import { exitCodeFor } from '../term/exit-codes.js';
+import { inert } from '../term/inert.js';
 import { red } from './render.js';
 
 /** The codes an error before or outside a run can carry (usage errors are CONFIG_ERROR: both exit 2). */

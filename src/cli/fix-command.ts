@@ -2,9 +2,9 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { FixResult } from '../fix/run.js';
-import { EXIT, exitCodeFor } from './exit-codes.js';
-import { inert, inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load, workspace } from './options.js';
+import { EXIT, exitCodeFor } from '../term/exit-codes.js';
+import { inert, inertLine } from '../term/inert.js';
+import { type CommonFlags, ConfigError, load, workspace } from '../term/options.js';
 import { dim, red, renderEvent } from './render.js';
 
 export interface FixFlags extends CommonFlags {

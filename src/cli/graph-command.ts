@@ -6,10 +6,10 @@ import type { IndexSummary } from '../graph/index.js';
 import { IndexError, runIndexWorker } from '../graph/run-index.js';
 import { GraphStore, type SymbolRow } from '../graph/store.js';
 import { openDb } from '../store/db.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inert, inertLine } from '../term/inert.js';
+import { ConfigError, existingWorkspace, load } from '../term/options.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inert, inertLine } from './inert.js';
-import { ConfigError, existingWorkspace, load } from './options.js';
 import { dim } from './render.js';
 
 export interface GraphFlags {

@@ -10,10 +10,10 @@ import { stringify } from 'smol-toml';
 import { apiKeyFor } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import { ModelError } from '../model/types.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { workspace } from '../term/options.js';
 import { PROJECT_TEMPLATE } from './init-template.js';
-import { workspace } from './options.js';
 import { dim, red } from './render.js';
 
 export interface InitFlags {

@@ -1,9 +1,9 @@
 /** `keel loop`: edit, test and review in the current repository until the work passes or stops progressing. */
 import { statSync } from 'node:fs';
 import type { LoopResult } from '../fix/loop.js';
-import { EXIT, exitCodeFor } from './exit-codes.js';
-import { inert, inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load } from './options.js';
+import { EXIT, exitCodeFor } from '../term/exit-codes.js';
+import { inert, inertLine } from '../term/inert.js';
+import { type CommonFlags, ConfigError, load } from '../term/options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red, renderEvent } from './render.js';
 

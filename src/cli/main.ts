@@ -2,8 +2,8 @@
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { closest } from '../config/closest.js';
 import { keelPaths } from '../config/paths.js';
+import { EXIT } from '../term/exit-codes.js';
 import { reportError, wantsJson } from './errors.js';
-import { EXIT } from './exit-codes.js';
 import { mcpCommand } from './mcp-command.js';
 import { listToolsCommand } from './mcp-list-tools.js';
 
@@ -685,7 +685,7 @@ function usageError(json: boolean | undefined, message: string): number {
 
 /** Run the CLI with `argv` (as process.argv) and return the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const { keelVersion } = await import('./package-root.js');
+  const { keelVersion } = await import('../config/package-root.js');
   const pkg = { version: keelVersion() };
   let exitCode: number = EXIT.ok;
   const json = wantsJson(argv.slice(2));

@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { Command } from 'commander';
+import { EXIT } from '../term/exit-codes.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
 
 export interface McpFlags {
   cwd?: string;
@@ -54,9 +54,9 @@ export async function runMcp(flags: McpFlags, env: NodeJS.ProcessEnv = process.e
       `refusing to serve on ${flags.http}, off loopback, without KEEL_MCP_TOKEN set (set it to a long random secret)`,
     );
 
-  const { ConfigError, load } = await import('./options.js');
+  const { ConfigError, load } = await import('../term/options.js');
   const { openContext } = await import('../mcp/context.js');
-  const { keelVersion } = await import('./package-root.js');
+  const { keelVersion } = await import('../config/package-root.js');
   let ctx: import('../mcp/context.js').McpContext;
   try {
     const { cwd, loaded } = load({ ...(flags.cwd ? { cwd: flags.cwd } : {}) });

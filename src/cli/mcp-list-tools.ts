@@ -1,11 +1,11 @@
 /** `keel mcp list-tools NAME`: connect to a configured MCP server and show the tools a session would get. */
 import { Command } from 'commander';
 import { closest } from '../config/closest.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { ConfigError, load } from '../term/options.js';
 import { McpServerError } from '../tools/mcp.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
-import { ConfigError, load } from './options.js';
 import { dim, red } from './render.js';
 
 interface ListFlags {

@@ -10,10 +10,10 @@ import { type OpenMemory, openMemory } from '../memory/open.js';
 import { elsewhere, notSharedNote } from '../memory/places.js';
 import { placeOf } from '../memory/project.js';
 import { AuditLog } from '../store/audit.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { ConfigError, load } from '../term/options.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
-import { ConfigError, load } from './options.js';
 import { red } from './render.js';
 
 export interface MemoryFlags {

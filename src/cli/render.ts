@@ -4,7 +4,7 @@
  * Every text from the model, a tool, a hook or a server is made inert before keel adds its colours.
  */
 import type { SessionEvent } from '../agent/events.js';
-import { inert, inertLine } from './inert.js';
+import { inert, inertLine } from '../term/inert.js';
 
 /** Colours and the spinner only on a terminal that shows them, and never under NO_COLOR or TERM=dumb. */
 const dumb = process.env.TERM === 'dumb';

@@ -12,9 +12,9 @@ import { emptyTree, findRepo, GitError, git, gitTry, noRepoReason, worktreeTree 
 import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
-import { EXIT, exitCodeFor } from './exit-codes.js';
-import { inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load } from './options.js';
+import { EXIT, exitCodeFor } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { type CommonFlags, ConfigError, load } from '../term/options.js';
 import { dim, red, renderEvent } from './render.js';
 
 export interface ReviewFlags extends CommonFlags {

@@ -19,9 +19,9 @@ import { findRepo } from '../policy/git.js';
 import { AuditLog, auditEntryFor } from '../store/audit.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inert, inertLine } from '../term/inert.js';
 import { confirmOrExit } from './ask-line.js';
-import { EXIT } from './exit-codes.js';
-import { inert, inertLine } from './inert.js';
 import { dim, red } from './render.js';
 
 type Json = { json?: boolean };

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { openRuntime } from '../agent/runtime.js';
 import { ConfigError, loadConfig } from '../config/load.js';
+import { packageRoot } from '../config/package-root.js';
 import { graphTools } from '../graph/tools.js';
 import { memoryTools } from '../memory/tools.js';
 import { mountServeA2a } from '../server/a2a/routes.js';
@@ -16,13 +17,12 @@ import { FixRuns } from '../server/fixes.js';
 import { Metrics } from '../server/metrics.js';
 import { isLoopback } from '../server/security.js';
 import { SessionManager } from '../server/sessions.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { type CommonFlags, existingWorkspace, flagLayer } from '../term/options.js';
 import { a2aTools } from '../tools/a2a.js';
 import { mcpTools } from '../tools/mcp.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
-import { type CommonFlags, existingWorkspace, flagLayer } from './options.js';
-import { packageRoot } from './package-root.js';
 
 export interface ServeFlags extends CommonFlags {
   listen?: string;

@@ -6,10 +6,10 @@ import { keelPaths } from '../config/paths.js';
 import type { Config, Mode } from '../config/schema.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
+import { EXIT, exitCodeFor } from '../term/exit-codes.js';
+import { inert, inertLine } from '../term/inert.js';
+import { type CommonFlags, ConfigError, load } from '../term/options.js';
 import { terminalApprover } from './ask-person.js';
-import { EXIT, exitCodeFor } from './exit-codes.js';
-import { inert, inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { createRenderer, dim, red } from './render.js';
 

@@ -1,49 +1,17 @@
 /** `keel sessions list|show|fork`: read sessions back from the event log, and branch them. */
-import { existsSync } from 'node:fs';
 import { distinctCallIds } from '../agent/call-ids.js';
 import type { Runtime } from '../agent/runtime.js';
-import { alive, newSessionId } from '../agent/session.js';
-import { keelPaths } from '../config/paths.js';
-import { type AuditEntry, AuditLog, auditEntryFor } from '../store/audit.js';
-import { openDb } from '../store/db.js';
-import { EventLog, SessionLookupError, type SessionRow, type StoredEvent } from '../store/event-log.js';
+import { alive } from '../agent/session.js';
+import { forkStored, withLog, withSession } from '../agent/stored-sessions.js';
+import type { EventLog, SessionRow, StoredEvent } from '../store/event-log.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { type CommonFlags, ConfigError, load, workspace } from '../term/options.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
-import { type CommonFlags, ConfigError, load, workspace } from './options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red } from './render.js';
 import { age } from './runs-command.js';
 import type { VerbFlags } from './session-command.js';
-
-function withLog<T>(fn: (log: EventLog) => T): T | undefined {
-  const path = keelPaths().db;
-  if (!existsSync(path)) return undefined;
-  const db = openDb(path);
-  try {
-    return fn(new EventLog(db));
-  } finally {
-    db.close();
-  }
-}
-
-/**
- * Run `fn` on the session an id or prefix names; a string says why there is none (no such session,
- * an ambiguous prefix, no sessions yet).
- */
-function withSession<T>(id: string, fn: (log: EventLog, row: SessionRow) => T | string): T | string {
-  try {
-    return (
-      withLog((log) => {
-        const row = log.findSession(id);
-        return row ? fn(log, row) : `no session matches "${id}" (see keel sessions list)`;
-      }) ?? `no session matches "${id}" (no sessions yet)`
-    );
-  } catch (err) {
-    if (err instanceof SessionLookupError) return err.message;
-    throw err;
-  }
-}
 
 /** A listed session: its row plus what a reader wants at a glance. */
 interface Listed extends SessionRow {
@@ -151,29 +119,6 @@ export async function forkSession(
       `${result.id}\n${dim(`forked from ${result.parent_id} at event ${result.forked_seq}; go on with: keel sessions resume ${result.id} -m TEXT`)}\n`,
     );
   return EXIT.ok;
-}
-
-/** Branch a stored session after event `at` (default: all of it); the new row, or why not. */
-export function forkStored(id: string, at?: number): SessionRow | string {
-  return withSession(id, (log, source) => {
-    if (!['ask', 'plan', 'edit', 'auto'].includes(source.mode))
-      return `session ${source.id} is a ${source.mode} run, not a conversation; it cannot be forked`;
-    const last = log.lastSeq(source.id);
-    if (at !== undefined && at > last)
-      return `session ${source.id} has ${last} events; --at ${at} is past its end`;
-    const fork = log.forkSession(source.id, newSessionId(), at);
-    // the copy ends here: nothing runs it until someone resumes it
-    const event = { type: 'session_fork', from: source.id, at: fork.forked_seq ?? last };
-    log.append(fork.id, event.type, { from: event.from, at: event.at });
-    // the chain vouches for the fork as it does for a start (src/store/audit-sessions.ts)
-    const audit = new AuditLog(keelPaths().auditDir);
-    try {
-      audit.append(auditEntryFor(event, fork.id) as AuditEntry);
-    } finally {
-      audit.close();
-    }
-    return fork;
-  });
 }
 
 /** Show one session and its events. A session with no end event was killed; its log is still complete to that point. */

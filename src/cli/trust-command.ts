@@ -7,10 +7,10 @@ import { keelPaths } from '../config/paths.js';
 import { configPrograms, type Program } from '../config/programs.js';
 import { gatedKeys, permissionChanges, trustCheck, trustFile } from '../config/trust.js';
 import { findRepo, gitTry } from '../policy/git.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { existingWorkspace, workspace } from '../term/options.js';
 import { reportError } from './errors.js';
-import { EXIT } from './exit-codes.js';
-import { inertLine } from './inert.js';
-import { existingWorkspace, workspace } from './options.js';
 import { dim, red } from './render.js';
 
 function noProjectConfig(cwd: string, json?: boolean): number {

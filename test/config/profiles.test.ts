@@ -2,9 +2,9 @@
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
-import { flagLayer } from '../../src/cli/options.js';
 import { ConfigError, type LoadOptions, loadConfig } from '../../src/config/load.js';
 import { gatedKeys, permissionChanges, trustFile } from '../../src/config/trust.js';
+import { flagLayer } from '../../src/term/options.js';
 import { tempDir, writeFiles } from '../helpers/tmp.js';
 
 /** A workspace with an optional project keel.toml and an optional user config.toml. */

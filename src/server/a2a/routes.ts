@@ -16,8 +16,8 @@ import {
 } from '@a2a-js/sdk/server';
 import type { Hono } from 'hono';
 import { count } from '../../agent/terminal.js';
-import { keelVersion } from '../../cli/package-root.js';
 import type { LoadedConfig } from '../../config/load.js';
+import { keelVersion } from '../../config/package-root.js';
 import type { FixRuns } from '../fixes.js';
 import type { SessionManager } from '../sessions.js';
 import { agentCard } from './card.js';

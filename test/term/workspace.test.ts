@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { userPath } from '../../src/cli/workspace.js';
+import { userPath } from '../../src/term/workspace.js';
 
 describe('userPath', () => {
   it('turns a path typed in a subfolder into the root-relative path the model uses', () => {

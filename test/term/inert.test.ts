@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inert, inertLine } from '../../src/cli/inert.js';
+import { inert, inertLine } from '../../src/term/inert.js';
 
 // every character a terminal may act on rather than print
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
