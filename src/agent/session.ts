@@ -21,7 +21,7 @@ import { pinWorkspace } from '../policy/git-runner.js';
 import { type Policy, policyFor } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
-import { auditEntryFor } from '../store/audit.js';
+import { auditEntryFor } from '../store/audit-entries.js';
 import { findVouchingLine, startProblem } from '../store/audit-sessions.js';
 import type { EventLog, SessionRow } from '../store/event-log.js';
 import { builtinTools } from '../tools/builtin.js';

@@ -1,7 +1,8 @@
 /** Sessions in the store, found by id or prefix, and branched (`keel sessions fork`, the chat's /fork). */
 import { existsSync } from 'node:fs';
 import { keelPaths } from '../config/paths.js';
-import { type AuditEntry, AuditLog, auditEntryFor } from '../store/audit.js';
+import { type AuditEntry, AuditLog } from '../store/audit.js';
+import { auditEntryFor } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';
 import { EventLog, SessionLookupError, type SessionRow } from '../store/event-log.js';
 import { newSessionId } from './session.js';

@@ -16,7 +16,8 @@ import {
   summarizeRun,
 } from '../fix/runs.js';
 import { findRepo } from '../policy/git.js';
-import { AuditLog, auditEntryFor } from '../store/audit.js';
+import { AuditLog } from '../store/audit.js';
+import { auditEntryFor } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
 import { EXIT } from '../term/exit-codes.js';

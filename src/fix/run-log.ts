@@ -7,7 +7,7 @@ import { openRuntime, type Runtime } from '../agent/runtime.js';
 import { newSessionId } from '../agent/session.js';
 import type { KeelPaths } from '../config/paths.js';
 import type { Config } from '../config/schema.js';
-import { auditEntryFor } from '../store/audit.js';
+import { auditEntryFor } from '../store/audit-entries.js';
 import type { EventLog } from '../store/event-log.js';
 
 export interface RunLog {

@@ -14,7 +14,8 @@ import { newSessionId, type SessionOutcome } from '../agent/session.js';
 import { agentTools } from '../agent/subagents.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Mode } from '../config/schema.js';
-import { type AuditEntry, auditEntryFor } from '../store/audit.js';
+import type { AuditEntry } from '../store/audit.js';
+import { auditEntryFor } from '../store/audit-entries.js';
 import type { EventLog, SessionRow, StoredEvent } from '../store/event-log.js';
 import type { ToolFactory } from '../tools/types.js';
 

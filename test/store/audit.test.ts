@@ -14,8 +14,9 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../src/agent/events.js';
-import { AuditLog, auditEntryFor, verifyChain } from '../../src/store/audit.js';
+import { AuditLog, verifyChain } from '../../src/store/audit.js';
 import { canonicalJson } from '../../src/store/audit-chain.js';
+import { auditEntryFor } from '../../src/store/audit-entries.js';
 import { forgeChain, otherKey, readChainLines } from '../helpers/audit-forge.js';
 import { tempDir } from '../helpers/tmp.js';
 
