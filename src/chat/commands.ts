@@ -160,7 +160,7 @@ export async function runCommand(
         screen.lines(['not undone']);
         return;
       }
-      const { applyUndo } = await import('../policy/safety-net.js');
+      const { applyUndo } = await import('../policy/undo.js');
       try {
         const done = applyUndo(prepared.plan);
         screen.lines([style.bold('undone:'), ...done.map((s) => `  ${inertLine(s)}`)]);

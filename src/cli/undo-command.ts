@@ -2,7 +2,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { keelPaths } from '../config/paths.js';
-import { applyUndo } from '../policy/safety-net.js';
+import { applyUndo } from '../policy/undo.js';
 import { AuditLog } from '../store/audit.js';
 import { auditEntryFor } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';

@@ -118,7 +118,7 @@ function heldParent(path: string, create: boolean): HeldDir | undefined {
   }
 }
 
-function lstatOrUndefined(path: string): Stats | undefined {
+export function lstatOrUndefined(path: string): Stats | undefined {
   try {
     return lstatSync(path);
   } catch {

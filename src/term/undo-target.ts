@@ -2,16 +2,9 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { keelPaths } from '../config/paths.js';
 import { openRepoAt } from '../policy/git.js';
-import {
-  describeStep,
-  GitError,
-  planUndo,
-  type SafetyNetRecord,
-  safetyNetRecordSchema,
-  type UndoPlan,
-  UndoRefused,
-} from '../policy/safety-net.js';
+import { GitError, type SafetyNetRecord, safetyNetRecordSchema } from '../policy/safety-net.js';
 import { isInside } from '../policy/scope.js';
+import { describeStep, planUndo, type UndoPlan, UndoRefused } from '../policy/undo.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow } from '../store/event-log.js';
 import { EXIT } from './exit-codes.js';

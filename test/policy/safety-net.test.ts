@@ -13,15 +13,8 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runUndo } from '../../src/cli/undo-command.js';
-import {
-  applyUndo,
-  commitSessionFiles,
-  describeStep,
-  planUndo,
-  SafetyNet,
-  type SafetyNetRecord,
-  UndoRefused,
-} from '../../src/policy/safety-net.js';
+import { commitSessionFiles, SafetyNet, type SafetyNetRecord } from '../../src/policy/safety-net.js';
+import { applyUndo, describeStep, planUndo, UndoRefused } from '../../src/policy/undo.js';
 import { openDb } from '../../src/store/db.js';
 import { EventLog } from '../../src/store/event-log.js';
 import { git, gitRepo, tempDir, writeFiles } from '../helpers/tmp.js';

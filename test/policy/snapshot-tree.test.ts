@@ -4,8 +4,9 @@ import { mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openRepoAt } from '../../src/policy/git.js';
-import { applyUndo, describeStep, planUndo, SafetyNet } from '../../src/policy/safety-net.js';
+import { SafetyNet } from '../../src/policy/safety-net.js';
 import { snapshotTree } from '../../src/policy/snapshot-tree.js';
+import { applyUndo, describeStep, planUndo } from '../../src/policy/undo.js';
 import { git, gitRepo as newRepo, tempDir, writeFiles } from '../helpers/tmp.js';
 
 /** A committed repository, opened the way a session opens its workspace. */

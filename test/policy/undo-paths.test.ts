@@ -2,7 +2,8 @@
 import { linkSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { applyUndo, planUndo, SafetyNet, UndoRefused } from '../../src/policy/safety-net.js';
+import { SafetyNet } from '../../src/policy/safety-net.js';
+import { applyUndo, planUndo, UndoRefused } from '../../src/policy/undo.js';
 import { checkParents, LinkedPath } from '../../src/policy/undo-paths.js';
 import { tempDir, writeFiles } from '../helpers/tmp.js';
 
