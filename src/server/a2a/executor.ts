@@ -19,7 +19,7 @@
  * task's events, so the executor writes them to the task store itself (`detached`).
  */
 import { randomUUID } from 'node:crypto';
-import { type Message, type Part, Task, TaskState } from '@a2a-js/sdk';
+import { type Part, TaskState } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutionEvent,
@@ -37,6 +37,17 @@ import type { TerminalCode } from '../../agent/terminal.js';
 import { count } from '../../agent/terminal.js';
 import type { Mode } from '../../config/schema.js';
 import type { SkillId } from './card.js';
+import {
+  answerOf,
+  dataPartOf,
+  partOf,
+  publishStatus,
+  questionOf,
+  skillOf,
+  statusEvent,
+  taskOf,
+  textOf,
+} from './messages.js';
 
 /** Starts a session for a task: the server's own way (its config, project and tools). */
 export type StartSessionFn = (
@@ -421,95 +432,11 @@ export class KeelExecutor implements AgentExecutor {
   }
 }
 
-function publishStatus(
-  bus: ExecutionEventBus,
-  taskId: string,
-  contextId: string,
-  state: TaskState,
-  text: string,
-) {
-  bus.publish(statusEvent(taskId, contextId, state, text));
-}
-
-function statusEvent(
-  taskId: string,
-  contextId: string,
-  state: TaskState,
-  text: string,
-  metadata?: Record<string, unknown>,
-  more: Part[] = [],
-): AgentExecutionEvent {
-  return AgentEvent.statusUpdate({
-    taskId,
-    contextId,
-    status: {
-      state,
-      message: {
-        messageId: randomUUID(),
-        contextId,
-        taskId,
-        role: 2, // ROLE_AGENT
-        parts: [partOf(text, 'text/plain'), ...more],
-        metadata: undefined,
-        extensions: [],
-        referenceTaskIds: [],
-      },
-      timestamp: new Date().toISOString(),
-    },
-    metadata,
-  });
-}
-
 const MODE: Record<Exclude<SkillId, 'fix'>, Mode> = { ask: 'ask', review: 'ask', edit: 'edit' };
 
 function promptFor(skill: SkillId, text: string): string {
   if (skill !== 'review') return text;
   return `Review, read-only: look at the project's uncommitted changes (and what the request names), and report problems with file:line, most important first. Request: ${text}`;
-}
-
-function taskOf(ctx: RequestContext): Task {
-  return (
-    ctx.task ??
-    Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_SUBMITTED' } })
-  );
-}
-
-/** The skill a message names in its metadata (`skill`) or a data part ({skill}); ask by default. */
-function skillOf(message: Message): SkillId {
-  const named = [message.metadata?.skill, ...message.parts.map((p) => dataOf(p)?.skill)].find(
-    (s) => typeof s === 'string',
-  );
-  return named === 'fix' || named === 'review' || named === 'edit' ? named : 'ask';
-}
-
-/** A question id as keel makes them (`newQuestionId`). */
-const QUESTION_ID = /\bq-[0-9a-f]{12}\b/;
-
-/**
- * What a follow-up says: decision true for yes/allow, false for no/deny, undefined when it answers
- * nothing; `question` the id it names (a data part's {question}, or an id in the text).
- */
-function answerOf(message: Message): { decision?: boolean; question?: string } {
-  for (const part of message.parts) {
-    const data = dataOf(part);
-    const said =
-      typeof data?.decision === 'string'
-        ? data.decision
-        : part.content?.$case === 'text'
-          ? String(part.content.value)
-          : undefined;
-    const word = said?.trim().toLowerCase();
-    if (word === undefined) continue;
-    const decision = /^(yes|y|allow|approve|ok)\b/.test(word)
-      ? true
-      : /^(no|n|deny|reject)\b/.test(word)
-        ? false
-        : undefined;
-    if (decision === undefined) continue;
-    const question = typeof data?.question === 'string' ? data.question : word.match(QUESTION_ID)?.[0];
-    return { decision, ...(question ? { question } : {}) };
-  }
-  return {};
 }
 
 /** The waiting questions in words, each with its id, and how to answer. */
@@ -520,34 +447,4 @@ function waitingText(waiting: Running['pending']): string {
       ? `answer "yes" or "no" (or a data part {"decision": "allow"|"deny", "question": "${waiting[0]?.request.id}"})`
       : `${waiting.length} questions wait; answer one at a time, naming it: "yes <id>" / "no <id>" or a data part {"decision": "allow"|"deny", "question": "<id>"}`;
   return `${how}:\n${list}`;
-}
-
-function dataOf(part: Part): Record<string, unknown> | undefined {
-  const value = part.content?.$case === 'data' ? part.content.value : undefined;
-  return value && typeof value === 'object' ? (value as Record<string, unknown>) : undefined;
-}
-
-function textOf(parts: Part[]): string {
-  return parts
-    .map((p) => (p.content?.$case === 'text' ? String(p.content.value) : ''))
-    .join('\n')
-    .trim();
-}
-
-function questionOf(request: ApprovalRequest): string {
-  const what = request.path ? ` ${request.path}` : request.command ? `: ${request.command}` : '';
-  return `approve ${request.tool}${what}? (${request.reason})${request.diff ? `\n${request.diff}` : ''}`;
-}
-
-function dataPartOf(value: Record<string, unknown>): Part {
-  return {
-    content: { $case: 'data', value },
-    mediaType: 'application/json',
-    filename: '',
-    metadata: undefined,
-  };
-}
-
-function partOf(text: string, mediaType: string): Part {
-  return { content: { $case: 'text', value: text }, mediaType, filename: '', metadata: undefined };
 }
