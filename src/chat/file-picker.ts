@@ -3,7 +3,7 @@
  * the workspace's files (git's tracked and untracked ones, .gitignore respected; a folder walk outside
  * git), narrowed as the person types; Enter or Tab puts `@path` in the message. File names come from
  * the repository, so a name a terminal would act on (control, bidi or invisible characters) is left
- * out of the list rather than written to the screen or into the message.
+ * out of every list, `@` or Tab's path completion, rather than written to the screen or the message.
  */
 import { execFile } from 'node:child_process';
 import { type Dirent, readdirSync } from 'node:fs';
@@ -48,7 +48,12 @@ export class ChatCompletions implements AutocompleteProvider {
   ): Promise<AutocompleteSuggestions | null> {
     const before = (lines[cursorLine] ?? '').slice(0, cursorCol);
     const prefix = MENTION_AT_CURSOR.exec(before)?.[1];
-    if (prefix === undefined) return this.base.getSuggestions(lines, cursorLine, cursorCol, options);
+    if (prefix === undefined) {
+      // pi-tui lists a folder's entries as they are named: one a terminal would act on is left out here too
+      const found = await this.base.getSuggestions(lines, cursorLine, cursorCol, options);
+      const items = found?.items.filter((i) => plain(i.value) && plain(i.label)) ?? [];
+      return found && items.length ? { ...found, items } : null;
+    }
     const query = prefix.slice(prefix.startsWith('@"') ? 2 : 1);
     const files = await this.files();
     if (options.signal.aborted) return null;
@@ -86,9 +91,14 @@ function item(file: string): AutocompleteItem {
   return { value: /\s/.test(file) ? `@"${file}"` : `@${file}`, label: inertLine(file) };
 }
 
-/** Whether a name can be shown and typed as it is: nothing a terminal acts on, no quote to break `@"..."`. */
+/** Whether text holds nothing a terminal would act on or hide (inertLine leaves it as it is). */
+function plain(text: string): boolean {
+  return inertLine(text) === text;
+}
+
+/** Whether a file can be offered after `@`: plain, and no quote to break `@"..."`. */
 function safeName(file: string): boolean {
-  return inertLine(file.replace(/ /g, '')) === file.replace(/ /g, '') && !file.includes('"');
+  return plain(file) && !file.includes('"');
 }
 
 /** git's files (tracked, and untracked but not ignored); outside a repository, a walk of the folder. */

@@ -123,6 +123,7 @@ describe('keel chat: sessions, models, footers, files', () => {
       'docs/guide.md': 'GUIDE TEXT\n',
       '.gitignore': 'build/\n',
       'evil\x1b[2Jwidget.txt': 'x\n',
+      'evidence.md': 'e\n',
     });
     mkdirSync(join(repo, 'build'));
     writeFileSync(join(repo, 'build', 'alpha-widget-out.js'), 'ignored\n');
@@ -154,5 +155,9 @@ describe('keel chat: sessions, models, footers, files', () => {
     pane.keys('Enter');
     await pane.waitFor('got the guide');
     expect(chatBodies(server)).toHaveLength(2);
+    // Tab's plain path completion leaves such a name out too: the one other match completes at once
+    pane.type('./evi');
+    pane.keys('Tab');
+    await pane.waitFor(/\.\/evidence\.md/);
   });
 });
