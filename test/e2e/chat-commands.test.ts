@@ -113,7 +113,7 @@ describe('keel chat: sessions, models, footers, files', () => {
     expect(run.stdout.split('They hold values.')).toHaveLength(2);
   });
 
-  it('@ opens a fuzzy picker of the workspace files (not the ignored ones, nor names with control characters), Enter inserts the path and Tab completes it', async () => {
+  it('@ opens a fuzzy picker of the workspace files (not the ignored ones), Enter inserts the path and Tab completes it', async () => {
     const server = await model([
       { text: 'got the widget', expect: { last_user_contains: 'WIDGET SOURCE' } },
       { text: 'got the guide', expect: { last_user_contains: 'GUIDE TEXT' } },
@@ -122,8 +122,6 @@ describe('keel chat: sessions, models, footers, files', () => {
       'src/alpha-widget.ts': 'WIDGET SOURCE\n',
       'docs/guide.md': 'GUIDE TEXT\n',
       '.gitignore': 'build/\n',
-      'evil\x1b[2Jwidget.txt': 'x\n',
-      'evidence.md': 'e\n',
     });
     mkdirSync(join(repo, 'build'));
     writeFileSync(join(repo, 'build', 'alpha-widget-out.js'), 'ignored\n');
@@ -140,12 +138,10 @@ describe('keel chat: sessions, models, footers, files', () => {
     await pane.waitFor(/look at @src\/alpha-widget\.ts\s/);
     pane.keys('Enter');
     await pane.waitFor('got the widget');
-    // typing narrows the list; a name with control characters is left out, never written to the terminal
+    // typing narrows the list (hostile names: test/security/chat-file-names.test.ts)
     pane.type('@widget');
     const narrowed = await pane.waitFor('notes-widget.md');
     expect(narrowed).not.toContain('guide.md');
-    expect(narrowed).not.toContain('evil');
-    expect(pane.screen(true)).not.toContain('\x1b[2J');
     pane.keys('C-u');
     await pane.waitFor(/^(?![\s\S]*notes-widget\.md)/);
     // Tab completes a path after @
@@ -155,9 +151,5 @@ describe('keel chat: sessions, models, footers, files', () => {
     pane.keys('Enter');
     await pane.waitFor('got the guide');
     expect(chatBodies(server)).toHaveLength(2);
-    // Tab's plain path completion leaves such a name out too: the one other match completes at once
-    pane.type('./evi');
-    pane.keys('Tab');
-    await pane.waitFor(/\.\/evidence\.md/);
   });
 });
