@@ -13,15 +13,30 @@ import { Pane } from './pane.js';
 const READY = /ctx \d/;
 
 describe('keel chat: sessions, models, footers, files', () => {
-  it("/resume lists this project's sessions with forks under their parents (--all: every project); /model checks the name against the server's list", async () => {
-    const server = await model([{ text: 'answer in A' }, { text: 'answer in B' }], {
-      models: ['test-model', 'other-model'],
-    });
+  it("/resume lists this project's sessions with subagents and forks under their parents (--all: every project); /model checks the name against the server's list", async () => {
+    // the session in A starts a subagent: it is listed under its parent, as the fork is
+    const server = await model(
+      [
+        {
+          task: 'question in A',
+          tool_calls: [{ name: 'spawn_agent', arguments: { task: 'CHILD look around', name: 'helper' } }],
+        },
+        { task: 'CHILD look around', text: 'child done' },
+        { task: 'question in A', tool_calls: [{ name: 'wait_agent', arguments: { names: ['helper'] } }] },
+        { task: 'question in A', text: 'answer in A' },
+        { task: 'question in B', text: 'answer in B' },
+      ],
+      { models: ['test-model', 'other-model'] },
+    );
     const home = keelHome();
     const repoA = gitRepo();
     const repoB = gitRepo();
     expect((await keel(['ask', ...modelFlags(server), 'question in A'], { cwd: repoA, home })).code).toBe(0);
-    const parent = lastSessionEvents(home)[0]?.session_id as string;
+    const parent = (
+      JSON.parse((await keel(['sessions', 'list', '--json'], { cwd: repoA, home })).stdout) as {
+        sessions: Array<{ session_id?: string; id?: string }>;
+      }
+    ).sessions.map((r) => r.session_id ?? r.id)[0] as string;
     const forked = await keel(['sessions', 'fork', parent, '--json'], { cwd: repoA, home });
     expect(forked.code).toBe(0);
     const fork = (JSON.parse(forked.stdout) as { session_id: string }).session_id;
@@ -32,8 +47,12 @@ describe('keel chat: sessions, models, footers, files', () => {
     const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repoA, home });
     await pane.waitFor(READY);
     pane.type('/resume', 'Enter');
-    // the fork sits under its parent, indented; the other project's session is not listed
-    const listed = await pane.waitFor(new RegExp(`${parent}[^\\n]*question in A\\n\\s+↳ ${fork}`));
+    // the subagent and the fork sit under their parent, indented; the other project's session is not listed
+    const listed = await pane.waitFor(
+      new RegExp(
+        `${parent}[^\\n]*question in A\\n\\s+↳ \\S+\\s+ask[^\\n]*CHILD look around\\n\\s+↳ ${fork}\\s+fork`,
+      ),
+    );
     expect(listed).not.toContain(other);
     expect(listed).toContain('/resume --all');
     pane.type('/resume --all', 'Enter');
