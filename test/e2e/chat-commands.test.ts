@@ -157,6 +157,8 @@ describe('keel chat: sessions, models, footers, files', () => {
     await pane.waitFor(/look at @src\/alpha-widget\.ts\s/);
     pane.keys('Enter');
     await pane.waitFor('got the widget');
+    // the message shows as typed, not again as steering with the file's text
+    expect(pane.screen()).not.toContain('steering delivered');
     // typing narrows the list (hostile names: test/security/chat-file-names.test.ts)
     pane.type('@widget');
     const narrowed = await pane.waitFor('notes-widget.md');
