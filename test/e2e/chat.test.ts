@@ -622,8 +622,9 @@ describe('keel chat in a terminal', () => {
     expect(pane.screen()).not.toContain('the hidden chain of thought');
     pane.keys('C-o');
     await pane.waitFor('the hidden chain of thought');
-    // Tab completes a command name
+    // Tab completes a command name (once the list is up: a Tab before it asks for the list again)
     pane.type('/hel');
+    await pane.waitFor('the commands and keys');
     pane.keys('Tab');
     await pane.waitFor(/\/help\s*$/m);
     pane.keys('C-u');
