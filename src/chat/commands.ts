@@ -83,7 +83,10 @@ export async function runCommand(
               : [style.dim(`  (current: ${inertLine(conv.model)}, not among them)`)]),
           ]);
         } else {
-          const why = offered.kind === 'none' ? offered.why : `cannot list them: ${offered.message}`;
+          const why =
+            offered.kind === 'none'
+              ? `${offered.why}; /model NAME takes a name unchecked`
+              : `cannot list them: ${offered.message}`;
           screen.lines([
             `model ${inertLine(conv.model)} ${style.dim(`(provider ${conv.config.provider}); ${inertLine(why)}`)}`,
           ]);
