@@ -43,7 +43,8 @@ export async function runCommand(
         `  ${'Enter'.padEnd(29)} ${style.dim('send (during a turn: steer it at the next step)')}`,
         `  ${'Shift+Enter, or \\ then Enter'.padEnd(29)} ${style.dim('a new line')}`,
         `  ${'Up / Down'.padEnd(29)} ${style.dim("this project's earlier prompts")}`,
-        `  ${'Tab'.padEnd(29)} ${style.dim('complete a command or a file path; @path attaches a file')}`,
+        `  ${'Tab'.padEnd(29)} ${style.dim('complete a command or a file path')}`,
+        `  ${'@'.padEnd(29)} ${style.dim('pick a workspace file (type to narrow; Enter inserts @path, attached when sent)')}`,
         `  ${'Ctrl+O'.padEnd(29)} ${style.dim('expand or fold reasoning and tool output')}`,
         `  ${'Ctrl+C'.padEnd(29)} ${style.dim('stop the turn; twice: leave')}`,
         style.dim('  a leading space sends slash text as a message; /src/app.ts is a message too'),
@@ -62,30 +63,67 @@ export async function runCommand(
       screen.lines([`mode ${arg} from the next turn`]);
       return;
     }
-    case 'model':
+    case 'model': {
+      // checked against what the server offers, so a typo fails here and not at the next turn
+      const { serverModels, findModel } = await import('./models.js');
+      const offered = await serverModels(conv.config);
+      const shown = (names: string[]) =>
+        names.length > 12
+          ? `${names.slice(0, 12).join(', ')}, … (${names.length})`
+          : names.join(', ') || '(none)';
       if (!arg) {
-        screen.lines([`model ${inertLine(conv.model)} ${style.dim(`(provider ${conv.config.provider})`)}`]);
+        if (offered.kind === 'list') {
+          screen.lines([
+            `${style.bold(`models at ${inertLine(offered.where)}`)} ${style.dim('(/model NAME switches)')}`,
+            ...offered.models.map(
+              (m) => `  ${inertLine(m)}${findModel([m], conv.model) ? style.dim(' (current)') : ''}`,
+            ),
+            ...(offered.models.some((m) => findModel([m], conv.model))
+              ? []
+              : [style.dim(`  (current: ${inertLine(conv.model)}, not among them)`)]),
+          ]);
+        } else {
+          const why =
+            offered.kind === 'none'
+              ? `${offered.why}; /model NAME takes a name unchecked`
+              : `cannot list them: ${offered.message}`;
+          screen.lines([
+            `model ${inertLine(conv.model)} ${style.dim(`(provider ${conv.config.provider}); ${inertLine(why)}`)}`,
+          ]);
+        }
+        return;
+      }
+      if (offered.kind === 'error') {
+        screen.error(
+          `cannot check "${inertLine(arg)}" against the server's models: ${inertLine(offered.message)}; the model stays ${inertLine(conv.model)}`,
+        );
+        return;
+      }
+      if (offered.kind === 'list' && !findModel(offered.models, arg)) {
+        screen.error(
+          `unknown model "${inertLine(arg)}": the server at ${inertLine(offered.where)} has ${inertLine(shown(offered.models))}; the model stays ${inertLine(conv.model)}`,
+        );
         return;
       }
       conv.setModel(arg);
-      screen.lines([`model ${inertLine(arg)} from the next turn`]);
+      screen.lines([
+        `model ${inertLine(arg)} from the next turn${offered.kind === 'none' ? ` (not checked: ${inertLine(offered.why)})` : ''}`,
+      ]);
       return;
+    }
     case 'resume': {
       if (busy()) return;
-      if (!arg) {
-        const { withStore } = await import('./store-read.js');
-        const rows = withStore((log) => log.listSessions(10)) ?? [];
-        if (!rows.length) {
-          screen.lines(['no sessions yet']);
-          return;
-        }
-        screen.lines([
-          style.bold('recent sessions (/resume ID)'),
-          ...rows.map(
-            (r) =>
-              `  ${r.id}  ${r.mode.padEnd(4)} ${(r.code ?? 'unfinished').padEnd(16)} ${inertLine(clip(r.prompt.split('\n')[0] ?? '', 60))}`,
-          ),
+      if (!arg || arg === '--all') {
+        const [{ withStore }, { resumeList }] = await Promise.all([
+          import('./store-read.js'),
+          import('./resume-list.js'),
         ]);
+        const all = arg === '--all';
+        screen.lines(
+          withStore((log) => resumeList(log, { cwd: conv.cwd, all, limit: 15 }, style)) ?? [
+            'no sessions yet',
+          ],
+        );
         return;
       }
       const { withStore } = await import('./store-read.js');
@@ -133,6 +171,7 @@ export async function runCommand(
           signal: new AbortController().signal,
         });
         const e = result.event;
+        if (e) conv.compacted(e);
         screen.lines([
           e
             ? `compacted: ${tokens(e.tokens_before)} -> ${tokens(e.tokens_after)} tokens (events from ${e.keep_from_seq} kept verbatim)`

@@ -66,6 +66,8 @@ export class Conversation {
   /** Opened at the first turn (the prompt is up before SQLite loads), closed with the chat. */
   private opened: Runtime | undefined;
   readonly approver: ChatApprover;
+  /** Whether the server was asked for the window it runs with (when none is configured). */
+  private windowAsked = false;
   /** The exit status of the last turn, as a one-shot verb would have exited (a piped chat exits with it). */
   lastExit: number = EXIT.ok;
 
@@ -102,6 +104,17 @@ export class Conversation {
   setModel(name: string): void {
     this.loaded = { ...this.loaded, config: { ...this.loaded.config, model: name } };
     this.model = name;
+    if (!this.loaded.config.context_window) {
+      // another model may run with another window: asked again after its first turn
+      delete this.stats.contextWindow;
+      this.windowAsked = false;
+    }
+    this.opts.view.status();
+  }
+
+  /** A compaction made between turns (/compact): the next request is the compacted history's size. */
+  compacted(event: Extract<SessionEvent, { type: 'compaction' }>): void {
+    this.count(event);
     this.opts.view.status();
   }
 
@@ -220,6 +233,31 @@ export class Conversation {
       view.notice(errorLine(err), 'error');
     }
     view.turnEnd(outcome);
+    this.askWindow();
+  }
+
+  /**
+   * With no configured window, the status line shows the one the server runs with (llama-server's
+   * n_ctx, Ollama's loaded length), asked once after the first turn so the prompt is never kept waiting.
+   */
+  private askWindow(): void {
+    if (this.windowAsked || this.stats.contextWindow) return;
+    this.windowAsked = true;
+    const config = this.loaded.config;
+    void import('../model/create.js')
+      .then(({ createModelClient }) =>
+        createModelClient(config, this.opts.env ?? process.env, { cwd: this.opts.cwd }).contextWindow(
+          AbortSignal.timeout(config.timeouts.connect_s * 1000),
+        ),
+      )
+      .then((window) => {
+        if (!window || this.loaded.config !== config) return;
+        this.stats.contextWindow = window;
+        this.opts.view.status();
+      })
+      .catch(() => {
+        // a server that cannot say leaves the status line as it was
+      });
   }
 
   /** Fold an event into the status line's numbers. */
@@ -232,6 +270,10 @@ export class Conversation {
       case 'assistant_message':
         this.stats.tokens += event.usage.input + event.usage.output;
         if (event.cost_usd !== null) this.stats.cost = (this.stats.cost ?? 0) + event.cost_usd;
+        return;
+      case 'compaction':
+        // the next request carries the compacted history: what the summary left is the context now
+        this.stats.contextTokens = event.tokens_after;
         return;
       case 'tool_start':
         if (event.sandboxed !== undefined) this.stats.sandboxed = event.sandboxed;

@@ -20,8 +20,9 @@ export class MentionError extends Error {
   override name = 'MentionError';
 }
 
-// `@` at the start or after white space; the path runs to the next white space (trailing punctuation dropped)
-const MENTION = /(?:^|\s)@([^\s]+)/g;
+// `@` at the start or after white space; the path runs to the next white space (trailing punctuation
+// dropped), or is quoted when it holds a space (`@"my notes.md"`, as the file picker writes it)
+const MENTION = /(?:^|\s)@(?:"([^"\n]+)"|([^\s]+))/g;
 
 /** Attach the files the message mentions; a word after `@` that names no file stays plain text. */
 export function attachMentions(text: string, workspace: string): Attached {
@@ -29,7 +30,7 @@ export function attachMentions(text: string, workspace: string): Attached {
   const files: string[] = [];
   const parts: string[] = [];
   for (const match of text.matchAll(MENTION)) {
-    const word = (match[1] ?? '').replace(/[,.;:!?)]+$/, '');
+    const word = match[1] ?? (match[2] ?? '').replace(/[,.;:!?)]+$/, '');
     if (!word) continue;
     const given = resolve(root, word);
     let real: string;

@@ -5,7 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import type { SessionEvent } from '../agent/events.js';
-import { count, cutOffSentence } from '../agent/terminal.js';
+import { cutOffSentence } from '../agent/terminal.js';
 import { inert, inertLine } from '../term/inert.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
@@ -18,6 +18,7 @@ import { attachMentions, MentionError } from './mentions.js';
 import { parseInput } from './slash.js';
 import { statusLine } from './status-line.js';
 import { color, colorAllowed, noColor } from './style.js';
+import { TurnFooter } from './turn-footer.js';
 
 export async function runPlainChat(setup: ChatSetup): Promise<number> {
   const style = colorAllowed(process.env, process.stdout) ? color : noColor;
@@ -46,6 +47,7 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     midLine = false;
   };
   const gates = new Map<string, string>();
+  const footer = new TurnFooter();
   const args = new Map<string, unknown>();
   const view: ChatView = {
     turnStart: () => {},
@@ -127,8 +129,17 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
       }
       case 'tool_call_invalid':
         return [style.red(`✗ ${inertLine(event.tool)}: ${inertLine(clip(event.error, 160))}`)];
+      case 'compaction':
+        return [
+          style.dim(
+            `… compacted the history: ${tokens(event.tokens_before)} -> ${tokens(event.tokens_after)} tokens`,
+          ),
+        ];
+      case 'session_start':
+        footer.reset();
+        return [];
       case 'session_end': {
-        const summary = `${count(event.rounds, 'round')} · ${tokens(event.tokens.input + event.tokens.output)} tokens`;
+        const summary = footer.line(event);
         return [
           ...(event.finish === 'length'
             ? [style.red(cutOffSentence(setup.loaded.config.max_output_tokens))]

@@ -9,7 +9,11 @@ export const COMMANDS = [
   { name: 'help', args: '', summary: 'the commands and keys' },
   { name: 'mode', args: '[ask|plan|edit|auto]', summary: 'show or set the mode for the next turns' },
   { name: 'model', args: '[NAME]', summary: 'show or set the model for the next turns' },
-  { name: 'resume', args: '[ID]', summary: 'go on with another session (recent ones when no id)' },
+  {
+    name: 'resume',
+    args: '[ID|--all]',
+    summary: "go on with another session (no id: this project's recent ones; --all: every project's)",
+  },
   { name: 'fork', args: '[SEQ]', summary: 'branch this session (at an event) and go on in the branch' },
   { name: 'compact', args: '', summary: "fold this session's older turns into a summary" },
   { name: 'undo', args: '', summary: 'put back the files this session changed (asks first)' },

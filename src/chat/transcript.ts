@@ -18,6 +18,7 @@ import { inert, inertLine } from '../term/inert.js';
 import { clip, decisionWords, diffFor, outcomeWords, tokens, toolHeadline } from './describe.js';
 import { colorDiff, fileDiff } from './diff.js';
 import { color as style } from './style.js';
+import { TurnFooter } from './turn-footer.js';
 
 const theme: MarkdownTheme = {
   heading: (s) => style.bold(style.cyan(s)),
@@ -164,15 +165,16 @@ export class Transcript extends Container {
   private pending: string | undefined;
   /** Each call's arguments as the model sent them, for a call the gate stops before it starts. */
   private readonly calls = new Map<string, unknown>();
+  private readonly footer = new TurnFooter();
 
   constructor(private readonly root: string) {
     super();
   }
 
-  /** The person's message, shown as typed (made inert). */
-  user(text: string): void {
+  /** The person's message, shown as typed (made inert); `sent`: the text the log will hold (with @files attached). */
+  user(text: string, sent = text): void {
     this.endAnswer();
-    this.pending = text;
+    this.pending = sent;
     const shown = inert(text).split('\n').slice(0, 20).join('\n');
     this.addChild(new Text(style.bold(style.cyan('› ')) + shown, 0, 0));
   }
@@ -288,10 +290,13 @@ export class Transcript extends Container {
       case 'session_fork':
         this.notice(`── forked from ${inertLine(event.from)} at event ${event.at} ──`);
         return;
+      case 'session_start':
+        this.footer.reset();
+        return;
       case 'session_end': {
         this.endAnswer();
         if (event.finish === 'length') this.notice(cutOffSentence(), 'error');
-        const summary = `${event.rounds} round${event.rounds === 1 ? '' : 's'} · ${tokens(event.tokens.input + event.tokens.output)} tokens${event.cost_usd === null ? '' : ` · $${event.cost_usd.toFixed(4)}`}`;
+        const summary = this.footer.line(event);
         if (event.code === 'COMPLETED') this.notice(summary);
         else
           this.notice(

@@ -4,7 +4,6 @@
  * while answers stream.
  */
 import {
-  CombinedAutocompleteProvider,
   type Component,
   Editor,
   Loader,
@@ -21,6 +20,7 @@ import type { ApprovalChoice } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
 import { runCommand, type Screen } from './commands.js';
 import { type ChatView, Conversation } from './conversation.js';
+import { ChatCompletions } from './file-picker.js';
 import { InputHistory } from './input-history.js';
 import { attachMentions, MentionError } from './mentions.js';
 import { COMMANDS, parseInput } from './slash.js';
@@ -54,10 +54,9 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
     },
   });
   editor.setAutocompleteProvider(
-    new CombinedAutocompleteProvider(
+    new ChatCompletions(
       COMMANDS.map((c) => ({ name: c.name, description: c.summary })),
       setup.cwd,
-      null,
     ),
   );
   for (const past of history.all()) editor.addToHistory(past);
@@ -202,7 +201,7 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
     try {
       const attached = attachMentions(parsed.text, setup.cwd);
       message = attached.text;
-      if (!conv.running) transcript.user(parsed.text);
+      if (!conv.running) transcript.user(parsed.text, message);
       if (attached.files.length) view.notice(`attached ${attached.files.map(inertLine).join(', ')}`);
     } catch (err) {
       if (err instanceof MentionError) return view.notice(inertLine(err.message), 'error');
@@ -234,6 +233,16 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
     }
     if (matchesKey(data, 'ctrl+d') && !editor.getText() && !slot.asking()) {
       void leave();
+      return { consume: true };
+    }
+    // pi-tui leaves the completion list up when a kill key takes away the text it completes
+    if (
+      editor.isShowingAutocomplete() &&
+      (matchesKey(data, 'ctrl+u') || matchesKey(data, 'ctrl+w') || matchesKey(data, 'ctrl+k'))
+    ) {
+      editor.handleInput(data);
+      editor.handleInput('\x1b');
+      tui.requestRender();
       return { consume: true };
     }
     if (matchesKey(data, 'ctrl+o')) {

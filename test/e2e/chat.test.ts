@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tokens } from '../../src/chat/describe.js';
 import type { StoredEvent } from '../../src/store/event-log.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
 import {
@@ -312,15 +313,36 @@ describe('keel chat in a terminal', () => {
       read('f3.txt'),
       { text: 'They hold values.', ...usage },
       { text: 'SUMMARY: three files read', ...usage },
+      { text: 'Still here.', ...usage },
     ]);
-    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
+    const pane = Pane.start(['chat', '--context-window', '32000', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+    });
     await pane.waitFor(READY);
     pane.type('read the files', 'Enter');
     await pane.waitFor('They hold values.');
+    const firstEnd = await eventually(() => lastSessionEvents(home).find((e) => e.type === 'session_end'));
+    const firstTokens = firstEnd.data.tokens as { input: number; output: number };
+    const firstTotal = firstTokens.input + firstTokens.output;
+    // the footer is the turn's own: its rounds and its tokens
+    await pane.waitFor(`this turn: 4 rounds · ${tokens(firstTotal)} tokens`);
     pane.type('/compact', 'Enter');
     await pane.waitFor(/compacted: \S+ -> \S+ tokens \(events from \d+ kept verbatim\)/);
     const compaction = lastSessionEvents(home).find((e) => e.type === 'compaction');
     expect(compaction?.data).toMatchObject({ trigger: 'manual', summary: 'SUMMARY: three files read' });
+    // the status line shows the compacted history against the window, not the last request's size
+    const after = compaction?.data.tokens_after as number;
+    await pane.waitFor(`ctx ${tokens(after)}/32k (${Math.round((100 * after) / 32000)}%)`);
+    pane.type('and now?', 'Enter');
+    await pane.waitFor('Still here.');
+    const ends = await eventually(() => {
+      const found = lastSessionEvents(home).filter((e) => e.type === 'session_end');
+      return found.length === 2 ? found : undefined;
+    });
+    const second = ends[1]?.data.tokens as { input: number; output: number };
+    await pane.waitFor(`this turn: 1 round · ${tokens(second.input + second.output - firstTotal)} tokens`);
+    expect(pane.screen()).not.toContain(`${tokens(second.input + second.output)} tokens`);
   });
 
   it('answers slash commands, refuses unknown ones with a suggestion, and sends path-like and spaced slash text', async () => {
@@ -352,10 +374,10 @@ describe('keel chat in a terminal', () => {
   });
 
   it('/model switches the model for the next turn, /resume lists sessions and reopens one with its transcript', async () => {
-    const server = await model([
-      { text: 'old session answer' },
-      { text: 'from the other model', expect: { model: 'other-model' } },
-    ]);
+    const server = await model(
+      [{ text: 'old session answer' }, { text: 'from the other model', expect: { model: 'other-model' } }],
+      { models: ['test-model', 'other-model'] },
+    );
     const repo = gitRepo();
     const home = keelHome();
     const earlier = await keel(['ask', ...modelFlags(server), 'an earlier question'], { cwd: repo, home });
@@ -600,8 +622,9 @@ describe('keel chat in a terminal', () => {
     expect(pane.screen()).not.toContain('the hidden chain of thought');
     pane.keys('C-o');
     await pane.waitFor('the hidden chain of thought');
-    // Tab completes a command name
+    // Tab completes a command name (once the list is up: a Tab before it asks for the list again)
     pane.type('/hel');
+    await pane.waitFor('the commands and keys');
     pane.keys('Tab');
     await pane.waitFor(/\/help\s*$/m);
     pane.keys('C-u');
