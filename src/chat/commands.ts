@@ -188,7 +188,7 @@ export async function runCommand(
         screen.error('this chat has changed nothing yet');
         return;
       }
-      const { prepareUndo } = await import('../term/undo-target.js');
+      const { prepareUndo, recordUndo } = await import('../term/undo-target.js');
       const prepared = prepareUndo(conv.sessionId, conv.cwd);
       if ('error' in prepared) {
         screen.error(prepared.error);
@@ -202,8 +202,11 @@ export async function runCommand(
       const { applyUndo } = await import('../policy/undo.js');
       try {
         const done = applyUndo(prepared.plan);
+        const kept = prepared.plan.keep.map((k) => k.ref);
+        recordUndo(prepared.session.id, { applied: true, steps: done, kept, cwd: conv.cwd });
         screen.lines([style.bold('undone:'), ...done.map((s) => `  ${inertLine(s)}`)]);
       } catch (err) {
+        recordUndo(prepared.session.id, { applied: false, steps: prepared.steps, error: errorLine(err) });
         screen.error(`undo stopped: ${inertLine(errorLine(err))}`);
       }
       return;

@@ -1,15 +1,10 @@
 /** `keel undo [SESSION]`: put the workspace back as it was before a session's first write. */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { keelPaths } from '../config/paths.js';
 import { applyUndo } from '../policy/undo.js';
-import { AuditLog } from '../store/audit.js';
-import { auditEntryFor } from '../store/audit-entries.js';
-import { openDb } from '../store/db.js';
-import { EventLog } from '../store/event-log.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
-import { canonical, codeOf, messageOf, prepareUndo } from '../term/undo-target.js';
+import { canonical, codeOf, messageOf, prepareUndo, recordUndo } from '../term/undo-target.js';
 import { confirmOrExit } from './ask-line.js';
 import { dim, red } from './render.js';
 
@@ -73,24 +68,6 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
     `undone:\n${done.map((s) => `  ${inertLine(s)}\n`).join('')}${keptNote && dim(keptNote)}`,
     EXIT.ok,
   );
-}
-
-/**
- * Put the undo in the undone session's log and, through the same allow-list as every event, in the audit
- * chain: who put the work tree back is as much a fact as who changed it.
- */
-function recordUndo(sessionId: string, data: Record<string, unknown>): void {
-  const paths = keelPaths();
-  const db = openDb(paths.db);
-  const audit = new AuditLog(paths.auditDir);
-  try {
-    new EventLog(db).append(sessionId, 'undo', data);
-    const entry = auditEntryFor({ type: 'undo', ...data }, sessionId);
-    if (entry) audit.append(entry);
-  } finally {
-    audit.close();
-    db.close();
-  }
 }
 
 function errorCode(exit: number): string {

@@ -290,6 +290,11 @@ describe('keel chat in a terminal', () => {
     pane.type('y');
     await pane.waitFor('undone:');
     expect(readFileSync(join(repo, 'README.md'), 'utf8')).toBe('# demo\n');
+    // chat's /undo is recorded as keel undo's is: in the session's log and in the audit chain
+    const undo = await eventually(() => lastSessionEvents(home).find((e) => e.type === 'undo'));
+    expect(undo.data.applied).toBe(true);
+    const audit = await keel(['audit', 'tail', '--json'], { cwd: repo, home });
+    expect(audit.stdout).toContain('"undo"');
     const original = lastSessionEvents(home)[0]?.session_id;
     pane.type('/fork', 'Enter');
     await pane.waitFor(/forked \S+ at event \d+ into \S+; going on in the fork/);
