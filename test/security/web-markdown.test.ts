@@ -190,6 +190,11 @@ describe.skipIf(!existsSync(CHROMIUM))(
         mkdirSync(join('test-results', 'web'), { recursive: true });
         await page.screenshot({ path: join('test-results', 'web', 'markdown-answer.png'), fullPage: true });
 
+        // a long code line scrolls inside its block: a narrow window still has no sideways scrolling
+        await page.setViewportSize({ width: 400, height: 800 });
+        expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(400);
+        await page.setViewportSize({ width: 1280, height: 800 });
+
         await page.goto(`http://127.0.0.1:${s.port}/#/s/${ended}`);
         await rendered(page, '.msg.end .md', 'summary');
 
