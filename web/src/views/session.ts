@@ -36,7 +36,8 @@ export function sessionView(id: string) {
   return (main: HTMLElement): Stop => {
     const conn = document.getElementById('conn');
     const title = el('h1', { class: 'session-title' }, 'Session');
-    const status = el('p', { class: 'activity', attrs: { role: 'status', hidden: '' } });
+    // not a live region: a count that changes every second would be read out every second
+    const status = el('p', { class: 'activity', attrs: { hidden: '' } });
     const facts = el('dl', { class: 'facts-grid' });
     const error = el('p', { class: 'error', attrs: { role: 'alert' } });
     // what the last refresh could not read (the server away): cleared as soon as one succeeds
@@ -84,10 +85,15 @@ export function sessionView(id: string) {
     };
 
     /** The title's badge, the status line and the cancel button, from the server's view and the log. */
+    let titled = '';
     const paint = () => {
       if (!server) return;
       const state = shownState(server.state, activity, pending.size) ?? server.state;
-      replace(title, short(server.prompt || server.session_id, 100), ' ', stateBadge(state));
+      const heading = short(server.prompt || server.session_id, 100);
+      if (titled !== `${state}\u0000${heading}`) {
+        titled = `${state}\u0000${heading}`;
+        replace(title, heading, ' ', stateBadge(state));
+      }
       const live = state === 'running' || state === 'waiting';
       const line = live && state === 'running' ? activity.line(Date.now()) : null;
       status.textContent = line ?? '';
