@@ -131,6 +131,8 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   process.stderr.write('keel serve: stopping (cancelling running turns)\n');
   server.close();
   await Promise.all([manager.close(), fixes.close()]);
+  // an open event stream (a browser tab) never ends by itself: end it, or the process never exits
+  if ('closeAllConnections' in server) server.closeAllConnections();
   runtime.close();
   return EXIT.ok;
 }

@@ -80,8 +80,11 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/v1/sessions',
-    summary: 'list sessions',
-    query: { state: 'running|waiting|completed|failed|cancelled' },
+    summary: "this project's sessions",
+    query: {
+      state: 'running|waiting|completed|failed|cancelled',
+      project: 'this project only (another folder is a 400)',
+    },
   },
   { method: 'get', path: '/v1/sessions/:id', summary: 'one session' },
   {
@@ -113,7 +116,12 @@ export const ROUTES: Route[] = [
     body: ForkBody,
   },
   { method: 'post', path: '/v1/fix', summary: 'start a fix run', body: FixBody },
-  { method: 'get', path: '/v1/runs', summary: 'fix and loop runs' },
+  {
+    method: 'get',
+    path: '/v1/runs',
+    summary: "this project's fix and loop runs",
+    query: { project: 'this project only (another folder is a 400)' },
+  },
   { method: 'get', path: '/v1/runs/:id', summary: 'one run: verdict, attempts, rationale, PR text, diff' },
   {
     method: 'get',
@@ -285,13 +293,16 @@ export function createApp(opts: AppOptions): Hono {
     });
     return c.json({ session_id: id, mode: req.mode, state: manager.view(id).state }, 201);
   });
+  // the server serves its own project: `?project=` naming another folder (a nested repository too) is refused
+  const otherProject = (c: Context) => {
+    const project = c.req.query('project');
+    return project !== undefined && !recordedIn(resolve(opts.project, project), manager.root);
+  };
+  const onlyThisProject = `project: this server serves ${opts.project} only`;
   app.get('/v1/sessions', (c) => {
     const state = c.req.query('state') as SessionState | undefined;
-    // the server serves its own project: another folder (a nested repository too) is not one it lists
-    const project = c.req.query('project');
-    if (project !== undefined && !recordedIn(resolve(opts.project, project), manager.root))
-      return fail(c, 400, 'BAD_REQUEST', `project: this server serves ${opts.project} only`);
-    return c.json({ sessions: manager.list(state ? { state } : {}) });
+    if (otherProject(c)) return fail(c, 400, 'BAD_REQUEST', onlyThisProject);
+    return c.json({ project: opts.project, sessions: manager.list(state ? { state } : {}) });
   });
   app.get('/v1/sessions/:id', (c) => c.json(manager.view(c.req.param('id'))));
   app.get('/v1/sessions/:id/diff', (c) => c.json({ files: manager.diff(c.req.param('id')) }));
@@ -394,6 +405,7 @@ export function createApp(opts: AppOptions): Hono {
     };
   };
   app.get('/v1/runs', (c) => {
+    if (otherProject(c)) return fail(c, 400, 'BAD_REQUEST', onlyThisProject);
     const runs = readRuns(manager.log, keelPaths(opts.env), { limit: 50, root: manager.root }).map((r) =>
       runView(r.id),
     );

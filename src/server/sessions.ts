@@ -56,6 +56,8 @@ export interface SessionView {
   tokens: number;
   cost_usd: number | null;
   parent_id: string | null;
+  /** A fork's: the parent's seq it branched at (null: not a fork; a child with a parent is then a subagent). */
+  forked_at: number | null;
   children: string[];
   files_changed: string[];
   pending_approvals: Approval[];
@@ -303,9 +305,11 @@ export class SessionManager {
       ? pending.length
         ? 'waiting'
         : 'running'
-      : row.code === null
-        ? 'failed'
-        : stateOf(row.code);
+      : row.code !== null
+        ? stateOf(row.code)
+        : this.underActiveTurn(row)
+          ? 'running'
+          : 'failed';
     return {
       session_id: row.id,
       mode: row.mode,
@@ -318,10 +322,21 @@ export class SessionManager {
       tokens,
       cost_usd: row.cost_usd,
       parent_id: row.parent_id,
+      forked_at: row.forked_seq,
       children: this.log.childSessions(row.id).map((c) => c.id),
       files_changed: [...files].sort(),
       pending_approvals: pending,
     };
+  }
+
+  /** A subagent still at work: one of its parents (not a fork's source) runs a turn in this process. */
+  private underActiveTurn(row: SessionRow): boolean {
+    let child: SessionRow | undefined = row;
+    for (let depth = 0; child?.parent_id && child.forked_seq === null && depth < 16; depth++) {
+      if (this.active.has(child.parent_id)) return true;
+      child = this.log.getSession(child.parent_id);
+    }
+    return false;
   }
 
   /** A session's counts, read from its log once and then only from its new events (the log only grows). */

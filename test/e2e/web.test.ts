@@ -22,7 +22,8 @@ interface Served {
   child: ChildProcess;
   port: number;
   stderr: () => string;
-  stop(): Promise<void>;
+  /** SIGTERM, then SIGKILL after 5 s: how it ended. */
+  stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 const children: ChildProcess[] = [];
@@ -68,8 +69,9 @@ function serve(
         stderr: () => err,
         stop: () =>
           new Promise((done) => {
-            if (child.exitCode !== null) return done();
-            child.once('close', () => done());
+            if (child.exitCode !== null || child.signalCode !== null)
+              return done({ code: child.exitCode, signal: child.signalCode });
+            child.once('close', (code, signal) => done({ code, signal }));
             child.kill('SIGTERM');
             setTimeout(() => child.kill('SIGKILL'), 5000).unref();
           }),
@@ -153,6 +155,8 @@ describe.skipIf(!existsSync(CHROMIUM))('browser workspace (chromium, real keel s
     const end = page.locator('.msg.end');
     await end.waitFor({ timeout: 30_000 });
     expect(await end.textContent()).toContain('COMPLETED');
+    // the run's summary is its last answer, shown once (not again on the run-ended card)
+    expect(await end.locator('.text').count()).toBe(0);
     expect(readFileSync(join(repo, 'src/app.js'), 'utf8')).toBe('export const answer = 42;\n');
     expect(await approval.count()).toBe(0);
     const call = page.locator('li.call[data-call]').first();
@@ -179,13 +183,22 @@ describe.skipIf(!existsSync(CHROMIUM))('browser workspace (chromium, real keel s
     await shot(page, '4-narrow');
     await page.setViewportSize({ width: 1280, height: 800 });
 
-    // the server restarts on the same port: the page says so, reconnects, and follows the next turn
-    await keelServe.stop();
+    // the server restarts on the same port: the page says so, reconnects, and follows the next turn;
+    // the page's open stream does not keep the server from stopping on SIGTERM
+    expect(await keelServe.stop()).toEqual({ code: 0, signal: null });
     await expect
       .poll(() => page.locator('#conn').textContent(), { timeout: 15_000 })
       .toContain('reconnecting');
+    const alerts = () => page.getByRole('alert').allTextContents();
+    await expect
+      .poll(async () => (await alerts()).join(' '), { timeout: 15_000 })
+      .toContain('cannot reach keel serve');
     keelServe = await serve(repo, home, env, `127.0.0.1:${port}`);
     await expect.poll(() => page.locator('#conn').textContent(), { timeout: 20_000 }).toBe('reconnected');
+    // once the server answers again, the page no longer says it cannot reach it
+    await expect
+      .poll(async () => (await alerts()).join(' '), { timeout: 15_000 })
+      .not.toContain('cannot reach');
     // the replay after reconnecting did not repeat what the page already had
     expect(await page.locator('.msg.user').count()).toBe(1);
     expect(await page.locator('.msg.end').count()).toBe(1);

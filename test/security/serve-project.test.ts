@@ -90,6 +90,7 @@ describe('keel serve serves its own project, and only with the token', () => {
     const reads = [
       '/v1/sessions',
       `/v1/sessions?project=${encodeURIComponent(other)}`,
+      `/v1/runs?project=${encodeURIComponent(other)}`,
       `/v1/sessions/${ownId}`,
       `/v1/sessions/${ownId}/diff`,
       `/v1/sessions/${ownId}/events`,
@@ -133,6 +134,15 @@ describe('keel serve serves its own project, and only with the token', () => {
     expect(ids(await s.api('GET', `/v1/sessions?project=${encodeURIComponent(outer)}`))).toEqual([ownId]);
     expect((await probe(s, 'GET', `/v1/sessions/${ownId}`, s.token)).status).toBe(200);
     expect((await s.api('GET', '/v1/runs')).body.runs).toEqual([]);
+    // runs are listed as sessions are: naming another folder is refused, naming this one lists it
+    for (const project of [other, inner]) {
+      const res = await s.api('GET', `/v1/runs?project=${encodeURIComponent(project)}`);
+      expect(res.status, project).toBe(400);
+      expect(JSON.stringify(res.body), project).not.toMatch(/B-FIX-TASK|20260101-000000-f1f1f1/);
+    }
+    const ownRuns = await s.api('GET', `/v1/runs?project=${encodeURIComponent(outer)}`);
+    expect(ownRuns.status).toBe(200);
+    expect(ownRuns.body.runs).toEqual([]);
     const run = await probe(s, 'GET', `/v1/runs/${otherRun}`, s.token);
     expect(run.status).toBe(404);
     expect(JSON.stringify(run.body)).not.toContain('B-FIX-TASK');

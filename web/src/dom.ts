@@ -1,4 +1,7 @@
-/** Building DOM nodes from data. Strings always become text nodes: model and repository text is never markup. */
+/**
+ * Building DOM nodes from data. Strings always become text nodes: model and repository text is never
+ * markup (Markdown goes through markdown.ts, which renders it without raw HTML and sanitizes the result).
+ */
 
 export type Child = Node | string | number | null | undefined | false;
 
@@ -74,10 +77,20 @@ export function when(iso: string | null | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
-/** A state badge: the word plus a class for its colour (the word alone carries the meaning). */
-export function badge(state: string): HTMLElement {
+/** A state badge: the words plus a class for its colour (the words alone carry the meaning). */
+export function badge(state: string, label = state): HTMLElement {
   const safe = /^[a-z_-]+$/i.test(state) ? state.toLowerCase() : 'other';
-  return el('span', { class: `badge s-${safe}` }, state);
+  return el('span', { class: `badge s-${safe}` }, label);
+}
+
+/** What a session's state is called on the page: a question waiting is "waiting for approval". */
+export function stateBadge(state: string): HTMLElement {
+  return badge(state, state === 'waiting' ? 'waiting for approval' : state);
+}
+
+/** "1 subagent", "2 subagents". */
+export function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 /** At most `n` characters of a one-line text. */

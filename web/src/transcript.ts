@@ -1,5 +1,6 @@
 /** A session's transcript: logged events and live deltas folded into DOM, in seq order, each event once. */
-import { badge, diffBlock, el, money, short } from './dom.js';
+import { badge, count, diffBlock, el, money, short } from './dom.js';
+import { markdown } from './markdown.js';
 import type { Delta, LogEvent } from './types.js';
 
 interface CallCard {
@@ -18,7 +19,7 @@ export function toLogEvent(eventName: string, raw: unknown, id: string | null): 
   const seq = Number(r.seq ?? id);
   if (!Number.isFinite(seq)) return null;
   const type = String(r.type ?? inner.type ?? eventName);
-  return { ...inner, type, seq };
+  return { ...inner, type, seq, ...(typeof r.ts === 'string' ? { ts: r.ts } : {}) };
 }
 
 export class Transcript {
@@ -27,13 +28,16 @@ export class Transcript {
   private calls = new Map<string, CallCard>();
   private liveBlock: { root: HTMLElement; text: HTMLElement; reasoning: HTMLElement | null } | null = null;
   private painted = false;
+  /** The text of the last answer shown: a run-ended card whose summary is that answer does not repeat it. */
+  private lastAnswer = '';
 
-  /** Apply a logged event; an event at or before the last seq is a replay and is skipped. */
-  apply(ev: LogEvent): void {
-    if (ev.seq <= this.lastSeq) return;
+  /** Apply a logged event; an event at or before the last seq is a replay and is skipped (false). */
+  apply(ev: LogEvent): boolean {
+    if (ev.seq <= this.lastSeq) return false;
     this.lastSeq = ev.seq;
     const node = this.render(ev);
     if (node) this.push(node);
+    return true;
   }
 
   /** A live delta: streamed text and reasoning of the round in flight, or a running tool's output. */
@@ -166,7 +170,10 @@ export class Transcript {
         ),
       );
     }
-    if (typeof ev.text === 'string' && ev.text) li.appendChild(el('div', { class: 'text' }, ev.text));
+    if (typeof ev.text === 'string' && ev.text) {
+      li.appendChild(el('div', { class: 'text md' }, markdown(ev.text)));
+      this.lastAnswer = ev.text.trim();
+    }
     const calls = Array.isArray(ev.tool_calls) ? (ev.tool_calls as Array<Record<string, unknown>>) : [];
     if (calls.length > 0) {
       const list = el('ul', { class: 'calls' });
@@ -261,11 +268,13 @@ export class Transcript {
     this.dropLive();
     const code = String(ev.code ?? '');
     const tokens = ev.tokens as { input?: number; output?: number } | undefined;
+    // the summary is most often the last answer, which the transcript shows just above
+    const summary = typeof ev.summary === 'string' ? ev.summary.trim() : '';
     return el(
       'li',
       { class: 'msg end' },
       el('h3', null, 'Run ended ', badge(code)),
-      typeof ev.summary === 'string' && ev.summary ? el('div', { class: 'text' }, ev.summary) : null,
+      summary && summary !== this.lastAnswer ? el('div', { class: 'text md' }, markdown(summary)) : null,
       ev.finish === 'length'
         ? el(
             'p',
@@ -276,7 +285,7 @@ export class Transcript {
       el(
         'p',
         { class: 'facts' },
-        `${String(ev.rounds ?? 0)} rounds · ${(tokens?.input ?? 0) + (tokens?.output ?? 0)} tokens · ${money(ev.cost_usd as number | null)}`,
+        `${count(Number(ev.rounds ?? 0), 'round')} · ${count((tokens?.input ?? 0) + (tokens?.output ?? 0), 'token')} · ${money(ev.cost_usd as number | null)}`,
       ),
     );
   }
@@ -286,8 +295,11 @@ function meta(text: string, kind = ''): HTMLElement {
   return el('li', { class: `meta ${kind}` }, text);
 }
 
-/** A call's arguments on one line: the path or command when there is one, else the JSON. */
-function argsLine(args: unknown): string {
+/**
+ * A call's arguments on one line: the path or command when there is one, else `name: value` pairs; a
+ * call without arguments (`run_tests {}`) shows only its tool's name.
+ */
+export function argsLine(args: unknown): string {
   let value = args;
   if (typeof args === 'string') {
     try {
@@ -296,11 +308,14 @@ function argsLine(args: unknown): string {
       return short(args, 140);
     }
   }
-  if (value && typeof value === 'object') {
-    const a = value as Record<string, unknown>;
-    for (const key of ['path', 'command', 'pattern', 'task', 'query', 'name']) {
-      if (typeof a[key] === 'string') return short(a[key] as string, 140);
-    }
+  if (value === undefined || value === null) return '';
+  if (typeof value !== 'object' || Array.isArray(value)) return short(JSON.stringify(value), 140);
+  const a = value as Record<string, unknown>;
+  for (const key of ['path', 'command', 'pattern', 'task', 'query', 'name']) {
+    if (typeof a[key] === 'string') return short(a[key] as string, 140);
   }
-  return value === undefined ? '' : short(JSON.stringify(value), 140);
+  const pairs = Object.entries(a)
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+  return short(pairs.join(' · '), 140);
 }

@@ -25,6 +25,8 @@ export interface Session {
   tokens: number | { input: number; output: number };
   cost_usd: number | null;
   parent_id: string | null;
+  /** A fork's: the parent's seq it branched at; null for a subagent (a child with a parent) or a root. */
+  forked_at: number | null;
   children: string[];
   files_changed: string[];
   pending_approvals: Approval[];
@@ -47,6 +49,8 @@ export interface Run {
 export interface LogEvent {
   type: string;
   seq: number;
+  /** When it was logged (ISO 8601), when the stream says. */
+  ts?: string;
   [field: string]: unknown;
 }
 

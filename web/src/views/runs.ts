@@ -2,6 +2,7 @@
 import { api } from '../api.js';
 import { badge, diffBlock, el, money, replace, short, when } from '../dom.js';
 import type { Stop } from '../main.js';
+import { markdown } from '../markdown.js';
 import { poll } from '../poll.js';
 import type { Run } from '../types.js';
 
@@ -100,18 +101,8 @@ export function runView(id: string) {
               ).flatMap(([k, v]) => [el('dt', null, k), el('dd', null, v)]),
             ),
           ),
-          el(
-            'section',
-            { class: 'card' },
-            el('h2', null, 'Rationale'),
-            el('pre', { class: 'prose' }, r.rationale || '—'),
-          ),
-          el(
-            'section',
-            { class: 'card' },
-            el('h2', null, 'Pull request text'),
-            el('pre', { class: 'prose' }, r.pr_description || '—'),
-          ),
+          el('section', { class: 'card' }, el('h2', null, 'Rationale'), prose(r.rationale)),
+          el('section', { class: 'card' }, el('h2', null, 'Pull request text'), prose(r.pr_description)),
           el(
             'section',
             { class: 'card' },
@@ -130,4 +121,9 @@ export function runView(id: string) {
       main.classList.remove('wide');
     };
   };
+}
+
+/** A report's Markdown, rendered safely (markdown.ts), or a dash when there is none. */
+function prose(text: string | null): HTMLElement {
+  return text?.trim() ? el('div', { class: 'prose md' }, markdown(text)) : el('p', { class: 'muted' }, '—');
 }

@@ -1,29 +1,63 @@
 /** One session: its facts, live transcript, the approvals waiting for a person, messages, and its agent tree. */
+import { Activity } from '../activity.js';
 import { api } from '../api.js';
-import { badge, diffBlock, el, money, replace, short, when } from '../dom.js';
+import { diffBlock, el, money, replace, short, stateBadge, when } from '../dom.js';
 import type { Stop } from '../main.js';
 import { poll } from '../poll.js';
 import { openStream } from '../stream.js';
 import { Transcript, toLogEvent } from '../transcript.js';
-import type { Approval, Delta, Session } from '../types.js';
+import type { Approval, Delta, Session, SessionState } from '../types.js';
 import { agentTree } from './sessions.js';
 
 export function tokenTotal(t: Session['tokens']): number {
   return typeof t === 'number' ? t : (t?.input ?? 0) + (t?.output ?? 0);
 }
 
+/** The state a terminal code stands for. */
+function stateOfCode(code: string): SessionState {
+  return code === 'COMPLETED' ? 'completed' : code === 'CANCELLED' ? 'cancelled' : 'failed';
+}
+
+/**
+ * The state the page shows: the server's (is a turn of it running here?), refined by the log the page
+ * follows: a question waiting is "waiting", a turn whose end is logged has ended.
+ */
+export function shownState(
+  server: SessionState | null,
+  activity: Activity,
+  questions: number,
+): SessionState | null {
+  if (server !== 'running' && server !== 'waiting') return server;
+  if (!activity.open && activity.ended !== null) return stateOfCode(activity.ended);
+  return questions > 0 || activity.asked.size > 0 ? 'waiting' : 'running';
+}
+
 export function sessionView(id: string) {
   return (main: HTMLElement): Stop => {
     const conn = document.getElementById('conn');
     const title = el('h1', { class: 'session-title' }, 'Session');
+    // not a live region: a count that changes every second would be read out every second
+    const status = el('p', { class: 'activity', attrs: { hidden: '' } });
     const facts = el('dl', { class: 'facts-grid' });
     const error = el('p', { class: 'error', attrs: { role: 'alert' } });
+    // what the last refresh could not read (the server away): cleared as soon as one succeeds
+    const stale = el('p', { class: 'error', attrs: { role: 'alert' } });
     const approvals = el('section', {
       class: 'approvals',
       attrs: { 'aria-label': 'Waiting for you', 'aria-live': 'assertive' },
     });
     const transcript = new Transcript();
+    const activity = new Activity();
     const tree = el('div', null, el('p', { class: 'muted' }, 'Loading…'));
+    // shown only when there are agents to show (never an empty "0 subagents")
+    const agents = el(
+      'section',
+      { class: 'card agents', attrs: { hidden: '' } },
+      el('h2', null, 'Agents'),
+      tree,
+    );
+    const controls = actions(id, (msg) => (error.textContent = msg));
+    let server: Session | null = null;
     const files = el('ul', { class: 'files' });
     // one card per question, keyed by the question's id (a subagent and its parent may share a call id)
     const pending = new Map<string, HTMLElement>();
@@ -42,26 +76,51 @@ export function sessionView(id: string) {
       approvals.appendChild(card);
       if (pending.size === 1)
         card.querySelector<HTMLButtonElement>('button.allow')?.focus({ preventScroll: true });
+      paint();
     };
     const settle = (questionId: string) => {
       pending.get(questionId)?.remove();
       pending.delete(questionId);
+      paint();
     };
+
+    /** The title's badge, the status line and the cancel button, from the server's view and the log. */
+    let titled = '';
+    const paint = () => {
+      if (!server) return;
+      const state = shownState(server.state, activity, pending.size) ?? server.state;
+      const heading = short(server.prompt || server.session_id, 100);
+      if (titled !== `${state}\u0000${heading}`) {
+        titled = `${state}\u0000${heading}`;
+        replace(title, heading, ' ', stateBadge(state));
+      }
+      const live = state === 'running' || state === 'waiting';
+      const line = live && state === 'running' ? activity.line(Date.now()) : null;
+      status.textContent = line ?? '';
+      status.hidden = line === null;
+      controls.cancel.hidden = !live;
+    };
+    const clock = setInterval(paint, 1000);
 
     const refresh = async (reconcile: boolean, signal?: AbortSignal) => {
       const s = await api<Session>(`/v1/sessions/${encodeURIComponent(id)}`, { signal });
+      stale.textContent = '';
+      server = s;
       showFacts(s);
       if (reconcile) {
         const ids = new Set(s.pending_approvals.map((a) => a.id));
         for (const questionId of [...pending.keys()]) if (!ids.has(questionId)) settle(questionId);
       }
       for (const a of s.pending_approvals) showApproval(a);
+      paint();
       const { sessions } = await api<{ sessions: Session[] }>('/v1/sessions', { signal });
-      replace(tree, agentTree(id, sessions));
+      const shown = agentTree(id, sessions);
+      replace(tree, shown);
+      agents.hidden = shown === null;
+      agents.setAttribute('data-ready', '');
     };
 
     const showFacts = (s: Session) => {
-      replace(title, short(s.prompt || s.session_id, 100), ' ', badge(s.state));
       const rows: Array<[string, string]> = [
         ['Mode', s.mode],
         ['Code', s.code ?? '—'],
@@ -71,13 +130,19 @@ export function sessionView(id: string) {
         ['Started', when(s.started_at)],
         ['Ended', when(s.ended_at)],
       ];
-      if (s.parent_id) rows.push(['Parent', s.parent_id]);
+      if (s.parent_id) rows.push([s.forked_at === null ? 'Parent' : 'Forked from', s.parent_id]);
       replace(facts, ...rows.flatMap(([k, v]) => [el('dt', null, k), el('dd', null, v)]));
       replace(
         files,
         ...(s.files_changed.length
           ? s.files_changed.map((f) => el('li', null, el('code', null, f)))
-          : [el('li', { class: 'muted' }, 'none yet')]),
+          : [
+              el(
+                'li',
+                { class: 'muted' },
+                s.state === 'running' || s.state === 'waiting' ? 'none yet' : 'none',
+              ),
+            ]),
       );
     };
 
@@ -89,18 +154,26 @@ export function sessionView(id: string) {
         } catch {
           return;
         }
-        if (f.event === 'delta') transcript.delta(data as Delta);
-        else if (f.event === 'approval') showApproval(data as Approval);
+        if (f.event === 'delta') {
+          transcript.delta(data as Delta);
+          if ((data as Delta).kind !== 'tool_output') activity.streamed();
+        } else if (f.event === 'approval') showApproval(data as Approval);
         else if (f.event === 'approval_settled') settle(String((data as { id?: string }).id));
         else if (f.event === 'end') void refresh(false).catch(() => {});
         else {
           const ev = toLogEvent(f.event, data, f.id);
-          if (ev) transcript.apply(ev);
+          if (!ev || !transcript.apply(ev)) return;
+          activity.apply(ev);
+          // a turn that starts is the server's news too (its state, its cancel)
+          if (ev.type === 'session_start' || ev.type === 'session_resume')
+            void refresh(false).catch(() => {});
+          paint();
         }
       },
       open(resumed) {
         if (conn) conn.textContent = resumed ? 'reconnected' : 'live';
         conn?.setAttribute('data-state', 'live');
+        stale.textContent = '';
         transcript.dropLive();
         if (resumed) void refresh(true).catch(() => {});
       },
@@ -117,7 +190,7 @@ export function sessionView(id: string) {
       (signal) => refresh(false, signal),
       3000,
       (err) => {
-        error.textContent = err.message;
+        stale.textContent = err.message;
       },
     );
     void refresh(true).catch(() => {});
@@ -135,6 +208,8 @@ export function sessionView(id: string) {
           el('a', { attrs: { href: `#/s/${id}/diff` } }, 'Diff'),
         ),
       ),
+      status,
+      stale,
       error,
       el(
         'div',
@@ -149,14 +224,8 @@ export function sessionView(id: string) {
         el(
           'aside',
           { class: 'col-side', attrs: { 'aria-label': 'About this session' } },
-          el(
-            'section',
-            { class: 'card' },
-            el('h2', null, 'Facts'),
-            facts,
-            actions(id, (msg) => (error.textContent = msg)),
-          ),
-          el('section', { class: 'card' }, el('h2', null, 'Agents'), tree),
+          el('section', { class: 'card' }, el('h2', null, 'Facts'), facts, controls.root),
+          agents,
           el(
             'section',
             { class: 'card' },
@@ -170,6 +239,7 @@ export function sessionView(id: string) {
     return () => {
       stopStream();
       stopPoll();
+      clearInterval(clock);
       main.classList.remove('wide');
       if (conn) conn.textContent = '';
     };
@@ -265,8 +335,9 @@ function messageForm(id: string, fail: (msg: string) => void): HTMLElement {
   return form;
 }
 
-function actions(id: string, fail: (msg: string) => void): HTMLElement {
-  const cancel = el('button', { class: 'secondary', attrs: { type: 'button' } }, 'Cancel run');
+/** Cancel (shown only while a turn runs) and Fork. */
+function actions(id: string, fail: (msg: string) => void): { root: HTMLElement; cancel: HTMLButtonElement } {
+  const cancel = el('button', { class: 'secondary', attrs: { type: 'button', hidden: '' } }, 'Cancel run');
   const fork = el('button', { class: 'secondary', attrs: { type: 'button' } }, 'Fork');
   cancel.addEventListener('click', async () => {
     try {
@@ -286,5 +357,5 @@ function actions(id: string, fail: (msg: string) => void): HTMLElement {
       fail((err as Error).message);
     }
   });
-  return el('div', { class: 'actions' }, cancel, fork);
+  return { root: el('div', { class: 'actions' }, cancel, fork), cancel };
 }
