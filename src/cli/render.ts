@@ -91,15 +91,25 @@ class Spinner {
   }
 }
 
+/** Where the answer goes instead of stdout as is: Markdown drawn for a terminal (markdown.ts). */
+export interface AnswerSink {
+  write(inertText: string): void;
+  /** The message is complete. */
+  end(): void;
+}
+
 /**
  * A renderer for one run of a session: `onText` streams the answer to stdout (holding back a tool call
  * the model writes as text, which keel runs instead of echoing), `onEvent` shows the work on stderr.
  */
-export function createRenderer(opts: { out?: NodeJS.WriteStream; err?: NodeJS.WriteStream } = {}) {
+export function createRenderer(
+  opts: { out?: NodeJS.WriteStream; err?: NodeJS.WriteStream; answer?: AnswerSink } = {},
+) {
   const out = opts.out ?? process.stdout;
   const err = opts.err ?? process.stderr;
   const spinner = new Spinner(err);
-  const text = new AnswerStream((s) => out.write(s));
+  const answer = opts.answer;
+  const text = new AnswerStream((s) => (answer ? answer.write(s) : out.write(s)));
   return {
     onText(chunk: string): void {
       spinner.stop();
@@ -111,12 +121,16 @@ export function createRenderer(opts: { out?: NodeJS.WriteStream; err?: NodeJS.Wr
     onEvent(event: SessionEvent): void {
       if (event.type === 'model_request') spinner.start('waiting for the model');
       else if (event.type !== 'model_retry') spinner.stop();
-      if (event.type === 'assistant_message') text.end(event.text);
+      if (event.type === 'assistant_message') {
+        text.end(event.text);
+        answer?.end();
+      }
       renderTo(event, err);
     },
-    /** Stop the spinner (the run ended, or something else is about to write). */
+    /** Stop the spinner and show what is held (the run ended, or something else is about to write). */
     stop(): void {
       spinner.stop();
+      answer?.end();
     },
   };
 }

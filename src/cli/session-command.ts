@@ -121,7 +121,12 @@ export async function runVerb(
   }
 
   const { withRuntime } = await import('../agent/runtime.js');
-  const renderer = flags.json ? undefined : createRenderer();
+  // on a terminal the answer is drawn as Markdown; a pipe gets the text as the model wrote it (made inert)
+  const answer =
+    !flags.json && process.stdout.isTTY
+      ? new (await import('./markdown.js')).MarkdownStream(process.stdout)
+      : undefined;
+  const renderer = flags.json ? undefined : createRenderer(answer ? { answer } : {});
   let outcome: SessionOutcome;
   try {
     const { agentTools } = await import('../agent/subagents.js');
