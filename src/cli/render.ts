@@ -110,7 +110,22 @@ export function createRenderer(
   const spinner = new Spinner(err);
   const answer = opts.answer;
   const text = new AnswerStream((s) => (answer ? answer.write(s) : out.write(s)));
+  let indexing = false;
   return {
+    /** A large repository is indexed before the first request: said once with its count, then live on a terminal. */
+    onIndexing(done: number, total: number): void {
+      const live = err.isTTY === true && !dumb;
+      if (!indexing) {
+        indexing = true;
+        if (!live) err.write(dim(`  … indexing ${thousands(total)} files for the repo map\n`));
+      }
+      if (live)
+        err.write(
+          done < total
+            ? `\r${dim(`  … indexing ${thousands(total)} files for the repo map: ${thousands(done)} done`)}\x1b[K`
+            : '\r\x1b[K',
+        );
+    },
     onText(chunk: string): void {
       spinner.stop();
       text.push(chunk);
@@ -175,6 +190,9 @@ function renderTo(event: SessionEvent, err: NodeJS.WritableStream): void {
       return;
     case 'tool_call_invalid':
       err.write(red(`  ✗ ${inertLine(event.tool)}: ${firstLine(event.error)}\n`));
+      return;
+    case 'repo_map_skipped':
+      err.write(dim(`  … no repo map this time: ${inertLine(event.reason)}\n`));
       return;
     case 'compaction':
       err.write(dim(`  … older turns summarized (${event.tokens_before} → ${event.tokens_after} tokens)\n`));
@@ -270,6 +288,11 @@ function classify(s: string, lineStart: boolean): 'hold' | 'wait' | 'release' {
   if (!lineStart) return 'release';
   if (/^[ \t]*[{[][ \t\n]*"/.test(s)) return 'hold';
   return /^[ \t]*[{[][ \t\n]*$/.test(s) ? 'wait' : 'release';
+}
+
+/** `1,234`: a count people read at a glance. */
+export function thousands(n: number): string {
+  return n.toLocaleString('en-US');
 }
 
 /** The first line of a tool's output or error, inert and short. */

@@ -156,7 +156,12 @@ export async function runVerb(
         ...(attended ? { approve: terminalApprover() } : {}),
         // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
         ...(renderer
-          ? { onText: renderer.onText, onReasoning: renderer.onReasoning, onEvent: renderer.onEvent }
+          ? {
+              onText: renderer.onText,
+              onReasoning: renderer.onReasoning,
+              onEvent: renderer.onEvent,
+              onIndexing: renderer.onIndexing,
+            }
           : {}),
       }),
     );
