@@ -106,7 +106,9 @@ export async function runVerb(
   // a prompt the model cannot take is refused with the numbers before any request, not sent and retried
   let tooBig: string | undefined;
   try {
-    tooBig = prompt ? await promptTooBig(prompt, setup.loaded, setup.cwd, controller.signal) : undefined;
+    const size = prompt ? await promptSize(prompt, setup.loaded, setup.cwd, controller.signal) : undefined;
+    if (size?.warn) process.stderr.write(`${red('keel: warning:')} ${inertLine(size.warn)}\n`);
+    tooBig = size?.refuse;
   } catch (err) {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
@@ -245,17 +247,22 @@ function unaskedApprovals(
 
 // below this many characters a prompt fits any window keel is used with, so nothing is counted or asked
 const SMALL_PROMPT_CHARS = 16 * 1024;
+// with no window known: above this many tokens a prompt is said to be large; above the second, it is
+// refused, since few local models take it and a server would spend minutes on it before failing
+const UNKNOWN_WINDOW_WARN = 32_768;
+const UNKNOWN_WINDOW_REFUSE = 131_072;
 
 /**
- * Why the prompt cannot be sent (more tokens than the context window), or undefined when it fits or
- * the window is unknown. The window is the configured one, else (for a large prompt) the server's.
+ * Whether the prompt can be sent: refused when it has more tokens than the context window (the
+ * configured one, else the server's), or, with no window known, more than UNKNOWN_WINDOW_REFUSE;
+ * a warning when the window is unknown and it has more than UNKNOWN_WINDOW_WARN.
  */
-async function promptTooBig(
+async function promptSize(
   prompt: string,
   loaded: ReturnType<typeof load>['loaded'],
   cwd: string,
   signal: AbortSignal,
-): Promise<string | undefined> {
+): Promise<{ refuse?: string; warn?: string } | undefined> {
   if (prompt.length < SMALL_PROMPT_CHARS) return undefined;
   const { config, sources } = loaded;
   let window = config.context_window;
@@ -267,13 +274,27 @@ async function promptTooBig(
     window = await client.contextWindow(asked);
     from = `as ${config.base_url} reports it for ${config.model || 'the model'}`;
   }
-  if (window === undefined) return undefined;
   const { countTokensCancellable, ESTIMATE_MARGIN } = await import('../model/tokens.js');
   // keel's tokenizer counts below many servers' own (Qwen3's by a quarter): the estimate errs on the safe side
   const tokens = Math.ceil((await countTokensCancellable(prompt, signal)) * (1 + ESTIMATE_MARGIN));
-  if (tokens <= window) return undefined;
   const n = (x: number) => x.toLocaleString('en-US');
-  return `the prompt is about ${n(tokens)} tokens, more than the context window of ${n(window)} tokens (${from}); shorten it, or put the text in a file and ask about the file`;
+  if (window === undefined) {
+    const unknown = `the prompt is about ${n(tokens)} tokens and the context window is unknown (${config.base_url} does not report one for ${config.model || 'the model'})`;
+    const say = `if the model takes it, give its window with --context-window N or context_window in keel.toml`;
+    if (tokens > UNKNOWN_WINDOW_REFUSE)
+      return {
+        refuse: `${unknown}; few models take more than ${n(UNKNOWN_WINDOW_REFUSE)} tokens, so it is not sent: ${say}; else shorten it, or put the text in a file and ask about the file`,
+      };
+    if (tokens > UNKNOWN_WINDOW_WARN)
+      return {
+        warn: `${unknown}; sending it, but a model with a smaller window will fail or lose its start (${say})`,
+      };
+    return undefined;
+  }
+  if (tokens <= window) return undefined;
+  return {
+    refuse: `the prompt is about ${n(tokens)} tokens, more than the context window of ${n(window)} tokens (${from}); shorten it, or put the text in a file and ask about the file`,
+  };
 }
 
 /** The newest conversation started in this workspace (its canonical path, as sessions record it). */
