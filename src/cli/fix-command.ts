@@ -54,6 +54,15 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     throw err;
   }
 
+  // the snapshot is a branch and a worktree of this repository: a git folder keel cannot write is said now
+  const { unwritable } = await import('./writable.js');
+  const why = unwritable(repo, { workTree: false });
+  if (why)
+    return fail(
+      'ENVIRONMENT_ERROR',
+      `this repository cannot take a fix branch: ${why}. keel fix adds a branch and a worktree to the repository's git folder; make it writable`,
+    );
+
   const controller = new AbortController();
   // Ctrl+C or a kill ends the run CANCELLED, with its log ended and no branch or worktree left behind
   const onSigint = () => controller.abort();

@@ -85,6 +85,17 @@ export async function runVerb(
     for (const note of await memoryElsewhere(setup.cwd, setup.loaded.config))
       process.stderr.write(`keel: ${inertLine(note)}\n`);
 
+  // a session that acts writes files and keeps its safety net in .git: a repository it cannot write is said now
+  if (mode === 'edit' || mode === 'auto') {
+    const { unwritable } = await import('./writable.js');
+    const why = unwritable(setup.cwd, { workTree: true });
+    if (why)
+      return fail(
+        'ENVIRONMENT_ERROR',
+        `this repository cannot be changed: ${why}. keel ${verbOf(mode)} writes files in ${setup.cwd} and keeps its safety net in the repository's git folder; make them writable, or read it with keel ask`,
+      );
+  }
+
   // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
   const attended =
     mode !== 'auto' && !flags.json && process.stdin.isTTY === true && process.stderr.isTTY === true;
