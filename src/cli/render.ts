@@ -109,7 +109,7 @@ export function createRenderer(
   const err = opts.err ?? process.stderr;
   const spinner = new Spinner(err);
   const answer = opts.answer;
-  const text = new AnswerStream((s) => (answer ? answer.write(s) : out.write(s)));
+  const text = new RepeatFilter(new AnswerStream((s) => (answer ? answer.write(s) : out.write(s))));
   let indexing = false;
   return {
     /** A large repository is indexed before the first request: said once with its count, then live on a terminal. */
@@ -259,6 +259,49 @@ export class AnswerStream {
     if (!text) return;
     this.write(inert(text));
     this.shown += text;
+  }
+}
+
+/**
+ * A message that only repeats what an earlier message of the run already showed (a model that writes
+ * its answer beside a tool call, then writes it again once the call is done) is not shown twice: while
+ * the streamed text may still be such a repeat it waits, and once complete an exact repeat is dropped.
+ * A repeat is a whole earlier message, or a whole paragraph that ended one.
+ */
+class RepeatFilter {
+  private readonly shown: string[] = [];
+  private waiting = '';
+  private passing = false;
+  constructor(private readonly stream: AnswerStream) {}
+
+  push(chunk: string): void {
+    if (this.passing) return this.stream.push(chunk);
+    this.waiting += chunk;
+    const start = this.waiting.trim();
+    if (start && !this.shown.some((earlier) => earlier.startsWith(start))) this.release();
+  }
+
+  end(kept: string): void {
+    const text = kept.trim();
+    if (!this.passing && text && this.shown.includes(text)) {
+      // the whole message is a repeat: nothing of it was shown, and nothing is
+      this.waiting = '';
+      this.stream.end('');
+    } else {
+      this.release();
+      this.stream.end(kept);
+    }
+    this.passing = false;
+    if (!text) return;
+    // the message itself, and each paragraph that ends it, may be repeated later
+    const parts = text.split(/\n\s*\n/);
+    for (let i = 0; i < parts.length; i++) this.shown.push(parts.slice(i).join('\n\n').trim());
+  }
+
+  private release(): void {
+    this.passing = true;
+    if (this.waiting) this.stream.push(this.waiting);
+    this.waiting = '';
   }
 }
 

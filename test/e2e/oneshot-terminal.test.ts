@@ -57,6 +57,41 @@ describe('one-shot answers on a terminal', () => {
   });
 });
 
+describe('an answer is printed once', () => {
+  const read = { name: 'read_file', arguments: { path: 'README.md' } };
+  it('a message that repeats one the model wrote beside a tool call is not printed again (pipe and terminal)', async () => {
+    const repo = gitRepo({ 'README.md': '# demo\n' });
+    const home = keelHome();
+    const piped = await keel(
+      [
+        'ask',
+        ...modelFlags(
+          await model([
+            { text: 'The file has one line.', tool_calls: [read] },
+            { text: 'Reading it again. Done.', tool_calls: [{ name: 'list_dir', arguments: { path: '.' } }] },
+            // not a repeat: only part of a paragraph was said before
+            { text: 'Done.', tool_calls: [{ name: 'grep', arguments: { pattern: 'demo' } }] },
+            { text: 'The file has one line.' },
+          ]),
+        ),
+        'how long is it',
+      ],
+      { cwd: repo, home },
+    );
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.stdout).toBe('The file has one line.\nReading it again. Done.\nDone.\n');
+
+    const server = await model([
+      { text: 'I will check.\n\n**The file has one line.**', tool_calls: [read] },
+      { text: '**The file has one line.**' },
+    ]);
+    const pane = Pane.start(['ask', ...modelFlags(server), 'how long is it'], { cwd: repo, home });
+    const screen = await pane.waitFor('[keel exited 0]');
+    expect(screen).toContain('I will check.');
+    expect(screen.split('The file has one line.').length - 1).toBe(1);
+  });
+});
+
 describe('keel fix on a terminal', () => {
   it('the baseline and verify runs show their time while they run and when they end; the rationale is drawn as Markdown', async () => {
     const repo = fixtureRepo('stats');
