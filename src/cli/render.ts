@@ -275,7 +275,10 @@ class RepeatFilter {
   constructor(private readonly stream: AnswerStream) {}
 
   push(chunk: string): void {
-    if (this.passing) return this.stream.push(chunk);
+    if (this.passing) {
+      this.stream.push(chunk);
+      return;
+    }
     this.waiting += chunk;
     const start = this.waiting.trim();
     if (start && !this.shown.some((earlier) => earlier.startsWith(start))) this.release();
