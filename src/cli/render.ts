@@ -111,6 +111,12 @@ export function createRenderer(
   const answer = opts.answer;
   const text = new RepeatFilter(new AnswerStream((s) => (answer ? answer.write(s) : out.write(s))));
   let indexing = false;
+  // the live indexing line, until the index ends or anything else is written
+  let indexLine = false;
+  const endIndexLine = () => {
+    if (indexLine) err.write('\r\x1b[K');
+    indexLine = false;
+  };
   return {
     /** A large repository is indexed before the first request: said once with its count, then live on a terminal. */
     onIndexing(done: number, total: number): void {
@@ -119,14 +125,18 @@ export function createRenderer(
         indexing = true;
         if (!live) err.write(dim(`  … indexing ${thousands(total)} files for the repo map\n`));
       }
-      if (live)
-        err.write(
-          done < total
-            ? `\r${dim(`  … indexing ${thousands(total)} files for the repo map: ${thousands(done)} done`)}\x1b[K`
-            : '\r\x1b[K',
-        );
+      if (!live) return;
+      if (done >= total) {
+        endIndexLine();
+        return;
+      }
+      err.write(
+        `\r${dim(`  … indexing ${thousands(total)} files for the repo map: ${thousands(done)} done`)}\x1b[K`,
+      );
+      indexLine = true;
     },
     onText(chunk: string): void {
+      endIndexLine();
       spinner.stop();
       text.push(chunk);
     },
@@ -134,6 +144,7 @@ export function createRenderer(
       spinner.stop();
     },
     onEvent(event: SessionEvent): void {
+      endIndexLine();
       if (event.type === 'model_request') spinner.start('waiting for the model');
       else if (event.type !== 'model_retry') spinner.stop();
       if (event.type === 'assistant_message') {
@@ -144,6 +155,7 @@ export function createRenderer(
     },
     /** Stop the spinner and show what is held (the run ended, or something else is about to write). */
     stop(): void {
+      endIndexLine();
       spinner.stop();
       answer?.end();
     },
