@@ -108,7 +108,8 @@ describe('keel fix on a terminal', () => {
         'src/stats.js',
         '  return sum(values) / (values.length + 1);',
         '  return sum(values) / values.length;',
-        'mean divided by **length + 1**; it now divides by the length.',
+        // the model's words reach the rationale; an escape in them is shown, never acted on
+        'mean divided by **length + 1**; it now divides by the length. \x1b]52;c;cHduZWQ=\x07',
       ),
     ]);
     const home = keelHome();
@@ -129,7 +130,9 @@ describe('keel fix on a terminal', () => {
     // the rationale, drawn: headings without their marks, the model's words without asterisks
     expect(shown).toMatch(/^Rationale: mean\(\) of \[2, 4, 6\] is 3$/m);
     expect(shown).toMatch(/^Why$/m);
-    expect(shown).toContain('mean divided by length + 1; it now divides by the length.');
+    expect(shown).toContain(
+      'mean divided by length + 1; it now divides by the length. \\x1b]52;c;cHduZWQ=\\x07',
+    );
     expect(shown).not.toContain('**length + 1**');
     expect(shown).toMatch(/^VERIFIED: /m);
   });
