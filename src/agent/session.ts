@@ -50,6 +50,8 @@ export interface StartOptions {
   onToolOutput?(callId: string, text: string, stream: 'stdout' | 'stderr'): void;
   /** Each event once it is stored, with its seq in the session's log. */
   onEvent?(event: SessionEvent, seq: number): void;
+  /** A large repository is being indexed for the repo map before the first request: files done of total. */
+  onIndexing?(done: number, total: number): void;
   /** A subagent's policy, narrowed from its parent's by the gate; a person's session builds its own from config. */
   policy?: Policy;
   /** More tools, made for this session from its dependencies (subagents, MCP, memory). */
@@ -212,6 +214,7 @@ async function runIn(
               task: opts.prompt,
               budget: config.graph.map_tokens,
               signal: opts.signal,
+              ...(opts.onIndexing ? { onLargeIndex: opts.onIndexing } : {}),
             }),
           )
           // a map that cannot be built is a note in the log, never the end of a session (or an unhandled rejection)

@@ -54,13 +54,26 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     throw err;
   }
 
+  // the snapshot is a branch and a worktree of this repository: a git folder keel cannot write is said now
+  const { unwritable } = await import('./writable.js');
+  const why = unwritable(repo, { workTree: false });
+  if (why)
+    return fail(
+      'ENVIRONMENT_ERROR',
+      `this repository cannot take a fix branch: ${why}. keel fix adds a branch and a worktree to the repository's git folder; make it writable`,
+    );
+
   const controller = new AbortController();
   // Ctrl+C or a kill ends the run CANCELLED, with its log ended and no branch or worktree left behind
   const onSigint = () => controller.abort();
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
   // progress quotes test output, test ids and the model's reasons: one inert line each
-  const progress = (message: string) => process.stderr.write(`${dim('keel fix:')} ${inertLine(message)}\n`);
+  const ticker = new Ticker(process.stderr);
+  const progress = (message: string) => {
+    ticker.clear();
+    process.stderr.write(`${dim('keel fix:')} ${inertLine(message)}\n`);
+  };
   const { runFix } = await import('../fix/run.js');
   let result: FixResult;
   try {
@@ -74,9 +87,11 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       loaded,
       signal: controller.signal,
       onProgress: progress,
+      onWaiting: (label) => ticker.start(label),
       ...(flags.json ? {} : { onEvent: renderEvent }),
     });
   } finally {
+    ticker.stop();
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
   }
@@ -85,8 +100,60 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     process.stdout.write(`${JSON.stringify(fixDocument(result, exit), null, 2)}\n`);
     return exit;
   }
+  if (process.stdout.isTTY && result.paths) await printRationale(result.paths.rationale);
   printVerdict(result);
   return exit;
+}
+
+/**
+ * A test run's label with the time it has taken, redrawn each second on a terminal's stderr; a pipe
+ * gets only the line that says how long it took when it ends.
+ */
+class Ticker {
+  private timer: NodeJS.Timeout | undefined;
+  private label = '';
+  private started = 0;
+  constructor(private readonly out: NodeJS.WriteStream) {}
+
+  start(label: string): () => void {
+    this.stop();
+    if (!this.out.isTTY || process.env.TERM === 'dumb') return () => {};
+    this.label = label;
+    this.started = Date.now();
+    this.draw();
+    this.timer = setInterval(() => this.draw(), 1000);
+    this.timer.unref();
+    return () => this.stop();
+  }
+
+  /** Take the line away for a moment (a progress line is about to be printed); the next tick draws it again. */
+  clear(): void {
+    if (this.timer) this.out.write('\r\x1b[K');
+  }
+
+  stop(): void {
+    if (!this.timer) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.out.write('\r\x1b[K');
+  }
+
+  private draw(): void {
+    const secs = Math.floor((Date.now() - this.started) / 1000);
+    this.out.write(`\r${dim(`keel fix: ${inertLine(this.label)} · ${secs} s`)}\x1b[K`);
+  }
+}
+
+/** The rationale the run wrote (rationale.md), drawn as Markdown for a person at a terminal. */
+async function printRationale(path: string): Promise<void> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return;
+  }
+  const { renderMarkdown } = await import('./markdown.js');
+  process.stdout.write(`\n${renderMarkdown(text)}`);
 }
 
 function readIssue(issue: string | undefined): string | Error {

@@ -10,7 +10,7 @@ import { EXIT } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
 import { ConfigError, existingWorkspace, load } from '../term/options.js';
 import { reportError } from './errors.js';
-import { dim } from './render.js';
+import { dim, thousands } from './render.js';
 
 export interface GraphFlags {
   cwd?: string;
@@ -21,16 +21,20 @@ function writeJson(doc: unknown): void {
   process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
 }
 
-/** Bring the index up to date, showing files done / total on stderr (a person's terminal only). */
+/**
+ * Bring the index up to date: the count of files first ("indexing 1,234 files…"), then files done on
+ * stderr, live on a terminal and every tenth on a pipe; `--json` keeps stdout and stderr for its document.
+ */
 async function indexNow(root: string, json: boolean | undefined): Promise<IndexSummary> {
-  const live = !json && process.stderr.isTTY;
+  const live = !json && process.stderr.isTTY && process.env.TERM !== 'dumb';
   let shown = -1;
   const summary = await runIndexWorker(keelPaths().db, root, {
     onProgress: (done, total) => {
       if (json) return;
       const tenth = Math.floor((done * 10) / Math.max(1, total));
-      if (live) process.stderr.write(`\r${dim(`indexing ${done}/${total} files`)}`);
-      else if (tenth !== shown) process.stderr.write(`indexing ${done}/${total} files\n`);
+      const line = `indexing ${thousands(total)} files…${done ? ` ${thousands(done)} done` : ''}`;
+      if (live) process.stderr.write(`\r${dim(line)}\x1b[K`);
+      else if (tenth !== shown) process.stderr.write(`${line}\n`);
       shown = tenth;
     },
   });

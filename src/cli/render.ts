@@ -91,17 +91,52 @@ class Spinner {
   }
 }
 
+/** Where the answer goes instead of stdout as is: Markdown drawn for a terminal (markdown.ts). */
+export interface AnswerSink {
+  write(inertText: string): void;
+  /** The message is complete. */
+  end(): void;
+}
+
 /**
  * A renderer for one run of a session: `onText` streams the answer to stdout (holding back a tool call
  * the model writes as text, which keel runs instead of echoing), `onEvent` shows the work on stderr.
  */
-export function createRenderer(opts: { out?: NodeJS.WriteStream; err?: NodeJS.WriteStream } = {}) {
+export function createRenderer(
+  opts: { out?: NodeJS.WriteStream; err?: NodeJS.WriteStream; answer?: AnswerSink } = {},
+) {
   const out = opts.out ?? process.stdout;
   const err = opts.err ?? process.stderr;
   const spinner = new Spinner(err);
-  const text = new AnswerStream((s) => out.write(s));
+  const answer = opts.answer;
+  const text = new RepeatFilter(new AnswerStream((s) => (answer ? answer.write(s) : out.write(s))));
+  let indexing = false;
+  // the live indexing line, until the index ends or anything else is written
+  let indexLine = false;
+  const endIndexLine = () => {
+    if (indexLine) err.write('\r\x1b[K');
+    indexLine = false;
+  };
   return {
+    /** A large repository is indexed before the first request: said once with its count, then live on a terminal. */
+    onIndexing(done: number, total: number): void {
+      const live = err.isTTY === true && !dumb;
+      if (!indexing) {
+        indexing = true;
+        if (!live) err.write(dim(`  … indexing ${thousands(total)} files for the repo map\n`));
+      }
+      if (!live) return;
+      if (done >= total) {
+        endIndexLine();
+        return;
+      }
+      err.write(
+        `\r${dim(`  … indexing ${thousands(total)} files for the repo map: ${thousands(done)} done`)}\x1b[K`,
+      );
+      indexLine = true;
+    },
     onText(chunk: string): void {
+      endIndexLine();
       spinner.stop();
       text.push(chunk);
     },
@@ -109,14 +144,20 @@ export function createRenderer(opts: { out?: NodeJS.WriteStream; err?: NodeJS.Wr
       spinner.stop();
     },
     onEvent(event: SessionEvent): void {
+      endIndexLine();
       if (event.type === 'model_request') spinner.start('waiting for the model');
       else if (event.type !== 'model_retry') spinner.stop();
-      if (event.type === 'assistant_message') text.end(event.text);
+      if (event.type === 'assistant_message') {
+        text.end(event.text);
+        answer?.end();
+      }
       renderTo(event, err);
     },
-    /** Stop the spinner (the run ended, or something else is about to write). */
+    /** Stop the spinner and show what is held (the run ended, or something else is about to write). */
     stop(): void {
+      endIndexLine();
       spinner.stop();
+      answer?.end();
     },
   };
 }
@@ -161,6 +202,9 @@ function renderTo(event: SessionEvent, err: NodeJS.WritableStream): void {
       return;
     case 'tool_call_invalid':
       err.write(red(`  ✗ ${inertLine(event.tool)}: ${firstLine(event.error)}\n`));
+      return;
+    case 'repo_map_skipped':
+      err.write(dim(`  … no repo map this time: ${inertLine(event.reason)}\n`));
       return;
     case 'compaction':
       err.write(dim(`  … older turns summarized (${event.tokens_before} → ${event.tokens_after} tokens)\n`));
@@ -230,6 +274,52 @@ export class AnswerStream {
   }
 }
 
+/**
+ * A message that only repeats what an earlier message of the run already showed (a model that writes
+ * its answer beside a tool call, then writes it again once the call is done) is not shown twice: while
+ * the streamed text may still be such a repeat it waits, and once complete an exact repeat is dropped.
+ * A repeat is a whole earlier message, or a whole paragraph that ended one.
+ */
+class RepeatFilter {
+  private readonly shown: string[] = [];
+  private waiting = '';
+  private passing = false;
+  constructor(private readonly stream: AnswerStream) {}
+
+  push(chunk: string): void {
+    if (this.passing) {
+      this.stream.push(chunk);
+      return;
+    }
+    this.waiting += chunk;
+    const start = this.waiting.trim();
+    if (start && !this.shown.some((earlier) => earlier.startsWith(start))) this.release();
+  }
+
+  end(kept: string): void {
+    const text = kept.trim();
+    if (!this.passing && text && this.shown.includes(text)) {
+      // the whole message is a repeat: nothing of it was shown, and nothing is
+      this.waiting = '';
+      this.stream.end('');
+    } else {
+      this.release();
+      this.stream.end(kept);
+    }
+    this.passing = false;
+    if (!text) return;
+    // the message itself, and each paragraph that ends it, may be repeated later
+    const parts = text.split(/\n\s*\n/);
+    for (let i = 0; i < parts.length; i++) this.shown.push(parts.slice(i).join('\n\n').trim());
+  }
+
+  private release(): void {
+    this.passing = true;
+    if (this.waiting) this.stream.push(this.waiting);
+    this.waiting = '';
+  }
+}
+
 const TAG = '<tool_call';
 const FENCE_INFO = new Set(['', 'json', 'tool_call', 'tool', 'xml']);
 
@@ -256,6 +346,11 @@ function classify(s: string, lineStart: boolean): 'hold' | 'wait' | 'release' {
   if (!lineStart) return 'release';
   if (/^[ \t]*[{[][ \t\n]*"/.test(s)) return 'hold';
   return /^[ \t]*[{[][ \t\n]*$/.test(s) ? 'wait' : 'release';
+}
+
+/** `1,234`: a count people read at a glance. */
+export function thousands(n: number): string {
+  return n.toLocaleString('en-US');
 }
 
 /** The first line of a tool's output or error, inert and short. */

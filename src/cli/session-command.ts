@@ -85,6 +85,17 @@ export async function runVerb(
     for (const note of await memoryElsewhere(setup.cwd, setup.loaded.config))
       process.stderr.write(`keel: ${inertLine(note)}\n`);
 
+  // a session that acts writes files and keeps its safety net in .git: a repository it cannot write is said now
+  if (mode === 'edit' || mode === 'auto') {
+    const { unwritable } = await import('./writable.js');
+    const why = unwritable(setup.cwd, { workTree: true });
+    if (why)
+      return fail(
+        'ENVIRONMENT_ERROR',
+        `this repository cannot be changed: ${why}. keel ${verbOf(mode)} writes files in ${setup.cwd} and keeps its safety net in the repository's git folder; make them writable, or read it with keel ask`,
+      );
+  }
+
   // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
   const attended =
     mode !== 'auto' && !flags.json && process.stdin.isTTY === true && process.stderr.isTTY === true;
@@ -106,7 +117,9 @@ export async function runVerb(
   // a prompt the model cannot take is refused with the numbers before any request, not sent and retried
   let tooBig: string | undefined;
   try {
-    tooBig = prompt ? await promptTooBig(prompt, setup.loaded, setup.cwd, controller.signal) : undefined;
+    const size = prompt ? await promptSize(prompt, setup.loaded, setup.cwd, controller.signal) : undefined;
+    if (size?.warn) process.stderr.write(`${red('keel: warning:')} ${inertLine(size.warn)}\n`);
+    tooBig = size?.refuse;
   } catch (err) {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
@@ -121,7 +134,12 @@ export async function runVerb(
   }
 
   const { withRuntime } = await import('../agent/runtime.js');
-  const renderer = flags.json ? undefined : createRenderer();
+  // on a terminal the answer is drawn as Markdown; a pipe gets the text as the model wrote it (made inert)
+  const answer =
+    !flags.json && process.stdout.isTTY
+      ? new (await import('./markdown.js')).MarkdownStream(process.stdout)
+      : undefined;
+  const renderer = flags.json ? undefined : createRenderer(answer ? { answer } : {});
   let outcome: SessionOutcome;
   try {
     const { agentTools } = await import('../agent/subagents.js');
@@ -151,7 +169,12 @@ export async function runVerb(
         ...(attended ? { approve: terminalApprover() } : {}),
         // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
         ...(renderer
-          ? { onText: renderer.onText, onReasoning: renderer.onReasoning, onEvent: renderer.onEvent }
+          ? {
+              onText: renderer.onText,
+              onReasoning: renderer.onReasoning,
+              onEvent: renderer.onEvent,
+              onIndexing: renderer.onIndexing,
+            }
           : {}),
       }),
     );
@@ -235,17 +258,22 @@ function unaskedApprovals(
 
 // below this many characters a prompt fits any window keel is used with, so nothing is counted or asked
 const SMALL_PROMPT_CHARS = 16 * 1024;
+// with no window known: above this many tokens a prompt is said to be large; above the second, it is
+// refused, since few local models take it and a server would spend minutes on it before failing
+const UNKNOWN_WINDOW_WARN = 32_768;
+const UNKNOWN_WINDOW_REFUSE = 131_072;
 
 /**
- * Why the prompt cannot be sent (more tokens than the context window), or undefined when it fits or
- * the window is unknown. The window is the configured one, else (for a large prompt) the server's.
+ * Whether the prompt can be sent: refused when it has more tokens than the context window (the
+ * configured one, else the server's), or, with no window known, more than UNKNOWN_WINDOW_REFUSE;
+ * a warning when the window is unknown and it has more than UNKNOWN_WINDOW_WARN.
  */
-async function promptTooBig(
+async function promptSize(
   prompt: string,
   loaded: ReturnType<typeof load>['loaded'],
   cwd: string,
   signal: AbortSignal,
-): Promise<string | undefined> {
+): Promise<{ refuse?: string; warn?: string } | undefined> {
   if (prompt.length < SMALL_PROMPT_CHARS) return undefined;
   const { config, sources } = loaded;
   let window = config.context_window;
@@ -257,13 +285,27 @@ async function promptTooBig(
     window = await client.contextWindow(asked);
     from = `as ${config.base_url} reports it for ${config.model || 'the model'}`;
   }
-  if (window === undefined) return undefined;
   const { countTokensCancellable, ESTIMATE_MARGIN } = await import('../model/tokens.js');
   // keel's tokenizer counts below many servers' own (Qwen3's by a quarter): the estimate errs on the safe side
   const tokens = Math.ceil((await countTokensCancellable(prompt, signal)) * (1 + ESTIMATE_MARGIN));
-  if (tokens <= window) return undefined;
   const n = (x: number) => x.toLocaleString('en-US');
-  return `the prompt is about ${n(tokens)} tokens, more than the context window of ${n(window)} tokens (${from}); shorten it, or put the text in a file and ask about the file`;
+  if (window === undefined) {
+    const unknown = `the prompt is about ${n(tokens)} tokens and the context window is unknown (${config.base_url} does not report one for ${config.model || 'the model'})`;
+    const say = `if the model takes it, give its window with --context-window N or context_window in keel.toml`;
+    if (tokens > UNKNOWN_WINDOW_REFUSE)
+      return {
+        refuse: `${unknown}; few models take more than ${n(UNKNOWN_WINDOW_REFUSE)} tokens, so it is not sent: ${say}; else shorten it, or put the text in a file and ask about the file`,
+      };
+    if (tokens > UNKNOWN_WINDOW_WARN)
+      return {
+        warn: `${unknown}; sending it, but a model with a smaller window will fail or lose its start (${say})`,
+      };
+    return undefined;
+  }
+  if (tokens <= window) return undefined;
+  return {
+    refuse: `the prompt is about ${n(tokens)} tokens, more than the context window of ${n(window)} tokens (${from}); shorten it, or put the text in a file and ask about the file`,
+  };
 }
 
 /** The newest conversation started in this workspace (its canonical path, as sessions record it). */

@@ -56,6 +56,8 @@ export interface FixOptions {
   signal: AbortSignal;
   /** Where the fix is, in words, as it goes (stderr). */
   onProgress?(message: string): void;
+  /** A long step (a test run) begins: a face shows `label` with the time it has taken; call the result when it ends. */
+  onWaiting?(label: string): () => void;
   onText?(text: string): void;
   onEvent?(event: SessionEvent): void;
   /** The run's id (default: a fresh one), for a caller that answers with it before the run ends. */
@@ -99,6 +101,15 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
   const runStarted = Date.now();
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
+  // a test run can take minutes: shown while it runs, and its time said when it ends
+  const waiting = (label: string): (() => string) => {
+    const started = Date.now();
+    const stop = opts.onWaiting?.(label);
+    return () => {
+      stop?.();
+      return seconds(Date.now() - started);
+    };
+  };
   const config = opts.loaded.config;
   const { runId, runtime, paths, log, record, close } = openRunLog({
     env,
@@ -200,7 +211,14 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       );
       progress(`baseline: \`${suite.detected.command}\` runs ${steps.join(', ')}`);
     }
-    let before = await runTests();
+    const baselineDone = waiting(`baseline: running \`${suite.detected.command}\``);
+    let before: SuiteRun;
+    try {
+      before = await runTests();
+    } catch (err) {
+      baselineDone();
+      throw err;
+    }
     const importable = opts.signal.aborted ? undefined : importableForm(suite, before, reportsDir);
     if (importable !== undefined) {
       progress(
@@ -228,6 +246,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       );
       before = await runTests();
     }
+    const baselineTook = baselineDone();
     if (opts.signal.aborted)
       return result({
         code: 'CANCELLED',
@@ -260,7 +279,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         `the test suite cannot be collected in the snapshot: ${base.collectionError}. No model was called; make the tests loadable, or name the target with --target-test if this is the bug`,
       );
     }
-    progress(`baseline: ${describeRun(before).split('\n')[0]}`);
+    progress(`baseline: ${describeRun(before).split('\n')[0]} (${baselineTook})`);
     const testPaths = baselineTestPaths(snapshot, before);
     const doctestModules = baselineDoctestModules(snapshot, before);
     const countEdits = opts.allowTestEdits === true;
@@ -363,12 +382,14 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       progress(`verifying: ${count(diff.files.length, 'file')} changed; running the tests`);
       let after: SuiteRun;
       let verdict: Verdict;
+      const verifyDone = waiting(`verifying attempt ${attempt}: running \`${suite.detected.command}\``);
       try {
         after = await runTests();
         verdict = await verify({ baseline: before, after, targets, rerun: () => runTests() });
       } finally {
         // the attempt's diff stays what the model wrote
         guard.restore();
+        progress(`verifying attempt ${attempt}: the tests ran in ${verifyDone()}`);
       }
       if (opts.signal.aborted) {
         rollback(snapshot);
@@ -496,6 +517,13 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     if (end?.type === 'fix_end') appendFileSync(report.trace, `${JSON.stringify(end)}\n`);
     return out;
   }
+}
+
+/** `4.2 s`, `2 min 5 s`: a duration for people. */
+function seconds(ms: number): string {
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
 }
 
 type SessionRun = (

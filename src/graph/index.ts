@@ -77,6 +77,8 @@ export async function indexWorkspace(db: Db, root: string, opts: IndexOptions = 
   // first index (every file will be parsed); a session start with nothing changed never pays for it
   if (known.size === 0) warmUp();
   const { files, truncated } = await sourceFiles(root, opts.signal);
+  // the count first, before any file is read: a face can say how much there is to do
+  opts.onProgress?.(0, files.length);
   const present = new Set<string>();
   let parsed = 0;
   let pending: Array<() => void> = [];

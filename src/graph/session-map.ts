@@ -24,6 +24,8 @@ export async function sessionRepoMap(opts: {
   budget: number;
   signal: AbortSignal;
   timeoutMs?: number;
+  /** Files done of total, when the index runs in a worker (a first index, or more than IN_PROCESS_FILES files). */
+  onLargeIndex?(done: number, total: number): void;
 }): Promise<RepoMapEvent | undefined> {
   if (opts.budget <= 0 || !opts.task) return undefined;
   let symbols = 0;
@@ -43,6 +45,10 @@ export async function sessionRepoMap(opts: {
       ({ symbols } = await runIndexWorker(opts.dbPath, opts.root, {
         signal: opts.signal,
         timeoutMs: opts.timeoutMs ?? MAP_INDEX_TIMEOUT_MS,
+        // a first index of a few files is over before anyone could read about it
+        ...(opts.onLargeIndex
+          ? { onProgress: (done, total) => total > IN_PROCESS_FILES && opts.onLargeIndex?.(done, total) }
+          : {}),
       }));
   } catch (err) {
     if (opts.signal.aborted) return { type: 'repo_map_skipped', reason: 'indexing was interrupted' };

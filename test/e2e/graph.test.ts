@@ -33,7 +33,7 @@ describe('keel graph', () => {
     const second = await keel(['graph', 'index'], { cwd: repo, home, timeoutMs: 60_000 });
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/^indexed 4 files, 5 symbols in \d+ ms \(0 parsed, 0 removed\)/);
-    expect(second.stderr).toContain('indexing 4/4 files');
+    expect(second.stderr).toContain('indexing 4 files… 4 done');
 
     const query = await keel(['graph', 'query', 'helper', '--refs', '--json', '-C', repo], {
       cwd: '/',
@@ -201,4 +201,29 @@ describe('keel graph', () => {
     expect(String(requestMessages(chatBodies(server)[0])[0]?.content)).not.toContain('Repository map');
     expect(lastSessionEvents(home).some((e) => e.type.startsWith('repo_map'))).toBe(false);
   }, 60_000);
+});
+
+describe('indexing a large repository is never silent', () => {
+  it('a session and keel graph index say how many files they index, on stderr; --json stdout stays one document', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 1200; i++) files[`src/m${i}.js`] = `export function f${i}() { return ${i}; }\n`;
+    const repo = gitRepo(files);
+    const home = keelHome();
+    // a session's first index of a large repository says so before the first request
+    const asked = await keel(['ask', ...modelFlags(await model([{ text: 'done' }])), 'what does f7 do'], {
+      cwd: repo,
+      home,
+      timeoutMs: 60_000,
+    });
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(asked.stderr).toContain('indexing 1,200 files for the repo map');
+    expect(asked.stdout).toBe('done\n');
+
+    const indexed = await keel(['graph', 'index'], { cwd: repo, home, timeoutMs: 60_000 });
+    expect(indexed.code, indexed.stderr).toBe(0);
+    expect(indexed.stderr.split('\n')[0]).toBe('indexing 1,200 files…');
+    const quiet = await keel(['graph', 'index', '--json'], { cwd: repo, home, timeoutMs: 60_000 });
+    expect(json(quiet.stdout)).toMatchObject({ files: 1200 });
+    expect(quiet.stderr).toBe('');
+  });
 });

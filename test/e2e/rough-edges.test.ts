@@ -56,12 +56,44 @@ describe('a prompt larger than the context window', () => {
     expect(server.requests.filter((r) => r.path === '/api/chat')).toHaveLength(0);
   });
 
+  it('5 MB with no window known is refused with the way to proceed; 200 KB is sent with a warning', async () => {
+    const repo = gitRepo();
+    const home = keelHome();
+    const line = 'npm ERR! code ELIFECYCLE at /home/user/project/node_modules/pkg/lib/index.js:123:45\n';
+    const server = await model([{ text: 'read it' }]);
+    const huge = await keel(['ask', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+      input: line.repeat(Math.ceil((5 * 1024 * 1024) / line.length)),
+      timeoutMs: 30_000,
+    });
+    expect(huge.code).toBe(2);
+    expect(huge.stderr).toMatch(
+      /^keel: the prompt is about [\d,]+ tokens and the context window is unknown \(http:\/\/127\.0\.0\.1:\d+\/v1 does not report one for test-model\); few models take more than 131,072 tokens, so it is not sent: if the model takes it, give its window with --context-window N or context_window in keel\.toml/,
+    );
+    expect(chatBodies(server)).toHaveLength(0);
+    noStack(huge.stderr);
+
+    const large = await keel(['ask', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+      input: line.repeat(2000),
+      timeoutMs: 30_000,
+    });
+    expect(large.code, large.stderr).toBe(0);
+    expect(large.stderr).toMatch(
+      /keel: warning: the prompt is about [\d,]+ tokens and the context window is unknown .*; sending it/,
+    );
+    expect(large.stdout).toBe('read it\n');
+    expect(chatBodies(server)).toHaveLength(1);
+  });
+
   it('a 5 MB prompt that fits is counted in bounded time, and SIGTERM is heard', async () => {
     const repo = gitRepo();
     const home = keelHome();
     // the server reports no usage, so keel counts the 5 MB request itself after the answer
     const server = await model([{ text: 'read it' }]);
-    const run = await keel(['ask', ...modelFlags(server), '--json'], {
+    const run = await keel(['ask', ...modelFlags(server), '--context-window', '2000000', '--json'], {
       cwd: repo,
       home,
       input: FIVE_MB_OF_A,
