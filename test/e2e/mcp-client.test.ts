@@ -152,6 +152,7 @@ describe('MCP servers as tools', () => {
       expect(refused.code).toBe(0);
       expect(refused.stderr).toMatch(/warning: mcp server "web" could not start: .*its tools are left out/);
       expect(offeredTools(chatBodies(again)[0])).not.toContain('mcp__web__shout');
+      expect(catalogueOf(chatBodies(again)[0])).not.toContain('mcp__web__shout');
       expect(fixture.refused).toBeGreaterThan(0);
     } finally {
       await fixture.close();
