@@ -26,7 +26,8 @@ function project() {
     'package.json': JSON.stringify({ name: 'demo', type: 'module', scripts: { test: 'node --test' } }),
     'README.md': '# demo\n\nGreets people.\n',
     'src/greet.js': "export function greet(name) {\n  return 'Hello, ' + name;\n}\n",
-    'src/shout.js': "import { greet } from './greet.js';\nexport const shout = (n) => greet(n).toUpperCase();\n",
+    'src/shout.js':
+      "import { greet } from './greet.js';\nexport const shout = (n) => greet(n).toUpperCase();\n",
     'test/greet.test.js':
       "import { test } from 'node:test';\nimport { greet } from '../src/greet.js';\ntest('greets', () => greet('a'));\n",
   };
@@ -48,7 +49,10 @@ function project() {
 const tok = (value) => encode(typeof value === 'string' ? value : JSON.stringify(value)).length;
 
 async function firstRequest(verb) {
-  const { server } = await serve({ turns: [{ text: 'OK', usage: { prompt_tokens: 500, completion_tokens: 1 } }] }, MODEL);
+  const { server } = await serve(
+    { turns: [{ text: 'OK', usage: { prompt_tokens: 500, completion_tokens: 1 } }] },
+    MODEL,
+  );
   const home = mkdtempSync(join(scratch, 'home-'));
   try {
     const flags = ['--provider', 'openai', '--base-url', server.url, '--model', MODEL];
