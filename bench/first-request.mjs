@@ -78,8 +78,35 @@ async function firstRequest(verb) {
   };
 }
 
+/** What each folded family costs once activated: `keel ask` whose model activates them all, then answers. */
+async function activated() {
+  const script = {
+    turns: [
+      {
+        tool_calls: [{ id: 'c1', name: 'tools', arguments: { activate: ['agent', 'code_graph', 'memory'] } }],
+      },
+      { text: 'OK' },
+    ],
+  };
+  const { server } = await serve(script, MODEL);
+  const home = mkdtempSync(join(scratch, 'home-'));
+  try {
+    const flags = ['--provider', 'openai', '--base-url', server.url, '--model', MODEL];
+    assertOk(
+      await runNode([BIN, 'ask', PROMPT, ...flags], { cwd: project(), home }),
+      'keel ask (activating)',
+    );
+  } finally {
+    await server.close();
+  }
+  const bodies = server.requests.filter((r) => r.method === 'POST' && r.path === '/v1/chat/completions');
+  const tools = bodies[1]?.body.tools ?? [];
+  return tools.map((t) => [t.function?.name ?? t.name, tok(t)]);
+}
+
 const rows = [];
 for (const verb of VERBS) rows.push(await firstRequest(verb));
+const families = await activated();
 rmSync(scratch, { recursive: true, force: true });
 
 const out = [
@@ -93,5 +120,7 @@ const out = [
   ),
   '',
   ...rows.map((r) => `${r.verb}: ${r.perTool.map(([n, t]) => `${n} ${t}`).join(', ')}`),
+  '',
+  `ask, after activating the families: ${families.map(([n, t]) => `${n} ${t}`).join(', ')}`,
 ];
 process.stdout.write(`${out.join('\n')}\n`);

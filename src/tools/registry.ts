@@ -83,7 +83,38 @@ export function toolSpec(tool: Tool): ToolSpec {
   const schema = z.toJSONSchema(tool.schema, { io: 'input', target: 'draft-7' }) as Record<string, unknown>;
   // `$schema` costs tokens on every request and no server needs it
   delete schema.$schema;
-  return { name: tool.name, description: tool.description, parameters: schema };
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters: lean(schema) as Record<string, unknown>,
+  };
+}
+
+/** Bounds the zod schema checks on every call anyway: a model that misses one is told by the error. */
+const CHECKED = new Set([
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+]);
+
+/** The JSON Schema without the bounds (they cost tokens in every request); property names are kept as they are. */
+function lean(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(lean);
+  if (!node || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+    if (CHECKED.has(key) && typeof value === 'number') continue;
+    out[key] =
+      key === 'properties' && value && typeof value === 'object'
+        ? Object.fromEntries(Object.entries(value).map(([name, v]) => [name, lean(v)]))
+        : lean(value);
+  }
+  return out;
 }
 
 /** Validate raw JSON argument text against a tool's schema; returns the parsed args or an error message. */
