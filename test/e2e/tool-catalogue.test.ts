@@ -41,9 +41,13 @@ describe('tool catalogue', () => {
         expect: { last_tool_result_contains: 'activated code_graph' },
       },
       {
+        tool_calls: [call('code_graph', { action: 'importers', path: 'src/util.ts' })],
+        expect: { last_tool_result_contains: 'src/util.ts:1-3 function helper' },
+      },
+      {
         // never activated: a known tool the mode allows is activated as it is called
         tool_calls: [call('memory', { action: 'recall', query: 'helper' })],
-        expect: { last_tool_result_contains: 'src/util.ts:1-3 function helper' },
+        expect: { last_tool_result_contains: 'src/app.ts' },
       },
       { text: 'helper is in src/util.ts', expect: { last_tool_result_contains: 'nothing remembered' } },
       { text: 'same' },
@@ -65,8 +69,8 @@ describe('tool catalogue', () => {
     expect(listed).not.toMatch(/shell|write_file|edit_file/);
     expect(offeredTools(bodies[1])).toEqual([...READ, 'tools']);
     expect(offeredTools(bodies[2])).toEqual([...READ, 'tools', 'code_graph']);
-    expect(offeredTools(bodies[3])).toEqual([...READ, 'tools', 'code_graph']);
-    expect(offeredTools(bodies[4])).toEqual([...READ, 'tools', 'code_graph', 'memory']);
+    expect(offeredTools(bodies[4])).toEqual([...READ, 'tools', 'code_graph']);
+    expect(offeredTools(bodies[5])).toEqual([...READ, 'tools', 'code_graph', 'memory']);
     // a trivial prompt gets no repo map in its system prompt
     expect(String(requestMessages(bodies[0])[0]?.content)).not.toContain('Repository map');
 
@@ -78,7 +82,7 @@ describe('tool catalogue', () => {
     ]);
     expect(
       events.filter((e) => e.type === 'tool_start').map((e) => (e.data as { tool: string }).tool),
-    ).toEqual(['tools', 'tools', 'find_symbol', 'recall']);
+    ).toEqual(['tools', 'tools', 'find_symbol', 'importers', 'recall']);
     expect(
       events
         .filter((e) => e.type === 'gate_decision')
@@ -87,6 +91,7 @@ describe('tool catalogue', () => {
       ['tools', 'allow'],
       ['tools', 'allow'],
       ['find_symbol', 'allow'],
+      ['importers', 'allow'],
       ['recall', 'allow'],
     ]);
 
@@ -98,7 +103,7 @@ describe('tool catalogue', () => {
     });
     expect(again.stderr).toBe('');
     expect(json(again.stdout).code).toBe('COMPLETED');
-    expect(offeredTools(chatBodies(server)[5])).toEqual([...READ, 'tools', 'code_graph', 'memory']);
+    expect(offeredTools(chatBodies(server)[6])).toEqual([...READ, 'tools', 'code_graph', 'memory']);
     const shown = await keel(['sessions', 'show', doc.session_id], { cwd: repo, home });
     expect(shown.code).toBe(0);
     expect(shown.stdout).toContain('find_symbol');
