@@ -35,6 +35,7 @@ const schemas: Record<string, z.ZodType> = {
   memory_injected: z.looseObject({ project: z.string(), ids: z.array(z.string()), tokens: z.number() }),
   session_fork: z.looseObject({ from: z.string(), at: z.number().int() }),
   user_message: z.looseObject({ text: z.string() }),
+  tools_activated: z.looseObject({ tools: z.array(z.string()) }),
   repo_map: z.looseObject({ text: z.string(), tokens: z.number(), files: z.array(z.string()) }),
   model_request: z.looseObject({ round: z.number().int() }),
   assistant_message: z.looseObject({

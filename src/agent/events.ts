@@ -59,6 +59,11 @@ export type SessionEvent =
   /** No repo map this session: the index was not ready in time, or nothing fit the budget. */
   | { type: 'repo_map_skipped'; reason: string }
   | { type: 'user_message'; text: string }
+  /**
+   * Tools offered from the next request on (src/tools/catalogue.ts): activated through the catalogue, or
+   * by a call to a tool the mode allows that was not offered yet (`call_id`).
+   */
+  | { type: 'tools_activated'; tools: string[]; call_id?: string }
   | {
       type: 'model_request';
       round: number;

@@ -43,6 +43,8 @@ export interface SessionState {
   lastText: string;
   lastSeq: number;
   compactions: number;
+  /** Tools activated over the session's life, beyond the core set every request offers. */
+  active: string[];
 }
 
 export function initialState(): SessionState {
@@ -63,6 +65,7 @@ export function initialState(): SessionState {
     lastText: '',
     lastSeq: 0,
     compactions: 0,
+    active: [],
   };
 }
 
@@ -181,6 +184,9 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
         state.cost = state.cost === null || event.cost_usd === null ? null : state.cost + event.cost_usd;
       break;
     }
+    case 'tools_activated':
+      for (const name of event.tools) if (!state.active.includes(name)) state.active.push(name);
+      break;
     case 'session_end':
       state.ended = true;
       break;
@@ -219,8 +225,10 @@ export function compactedTask(task: string, summary: string, files: string[]): s
 }
 
 function answer(state: SessionState, callId: string, tool: string, content: string, seq: number): void {
-  const wire = state.open.get(callId)?.wire ?? callId;
-  state.messages.push({ role: 'tool', toolCallId: wire, name: tool, content });
+  const open = state.open.get(callId);
+  const wire = open?.wire ?? callId;
+  // named as the model called it: a family's call (`agent`) is recorded under its action's tool (spawn_agent)
+  state.messages.push({ role: 'tool', toolCallId: wire, name: open?.tool ?? tool, content });
   state.origins.push(seq);
   state.open.delete(callId);
 }

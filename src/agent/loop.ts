@@ -16,7 +16,9 @@ import { type HookEvent, type HookSpec, matchingHooks, runHooks } from '../polic
 import { modeAllows } from '../policy/modes.js';
 import type { Policy } from '../policy/policy.js';
 import { ScopeError } from '../policy/scope.js';
-import { parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
+import { catalogueTool } from '../tools/catalogue.js';
+import { isFamily, resolveAction } from '../tools/family.js';
+import { effectsOf, parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
 import { capResult } from '../tools/truncate.js';
 import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
 import { streamAnswer } from './answer.js';
@@ -146,14 +148,40 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   const { scope, mode, budgets } = policy;
   const hooks = [...policy.hooks];
   const started = Date.now();
-  const offered = tools.names().filter((name) => {
-    const tool = tools.get(name);
-    return tool !== undefined && modeAllows(mode, tool.effect);
-  });
-  const specs = offered.map((name) =>
-    toolSpec(tools.get(name) as NonNullable<ReturnType<ToolRegistry['get']>>),
-  );
   const state = opts.resume ?? initialState();
+  // the core set from the first request; the rest on demand, through the catalogue (`tools`)
+  const allowed = (tool: Tool) => effectsOf(tool).some((effect) => modeAllows(mode, effect));
+  const units = tools
+    .names()
+    .map((name) => tools.get(name) as Tool)
+    .filter(allowed);
+  const core = units.filter((t) => tools.isCore(t.name)).map((t) => t.name);
+  const deferred = units.filter((t) => !tools.isCore(t.name));
+  const activated = () => deferred.filter((t) => state.active.includes(t.name));
+  const catalogue = deferred.length
+    ? catalogueTool({
+        mode,
+        entries: () =>
+          deferred
+            .filter((t) => !state.active.includes(t.name))
+            .map((t) => ({ name: t.name, description: t.description })),
+        activate: (names) => record({ type: 'tools_activated', tools: names }),
+        unitOf: (name) => {
+          const unit = tools.unit(name);
+          return unit && allowed(unit) ? unit.name : undefined;
+        },
+      })
+    : undefined;
+  const initial = [...core, ...(catalogue ? [catalogue.name] : [])];
+  let offered: string[] = [];
+  let specs: ToolSpec[] = [];
+  /** What requests offer: the core set and the catalogue, then each tool activated so far (the log says which). */
+  const offer = () => {
+    const now = [...initial, ...activated().map((t) => t.name)];
+    if (now.length === offered.length) return;
+    offered = now;
+    specs = now.map((name) => toolSpec(name === catalogue?.name ? catalogue : (tools.get(name) as Tool)));
+  };
   const spend = opts.spend ?? new Spend(budgets);
   /** Record an event and fold it into the state: the one way anything changes. */
   const record = (event: SessionEvent): number => {
@@ -165,8 +193,10 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         ? { input: state.tokens.input, output: state.tokens.output, costUsd: state.cost }
         : spentBy(event);
     if (spent) spend.add(spent);
+    if (event.type === 'tools_activated') offer();
     return seq;
   };
+  offer();
   let lastText = '';
   const filesChanged = new Set<string>();
 
@@ -196,7 +226,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       scope: scope.writable.map((p) => scope.display(p)),
       instructions: instructions.files,
       ...(instructions.skipped.length ? { instructions_skipped: instructions.skipped } : {}),
-      tools: offered,
+      tools: initial,
       system_prompt: systemPrompt({
         mode: mode,
         root: scope.root,
@@ -359,7 +389,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           await compactHistory('threshold', Math.floor(window / size.ratio));
       }
       const answer = await request(round);
-      const known = new Set(offered);
+      // a call written as text may name any tool the mode allows: one not offered yet is activated as it runs
+      const known = new Set([...offered, ...units.map((t) => t.name)]);
       let calls = answer.calls;
       let text = answer.text;
       const malformed: Array<{ name: string; raw: string; error: string }> = [];
@@ -507,7 +538,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     const request: ApprovalRequest = {
       id,
       callId: call.id,
-      tool: call.name,
+      tool: tool.name,
       kind: ask.hook ? 'hook' : (ask.approval ?? 'hook'),
       reason: ask.question,
       args,
@@ -526,7 +557,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       request.command =
         typeof a.command === 'string'
           ? a.command
-          : `${call.name}${typeof a.filter === 'string' ? ` ${a.filter}` : ''}`;
+          : `${tool.name}${typeof a.filter === 'string' ? ` ${a.filter}` : ''}`;
       request.sandboxed = ask.ifConfirmed.sandboxed;
     }
     const answer = await approve(request);
@@ -544,13 +575,15 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   }
 
   async function runCall(call: ToolCall, round: number, cutOff: boolean): Promise<string> {
-    const tool = tools.get(call.name);
-    if (!tool || !offered.includes(call.name)) {
-      const error = tool
+    const own = catalogue && call.name === catalogue.name;
+    const named = own ? catalogue : tools.get(call.name);
+    const unit = own ? catalogue : tools.unit(call.name);
+    if (!named || !unit || !allowed(unit)) {
+      const error = named
         ? `${call.name} is not available in ${mode} mode`
         : `unknown tool "${call.name}"; available: ${offered.join(', ')}`;
       record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error });
-      if (tool)
+      if (named)
         record({
           type: 'gate_decision',
           call_id: call.id,
@@ -561,23 +594,38 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         });
       return `Error: ${error}`;
     }
-    const parsed = parseArgs(tool, call.arguments);
+    // a tool the mode allows but not offered yet (a small model that knows its name): activated, then gated as usual
+    if (!offered.includes(unit.name))
+      record({ type: 'tools_activated', tools: [unit.name], call_id: call.id });
+    // a family's call is its action's tool from here on: the gate, hooks and the log see that tool
+    let tool: Tool = named;
+    let raw = call.arguments;
+    if (isFamily(named)) {
+      const action = resolveAction(named, raw);
+      if (!action.ok) {
+        record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error: action.error });
+        return `Error: ${action.error}`;
+      }
+      ({ tool, raw } = action);
+    }
+    const name = tool.name;
+    const parsed = parseArgs(tool, raw);
     if (!parsed.ok) {
       const error = cutOff
         ? `your reply was cut off at the output token limit (finish_reason: length) before this call's arguments were complete (${parsed.error}); make the call again with shorter arguments`
         : parsed.error;
-      record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error });
+      record({ type: 'tool_call_invalid', round, call_id: call.id, tool: name, error });
       return `Error: ${error}`;
     }
     const fingerprint = createHash('sha256')
-      .update(`${call.name}:${stableJson(parsed.args)}`)
+      .update(`${name}:${stableJson(parsed.args)}`)
       .digest('hex')
       .slice(0, 16);
     const seen = (state.seen.get(fingerprint) ?? 0) + 1;
     if (seen >= config.loop_threshold) {
       throw new Stop(
         'LOOP_DETECTED',
-        `the same ${call.name} call was made ${seen} times with no change to the files in between`,
+        `the same ${name} call was made ${seen} times with no change to the files in between`,
       );
     }
     let decision = await decide(tool, parsed.args, { policy, hookBase, signal: run.signal });
@@ -588,7 +636,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       record({
         type: 'gate_decision',
         call_id: call.id,
-        tool: call.name,
+        tool: name,
         decision: 'ask',
         reason: decision.question,
         ...asked,
@@ -599,7 +647,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       record({
         type: 'gate_decision',
         call_id: call.id,
-        tool: call.name,
+        tool: name,
         decision: 'deny',
         reason: decision.reason,
         deny: decision.deny,
@@ -614,7 +662,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     record({
       type: 'gate_decision',
       call_id: call.id,
-      tool: call.name,
+      tool: name,
       decision: 'allow',
       ...asked,
       fingerprint,
@@ -627,7 +675,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       } catch (err) {
         throw new RunError(
           'ENVIRONMENT_ERROR',
-          `safety net failed before ${call.name}: ${(err as Error).message}`,
+          `safety net failed before ${name}: ${(err as Error).message}`,
         );
       }
       for (const r of saved) record({ type: 'safety_net', ...r });
@@ -636,7 +684,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     record({
       type: 'tool_start',
       call_id: call.id,
-      tool: call.name,
+      tool: name,
       args: parsed.args,
       ...(sandboxed === undefined ? {} : { sandboxed }),
     });
@@ -673,7 +721,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         record({
           type: 'gate_decision',
           call_id: call.id,
-          tool: call.name,
+          tool: name,
           decision: 'deny',
           deny: 'scope',
           reason: err.message,
@@ -684,14 +732,14 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     // whatever the tool (an MCP server may answer with megabytes), the model and the log get the capped result
     output = capResult(output);
     for (const f of changed) filesChanged.add(f);
-    const post = matchingPostHooks(call.name);
+    const post = matchingPostHooks(name);
     if (post.length) {
       const verdict = await runHooks(
         post,
         {
           ...hookBase,
           event: 'PostToolUse',
-          tool: call.name,
+          tool: name,
           args: parsed.args,
           result: { output, is_error: isError },
         },
@@ -700,7 +748,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       record({
         type: 'hook',
         event: 'PostToolUse',
-        tool: call.name,
+        tool: name,
         decision: verdict.decision,
         ...(verdict.decision !== 'allow' ? { reason: verdict.reason, hook: verdict.hook } : {}),
       });
@@ -711,7 +759,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     record({
       type: 'tool_result',
       call_id: call.id,
-      tool: call.name,
+      tool: name,
       output,
       is_error: isError,
       files_changed: changed,
@@ -721,9 +769,9 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       ...(diff ? { diff } : {}),
     });
     if (violations.length) {
-      record({ type: 'violation', call_id: call.id, tool: call.name, removed: violations });
+      record({ type: 'violation', call_id: call.id, tool: name, removed: violations });
       if (config.stop_on_violation)
-        throw new Stop('SCOPE_VIOLATION', `${call.name} created protected names: ${violations.join(', ')}`);
+        throw new Stop('SCOPE_VIOLATION', `${name} created protected names: ${violations.join(', ')}`);
     }
     throwIfAborted();
     return output;

@@ -28,10 +28,18 @@ export function systemPrompt(input: PromptInput): string {
       : []),
     MODE_RULES[input.mode],
     'Use the tools to look before you answer; do not guess file contents. Paths are relative to the workspace.',
-    'Call tools through the tool-calling interface. A denied or failed call returns an error: read it and adjust.',
-    'When done, reply with a brief answer and no tool calls.',
+    'A denied or failed call returns an error: adjust. When done, answer briefly, without tool calls.',
   ];
   if (input.instructions) lines.push('', 'Project instructions:', input.instructions);
   if (input.memory) lines.push('', input.memory);
   return lines.join('\n');
+}
+
+/**
+ * A task too small to earn the repo map or memory in its prompt ("hi", "thanks"): at most two words, none
+ * of them a name of something (a path, `snake_case`, `camelCase`, a number). The model can still look.
+ */
+export function trivialTask(task: string): boolean {
+  const words = task.trim().split(/\s+/).filter(Boolean);
+  return words.length <= 2 && !words.some((w) => /[./_\d]|[a-z][A-Z]/.test(w));
 }

@@ -34,6 +34,7 @@ import { parseEvents } from './event-schema.js';
 import type { SessionEvent } from './events.js';
 import { replay, type SessionState } from './history.js';
 import { runSession, type SessionResult } from './loop.js';
+import { trivialTask } from './prompt.js';
 import type { Runtime } from './runtime.js';
 import { RunError } from './terminal.js';
 import type { SessionToolDeps, SessionToolFactory } from './tool-deps.js';
@@ -204,7 +205,7 @@ async function runIn(
   // not in a fix attempt's throwaway worktree (safetyNet false), whose index rows would outlive it
   // started now, awaited just before the run: it overlaps the sandbox and test set-up below
   const repoMapLoading =
-    reopened || granted || opts.safetyNet === false
+    reopened || granted || opts.safetyNet === false || trivialTask(opts.prompt)
       ? undefined
       : import('../graph/session-map.js')
           .then((m) =>
@@ -314,7 +315,7 @@ async function runIn(
   };
   // a person's session only: a run's attempts and a subagent get their context from what started them
   const topLevel = !opts.parentId && !granted;
-  if (topLevel && !reopened)
+  if (topLevel && !reopened && !trivialTask(opts.prompt))
     injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env, db: runtime.db });
   const repoMap = await repoMapLoading;
   // this run's events start after the log as reopened (runSession folds into that state, so read it now)
@@ -327,7 +328,7 @@ async function runIn(
       prompt: opts.prompt,
       config,
       model,
-      tools: new ToolRegistry([...builtinTools(), ...extraTools]),
+      tools: new ToolRegistry(builtinTools(), extraTools),
       signal: opts.signal,
       sessionId,
       ...(sandboxExec ? { sandboxExec } : {}),

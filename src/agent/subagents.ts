@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { MODES } from '../config/schema.js';
 import type { Budgets, Policy } from '../policy/policy.js';
+import { fold } from '../tools/family.js';
 import type { Tool, ToolResult } from '../tools/types.js';
 import { ToolError } from '../tools/types.js';
 import type { SessionOutcome } from './session.js';
@@ -23,7 +24,7 @@ interface Agent {
   state: AgentState;
   outcome?: SessionOutcome;
   error?: string;
-  /** Its result was handed to the parent (by wait_agent). */
+  /** Its result was handed to the parent (by the wait action). */
   reported: boolean;
   controller: AbortController;
   inbox: string[];
@@ -53,7 +54,10 @@ function describe(agent: Agent): string {
   return `${agent.name}: ${o.code} after ${o.rounds} rounds (session ${agent.sessionId}${files})\n${o.summary || o.reason}`;
 }
 
-/** The subagent tools of one session; every child it spawns gets the same tools (one level deeper). */
+/**
+ * The subagent tools of one session, folded into one `agent` tool (an action each: spawn, wait, send,
+ * list, close); every child it spawns gets the same tool (one level deeper).
+ */
 export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] => {
   const { policy } = deps;
   const agents = new Map<string, Agent>();
@@ -71,22 +75,15 @@ export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] =>
   });
 
   const spawnSchema = z.object({
-    task: z.string().min(1).describe('what the agent should do, with everything it needs to know'),
-    name: z.string().optional().describe('a short name to refer to it (default agent1, agent2, ...)'),
-    mode: z.enum(MODES).optional().describe("its mode; default this session's, never wider"),
-    scope: z
-      .array(z.string())
-      .optional()
-      .describe("writable paths for it; default this session's, never wider"),
-    network: z
-      .boolean()
-      .optional()
-      .describe("network for its sandboxed commands; never wider than this session's"),
+    task: z.string().min(1).describe('spawn: the whole task, all it needs to know'),
+    name: z.string().optional().describe('the agent (spawn default: agent1, agent2, ...)'),
+    mode: z.enum(MODES).optional().describe('spawn: default yours, never wider'),
+    scope: z.array(z.string()).optional().describe('spawn: writable paths, default yours'),
+    network: z.boolean().optional().describe('spawn: network for its commands'),
   });
   const spawn: Tool<typeof spawnSchema> = {
     name: 'spawn_agent',
-    description:
-      'Start a subagent on a side task; it runs at the same time as you, in its own session, with at most your permissions. Get its result with wait_agent.',
+    description: 'Start a subagent on a side task.',
     effect: 'agent',
     schema: spawnSchema,
     child: (args) => ({
@@ -100,7 +97,7 @@ export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] =>
       const { maxRunning } = policy.agents;
       if (running().length >= maxRunning)
         throw new ToolError(
-          `${maxRunning} agents are running already (agents.max_running = ${maxRunning}); wait for one (wait_agent) or close one (close_agent)`,
+          `${maxRunning} agents are running already (agents.max_running = ${maxRunning}); wait for one (action wait) or close one (action close)`,
         );
       const name = args.name ?? `agent${agents.size + 1}`;
       if (!NAME.test(name))
@@ -174,21 +171,18 @@ export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] =>
       void agent.done.finally(() => deps.signal.removeEventListener('abort', onParentAbort));
       const scope = childPolicy.scope.writable.map((p) => childPolicy.scope.display(p)).join(', ');
       return {
-        output: `spawned agent "${name}" (session ${agent.sessionId}, mode ${childPolicy.mode}, writable ${scope}); it works on its own: call wait_agent to get its result`,
+        output: `spawned agent "${name}" (session ${agent.sessionId}, mode ${childPolicy.mode}, writable ${scope}); it works on its own: call agent with action wait to get its result`,
       };
     },
   };
 
   const waitSchema = z.object({
-    names: z
-      .array(z.string())
-      .optional()
-      .describe('agents to wait for (default: all whose result you have not had)'),
+    names: z.array(z.string()).optional().describe('wait: default all not yet reported'),
     timeout_s: z.coerce
       .number()
       .positive()
       .optional()
-      .describe(`default ${WAIT_DEFAULT_S}, max ${WAIT_MAX_S}`),
+      .describe(`wait: default ${WAIT_DEFAULT_S}, max ${WAIT_MAX_S}`),
   });
   const wait: Tool<typeof waitSchema> = {
     name: 'wait_agent',
@@ -220,7 +214,7 @@ export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] =>
     },
   };
 
-  const sendSchema = z.object({ name: z.string(), text: z.string().min(1) });
+  const sendSchema = z.object({ name: z.string(), text: z.string().min(1).describe('send: the message') });
   const send: Tool<typeof sendSchema> = {
     name: 'send_message',
     description: 'Send a running agent a message; it reads it before its next step.',
@@ -271,5 +265,11 @@ export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] =>
 
   // an agent at the deepest level allowed gets no spawn_agent: it could only be denied
   if (policy.depth >= policy.agents.maxDepth) return [];
-  return [spawn, wait, send, list, close] as Tool[];
+  return [
+    fold(
+      'agent',
+      'Subagents: spawn one on a side task (it runs beside you with at most your permissions), wait for results, send a message, list, close.',
+      { spawn, wait, send, list, close } as Record<string, Tool>,
+    ),
+  ];
 };

@@ -77,6 +77,8 @@ export const mcpServerSchema = z
     read_only_tools: z.array(z.string().min(1)).default([]),
     startup_timeout_s: positive.default(10),
     tool_timeout_s: positive.default(60),
+    /** `"always"`: its tools are offered from the first request; by default the model activates them (`tools`). */
+    offer: z.enum(['on_demand', 'always']).default('on_demand'),
     /**
      * `"none"`: a stdio server runs as the user, outside the sandbox. Only the user's own config may say
      * so; a project config that does is a ConfigError, trusted or not (load.ts).

@@ -1,11 +1,13 @@
 /**
- * The graph's read tools: find_symbol, find_references, file_outline and importers. The first call
- * of a session brings the index up to date (incrementally, in a worker); answers are bounded.
+ * The graph's read tools: find_symbol, find_references, file_outline and importers, folded into one
+ * `code_graph` tool (actions symbol, references, outline, importers). The first call of a session brings
+ * the index up to date (incrementally, in a worker); answers are bounded.
  */
 import { relative } from 'node:path';
 import { z } from 'zod';
 import { keelPaths } from '../config/paths.js';
 import { type Db, openDb } from '../store/db.js';
+import { fold } from '../tools/family.js';
 import { type Tool, type ToolContext, type ToolDeps, ToolError, type ToolFactory } from '../tools/types.js';
 import { importersOf } from './importers.js';
 import { runIndexWorker } from './run-index.js';
@@ -49,7 +51,7 @@ export const graphTools: ToolFactory = (deps: ToolDeps): Tool[] => {
   };
 
   const symbolSchema = z.object({
-    name: z.string().min(1).describe('the exact name of a function, class, method, type, ...'),
+    name: z.string().min(1).describe("a function, class or type's exact name; importers: a module"),
   });
   const findSymbol: Tool<typeof symbolSchema> = {
     name: 'find_symbol',
@@ -78,7 +80,7 @@ export const graphTools: ToolFactory = (deps: ToolDeps): Tool[] => {
   };
 
   const pathSchema = z.object({
-    path: z.string().min(1).describe('a source file, relative to the workspace'),
+    path: z.string().min(1).describe('outline, importers: a workspace file'),
   });
   const fileOutline: Tool<typeof pathSchema> = {
     name: 'file_outline',
@@ -138,5 +140,16 @@ export const graphTools: ToolFactory = (deps: ToolDeps): Tool[] => {
     },
   };
 
-  return [findSymbol, findReferences, fileOutline, importers];
+  return [
+    fold(
+      'code_graph',
+      'The code graph: where a symbol is defined, its references, a file outline, the importers of a module or file.',
+      {
+        symbol: findSymbol,
+        references: findReferences,
+        outline: fileOutline,
+        importers,
+      } as Record<string, Tool>,
+    ),
+  ];
 };

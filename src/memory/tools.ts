@@ -1,8 +1,9 @@
 /**
- * The memory tools a session offers: `remember` (effect `memory`, gated like any effect) writes a note
- * marked as the model's; `recall` (read) searches the project's memory.
+ * The memory tools a session offers, folded into one `memory` tool: `remember` (effect `memory`, gated
+ * like any effect) writes a note marked as the model's; `recall` (read) searches the project's memory.
  */
 import { z } from 'zod';
+import { fold } from '../tools/family.js';
 import { type Tool, type ToolDeps, ToolError, type ToolFactory } from '../tools/types.js';
 import { injectedLine } from './inject.js';
 import { openMemory } from './open.js';
@@ -10,11 +11,11 @@ import { openMemory } from './open.js';
 const MAX_TEXT = 2000;
 
 const rememberSchema = z.object({
-  text: z.string().min(1).max(MAX_TEXT).describe('one or two sentences'),
+  text: z.string().min(1).max(MAX_TEXT).describe('remember: one or two sentences'),
   tags: z.array(z.string().min(1).max(40)).max(8).optional(),
 });
 const recallSchema = z.object({
-  query: z.string().min(1).describe('words, file names or identifiers'),
+  query: z.string().min(1).describe('recall: words, file names or identifiers'),
   k: z.number().int().min(1).max(20).optional().describe('default 5'),
 });
 
@@ -66,5 +67,11 @@ export const memoryTools: ToolFactory = (deps: ToolDeps): Tool[] => {
       }
     },
   };
-  return [remember, recall];
+  return [
+    fold(
+      'memory',
+      'Project memory across sessions: remember a short note (decision, convention, pitfall), or recall notes and past work.',
+      { remember, recall } as Record<string, Tool>,
+    ),
+  ];
 };

@@ -26,7 +26,7 @@ const schema = z.object({
 export const editFileTool: Tool<typeof schema> = {
   name: 'edit_file',
   description:
-    'Replace exact text in a file. old_string must match the file exactly, whitespace included, and be unique unless replace_all is true. Read the file first.',
+    'Replace text in a file you have read: old_string must match exactly, once unless replace_all.',
   effect: 'write',
   schema,
   paths: (args) => [{ path: args.path, access: 'write' }],

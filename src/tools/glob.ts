@@ -15,8 +15,7 @@ const schema = z.object({
 /** The glob tool. */
 export const globTool: Tool<typeof schema> = {
   name: 'glob',
-  description:
-    'Find files by glob pattern, e.g. src/**/*.ts. A pattern without / matches file names at any depth. Gitignored files are skipped.',
+  description: 'Find files by glob (src/**/*.ts; without / it matches names at any depth).',
   effect: 'read',
   schema,
   paths: (args) => [{ path: args.path ?? '.', access: 'read' }],

@@ -24,8 +24,7 @@ const schema = z.object({
 /** The grep tool. */
 export const grepTool: Tool<typeof schema> = {
   name: 'grep',
-  description:
-    'Search file contents with a regex. Prints path:line: text per match. Gitignored and binary files are skipped.',
+  description: 'Search file contents by regex; prints path:line: text per match.',
   effect: 'read',
   schema,
   paths: (args) => [{ path: args.path ?? '.', access: 'read' }],

@@ -26,8 +26,7 @@ const newNode = (): DirNode => ({ dirs: new Map(), files: [], count: 0 });
 /** The list_dir tool. */
 export const listDirTool: Tool<typeof schema> = {
   name: 'list_dir',
-  description:
-    'List a folder as a tree (gitignored entries hidden). Folders end with /; folders below the depth show their file count.',
+  description: 'List a folder as a tree, gitignored entries hidden.',
   effect: 'read',
   schema,
   paths: (args) => [{ path: args.path ?? '.', access: 'read' }],

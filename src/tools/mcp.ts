@@ -14,6 +14,7 @@ import type { Policy } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
 import { McpConnection, McpServerError, type SpawnPlan } from './mcp-connect.js';
 import { type ListedTool, mcpEffect, mcpTool, mcpToolName, shortDescription } from './mcp-tool.js';
+import { offerAlways } from './registry.js';
 import type { Tool, ToolFactory } from './types.js';
 
 export { McpServerError } from './mcp-connect.js';
@@ -272,8 +273,11 @@ export function mcpTools(warn: (line: string) => void): ToolFactory {
       for (const listed of entry.tools) {
         const name = mcpToolName(entry.conn.server.name, listed.name);
         // a server listing one name twice must not end the session (the registry refuses duplicates)
-        if (name && !tools.has(name)) tools.set(name, mcpTool(entry.conn, listed, name));
-        else if (!name)
+        if (name && !tools.has(name)) {
+          const tool = mcpTool(entry.conn, listed, name);
+          // offered on demand through the catalogue unless the config asks for it from the first request
+          tools.set(name, entry.conn.server.offer === 'always' ? offerAlways(tool) : tool);
+        } else if (!name)
           warn(
             `mcp server "${entry.conn.server.name}": tool ${JSON.stringify(listed.name)} has a name keel cannot offer; left out`,
           );

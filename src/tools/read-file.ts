@@ -27,8 +27,7 @@ const schema = z.object({
 /** The read_file tool. */
 export const readFileTool: Tool<typeof schema> = {
   name: 'read_file',
-  description:
-    'Read a text file with numbered lines. For long files, page with offset (1-based line) and limit.',
+  description: 'Read a text file with line numbers; page a long one with offset and limit.',
   effect: 'read',
   schema,
   paths: (args) => [{ path: args.path, access: 'read' }],

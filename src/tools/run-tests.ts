@@ -9,8 +9,7 @@ const schema = z.object({
 /** The run_tests tool. */
 export const runTestsTool: Tool<typeof schema> = {
   name: 'run_tests',
-  description:
-    "Run the project's tests (all, or those matching filter). Returns pass/fail counts and each failure.",
+  description: "Run the project's tests, or those matching filter; returns counts and failures.",
   effect: 'exec',
   schema,
   paths: () => [],

@@ -15,8 +15,7 @@ const schema = z.object({
 /** The shell tool. */
 export const shellTool: Tool<typeof schema> = {
   name: 'shell',
-  description:
-    'Run a shell command (sh -c) in the workspace. Returns the exit code and output. No stdin; long output keeps its start and end.',
+  description: 'Run a shell command (sh -c, no stdin) in the workspace; returns exit code and output.',
   effect: 'exec',
   schema,
   paths: () => [],

@@ -39,8 +39,7 @@ interface Existing {
 /** The write_file tool. */
 export const writeFileTool: Tool<typeof schema> = {
   name: 'write_file',
-  description:
-    'Create or overwrite a file with content, creating parent folders. To change part of a file, use edit_file.',
+  description: 'Create or overwrite a whole file; edit_file changes part of one.',
   effect: 'write',
   schema,
   paths: (args) => [{ path: args.path, access: 'write' }],

@@ -16,7 +16,7 @@ import {
 } from '@a2a-js/sdk/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
-import { chatBodies, keel, keelHome, model, modelFlags, requestMessages } from './harness.js';
+import { catalogueOf, chatBodies, keel, keelHome, model, modelFlags, requestMessages } from './harness.js';
 
 const TOKEN = 'agent-secret-token';
 
@@ -187,7 +187,8 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     const server = await model([
       {
         tool_calls: [{ name: 'a2a__helper', arguments: { message: 'what is 6 times 7?' } }],
-        expect: { tools: ['a2a__helper'] },
+        // offered on demand: the catalogue names it, and the call activates it
+        expect: { tools: ['tools'] },
       },
       { text: 'The helper answered.' },
     ]);
@@ -198,6 +199,7 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
       timeoutMs: 60_000,
     });
     expect(run.stderr).toBe('');
+    expect(catalogueOf(chatBodies(server)[0])).toContain('a2a__helper');
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED', exit_code: 0 });
     expect(lastToolResult(chatBodies(server)[1])).toBe('agent says: what is 6 times 7?');
     expect(agent.auth.length).toBeGreaterThan(0);
@@ -263,6 +265,7 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     ).map((t) => t.function.name);
     expect(tools).toContain('shell');
     expect(tools).not.toContain('a2a__helper');
+    expect(catalogueOf(chatBodies(server)[0])).not.toContain('a2a__helper');
 
     const askHome = keelHome(config(agent.cardUrl));
     const ask = await model([{ text: 'Read-only.' }]);
@@ -277,6 +280,7 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     ).map((t) => t.function.name);
     expect(offered).toContain('read_file');
     expect(offered).not.toContain('a2a__helper');
+    expect(catalogueOf(chatBodies(ask)[0])).not.toContain('a2a__helper');
     expect(agent.auth).toEqual([]);
   }, 120_000);
 });

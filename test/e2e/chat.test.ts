@@ -7,13 +7,13 @@ import { tokens } from '../../src/chat/describe.js';
 import type { StoredEvent } from '../../src/store/event-log.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
 import {
+  catalogueOf,
   chatBodies,
   keel,
   keelHome,
   lastSessionEvents,
   model,
   modelFlags,
-  offeredTools,
   requestMessages,
 } from './harness.js';
 import { Pane, paneSocket } from './pane.js';
@@ -427,7 +427,7 @@ describe('keel chat in a terminal', () => {
     await pane.waitFor('read it');
     expect(chatBodies(server)).toHaveLength(1);
     // a chat turn has the same tools as a one-shot session: memory and the code graph too
-    expect(offeredTools(chatBodies(server)[0])).toEqual(expect.arrayContaining(['recall', 'find_symbol']));
+    expect(catalogueOf(chatBodies(server)[0])).toEqual(expect.arrayContaining(['memory', 'code_graph']));
     const sent = JSON.stringify(chatBodies(server));
     expect(sent).not.toContain('outside secret');
   });

@@ -126,6 +126,14 @@ export function requestMessages(
 }
 
 /** Tool names offered in a recorded request body. */
+/** What the catalogue tool (`tools`) of a request names as activatable: the words of its description. */
+export function catalogueOf(body: unknown): string[] {
+  const tools = (body as { tools?: Array<{ function: { name: string; description: string } }> }).tools ?? [];
+  const text = tools.find((t) => t.function.name === 'tools')?.function.description ?? '';
+  const list = text.slice(text.indexOf(': ') + 2).replace(/( and \d+ more)?\.$/, '');
+  return text.includes(': ') ? list.split(', ') : [];
+}
+
 export function offeredTools(body: unknown): string[] {
   return ((body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map(
     (t) => t.function.name,

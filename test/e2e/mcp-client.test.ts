@@ -9,7 +9,16 @@ import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { type HttpFixture, startHttpFixture } from '../fixtures/mcp/http.js';
 import { gitRepo } from '../helpers/tmp.js';
-import { chatBodies, keel, keelHome, lastSessionEvents, model, modelFlags, offeredTools } from './harness.js';
+import {
+  catalogueOf,
+  chatBodies,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+  offeredTools,
+} from './harness.js';
 
 const FIXTURES = ['normal', 'crash', 'hang', 'garbage', 'hostile'];
 
@@ -87,8 +96,11 @@ describe('MCP servers as tools', () => {
     expect(run.stderr).not.toContain('warning');
     expect(run.code, run.stderr).toBe(0);
     const bodies = chatBodies(server);
+    // offered on demand: the first request names them in the catalogue, and a call by name activates one
+    expect(offeredTools(bodies[0]).filter((t) => t.startsWith('mcp__'))).toEqual([]);
+    expect(catalogueOf(bodies[0])).toContain('mcp__fx__write_note');
     const tools = (
-      bodies[0] as { tools: Array<{ function: { name: string; description: string; parameters: unknown } }> }
+      bodies[1] as { tools: Array<{ function: { name: string; description: string; parameters: unknown } }> }
     ).tools;
     const echo = tools.find((t) => t.function.name === 'mcp__fx__echo');
     // the first sentence only: the rest would cost tokens in every request
@@ -97,7 +109,7 @@ describe('MCP servers as tools', () => {
       properties: { text: { type: 'string' } },
       required: ['text'],
     });
-    expect(offeredTools(bodies[0])).toContain('mcp__fx__write_note');
+    expect(offeredTools(bodies[2])).toContain('mcp__fx__write_note');
     expect(JSON.stringify(bodies[1])).toContain('echo: hi there');
     expect(JSON.stringify(bodies[2])).toContain('wrote 8 characters');
     expect(readFileSync(join(repo, 'notes.txt'), 'utf8')).toBe('from mcp');
@@ -140,15 +152,16 @@ describe('MCP servers as tools', () => {
       expect(refused.code).toBe(0);
       expect(refused.stderr).toMatch(/warning: mcp server "web" could not start: .*its tools are left out/);
       expect(offeredTools(chatBodies(again)[0])).not.toContain('mcp__web__shout');
+      expect(catalogueOf(chatBodies(again)[0])).not.toContain('mcp__web__shout');
       expect(fixture.refused).toBeGreaterThan(0);
     } finally {
       await fixture.close();
     }
   }, 90_000);
 
-  it('ask mode offers only the tools declared read-only', async () => {
+  it('ask mode offers only the tools declared read-only (offer = "always": from the first request)', async () => {
     const repo = await repoWithServers();
-    const home = keelHome(stdioServer('fx', 'normal', 'read_only_tools = ["echo"]'));
+    const home = keelHome(stdioServer('fx', 'normal', 'read_only_tools = ["echo"]\noffer = "always"'));
     const server = await model([{ text: 'nothing to do' }]);
     const run = await keel(['ask', ...modelFlags(server), '-m', 'look'], {
       cwd: repo,
@@ -159,6 +172,7 @@ describe('MCP servers as tools', () => {
     const offered = offeredTools(chatBodies(server)[0]);
     expect(offered).toContain('mcp__fx__echo');
     expect(offered).not.toContain('mcp__fx__write_note');
+    expect(catalogueOf(chatBodies(server)[0])).toEqual(['agent', 'code_graph', 'memory']);
     expect(fixtureProcesses(repo)).toEqual([]);
   }, 90_000);
 
@@ -267,7 +281,7 @@ command = ["sh", "-c", "echo 'no MCP tools here' >&2; exit 2"]
     expect(refused.stderr).toMatch(
       /warning: mcp server "fx" needs a sandbox and none can run here .*allow_shell/,
     );
-    expect(offeredTools(chatBodies(refusedModel)[0]).filter((t) => t.startsWith('mcp__'))).toEqual([]);
+    expect(catalogueOf(chatBodies(refusedModel)[0])).toEqual(['agent', 'code_graph', 'memory']);
 
     const allowedModel = await model([
       { tool_calls: [{ name: 'mcp__fx__probe', arguments: {} }] },
@@ -307,9 +321,7 @@ command = ["sh", "-c", "echo 'no MCP tools here' >&2; exit 2"]
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain('has a name keel cannot offer');
     expect(run.stderr).not.toContain('\x1b');
-    expect(offeredTools(chatBodies(server)[0]).filter((t) => t.startsWith('mcp__'))).toEqual([
-      'mcp__evil__paint',
-    ]);
+    expect(catalogueOf(chatBodies(server)[0])).toEqual(['agent', 'code_graph', 'memory', 'mcp__evil__paint']);
     expect(fixtureProcesses(repo)).toEqual([]);
   }, 90_000);
 
@@ -325,7 +337,7 @@ command = ["sh", "-c", "echo 'no MCP tools here' >&2; exit 2"]
     });
     expect(untrusted.code).toBe(0);
     expect(untrusted.stderr).toContain('mcp_servers');
-    expect(offeredTools(chatBodies(first)[0]).filter((t) => t.startsWith('mcp__'))).toEqual([]);
+    expect(catalogueOf(chatBodies(first)[0])).toEqual(['agent', 'code_graph', 'memory']);
     expect((await keel(['trust'], { cwd: repo, home })).code).toBe(0);
     const second = await model([{ text: 'two' }]);
     const trusted = await keel(['ask', ...modelFlags(second), '-m', 'look'], {
@@ -334,7 +346,7 @@ command = ["sh", "-c", "echo 'no MCP tools here' >&2; exit 2"]
       timeoutMs: 60_000,
     });
     expect(trusted.code).toBe(0);
-    expect(offeredTools(chatBodies(second)[0])).toContain('mcp__proj__echo');
+    expect(catalogueOf(chatBodies(second)[0])).toContain('mcp__proj__echo');
   }, 90_000);
 
   it("keel mcp list-tools shows a server's tools, as text and --json; an unknown name is a usage error", async () => {

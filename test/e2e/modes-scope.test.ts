@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
 import {
+  catalogueOf,
   chatBodies,
   keel,
   keelHome,
@@ -27,23 +28,9 @@ describe('modes and scope, through the real binary', () => {
     expect(existsSync(join(repo, 'pwned.txt'))).toBe(false);
     // ask offers only read tools (and subagents, which can only be read-only too, and memory), so a well-behaved
     // model never even sees write_file
-    expect(offeredTools(chatBodies(server)[0])).toEqual([
-      'read_file',
-      'list_dir',
-      'glob',
-      'grep',
-      'spawn_agent',
-      'wait_agent',
-      'send_message',
-      'list_agents',
-      'close_agent',
-      'find_symbol',
-      'find_references',
-      'file_outline',
-      'importers',
-      'remember',
-      'recall',
-    ]);
+    expect(offeredTools(chatBodies(server)[0])).toEqual(['read_file', 'list_dir', 'glob', 'grep', 'tools']);
+    // the rest is activated on demand, and only what ask allows is there to activate
+    expect(catalogueOf(chatBodies(server)[0])).toEqual(['agent', 'code_graph', 'memory']);
     const denials = lastSessionEvents(home).filter(
       (e) => e.type === 'gate_decision' || e.type === 'tool_call_invalid',
     );
