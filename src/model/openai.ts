@@ -159,6 +159,29 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
     yield { type: 'done', finishReason: normalizeFinishReason(finishReason, calls.size > 0) };
   }
 
+  /** The window /v1/models gives for `model` (not in the OpenAI spec; vLLM, and others by other names). */
+  async function listedWindow(model: string, signal?: AbortSignal) {
+    const { sdk, client } = await load();
+    try {
+      for await (const m of client.models.list({ signal })) {
+        if (m.id !== model) continue;
+        // vLLM says max_model_len (what it runs with), others context_length or meta.n_ctx_train
+        const raw = m as unknown as Record<string, unknown>;
+        const meta = isObject(raw.meta) ? raw.meta : {};
+        const fields: Array<[unknown, string]> = [
+          [raw.max_model_len, '/v1/models max_model_len'],
+          [raw.context_length, '/v1/models context_length'],
+          [raw.context_window, '/v1/models context_window'],
+          [meta.n_ctx_train, '/v1/models n_ctx_train (the training length)'],
+        ];
+        for (const [v, source] of fields) if (positive(v)) return { tokens: v, source };
+      }
+      return undefined;
+    } catch (err) {
+      throw mapSdkError(sdk, err, baseUrl);
+    }
+  }
+
   return {
     name: 'openai',
     baseUrl,
@@ -174,37 +197,25 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       }
     },
     async contextWindow(model, signal) {
-      // what the server runs with beats what the model was trained for: llama-server's n_ctx, LM Studio's loaded length
-      const props = await serverJson(`${root}/props`, opts.apiKey, signal);
-      const settings = isObject(props?.default_generation_settings) ? props.default_generation_settings : {};
+      // the three places a server may say it are asked at once: one round trip before the first request, not three.
+      // What the server runs with beats what the model was trained for: llama-server's n_ctx, LM Studio's loaded length
+      const props = settled(serverJson(`${root}/props`, opts.apiKey, signal));
+      const studio = settled(serverJson(`${root}/api/v0/models`, opts.apiKey, signal));
+      const listed = settled(listedWindow(model, signal));
+      const served = await props;
+      const settings = isObject(served?.default_generation_settings)
+        ? served.default_generation_settings
+        : {};
       if (positive(settings.n_ctx)) return { tokens: settings.n_ctx, source: 'llama-server /props n_ctx' };
-      const studio = await serverJson(`${root}/api/v0/models`, opts.apiKey, signal);
-      const entry = (Array.isArray(studio?.data) ? studio.data : []).find(
+      const studioModels = (await studio)?.data;
+      const entry = (Array.isArray(studioModels) ? studioModels : []).find(
         (m): m is Record<string, unknown> => isObject(m) && m.id === model,
       );
       if (positive(entry?.loaded_context_length))
         return { tokens: entry.loaded_context_length, source: 'LM Studio loaded_context_length' };
       if (positive(entry?.max_context_length))
         return { tokens: entry.max_context_length, source: 'LM Studio max_context_length (not loaded)' };
-      const { sdk, client } = await load();
-      try {
-        for await (const m of client.models.list({ signal })) {
-          if (m.id !== model) continue;
-          // not in the OpenAI spec: vLLM says max_model_len (what it runs with), others context_length or meta.n_ctx_train
-          const raw = m as unknown as Record<string, unknown>;
-          const meta = isObject(raw.meta) ? raw.meta : {};
-          const fields: Array<[unknown, string]> = [
-            [raw.max_model_len, '/v1/models max_model_len'],
-            [raw.context_length, '/v1/models context_length'],
-            [raw.context_window, '/v1/models context_window'],
-            [meta.n_ctx_train, '/v1/models n_ctx_train (the training length)'],
-          ];
-          for (const [v, source] of fields) if (positive(v)) return { tokens: v, source };
-        }
-        return undefined;
-      } catch (err) {
-        throw mapSdkError(sdk, err, baseUrl);
-      }
+      return await listed;
     },
     async countTokens(text, signal) {
       if (tokenizeMissing) return undefined;
@@ -222,6 +233,12 @@ type Json = Record<string, unknown>;
 
 function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A promise started before it is known whether its answer is needed: a rejection nobody awaits is no crash. */
+function settled<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
 }
 
 function positive(v: unknown): v is number {
