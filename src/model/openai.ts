@@ -159,29 +159,6 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
     yield { type: 'done', finishReason: normalizeFinishReason(finishReason, calls.size > 0) };
   }
 
-  /** The window /v1/models gives for `model` (not in the OpenAI spec; vLLM, and others by other names). */
-  async function listedWindow(model: string, signal?: AbortSignal) {
-    const { sdk, client } = await load();
-    try {
-      for await (const m of client.models.list({ signal })) {
-        if (m.id !== model) continue;
-        // vLLM says max_model_len (what it runs with), others context_length or meta.n_ctx_train
-        const raw = m as unknown as Record<string, unknown>;
-        const meta = isObject(raw.meta) ? raw.meta : {};
-        const fields: Array<[unknown, string]> = [
-          [raw.max_model_len, '/v1/models max_model_len'],
-          [raw.context_length, '/v1/models context_length'],
-          [raw.context_window, '/v1/models context_window'],
-          [meta.n_ctx_train, '/v1/models n_ctx_train (the training length)'],
-        ];
-        for (const [v, source] of fields) if (positive(v)) return { tokens: v, source };
-      }
-      return undefined;
-    } catch (err) {
-      throw mapSdkError(sdk, err, baseUrl);
-    }
-  }
-
   return {
     name: 'openai',
     baseUrl,
@@ -201,7 +178,7 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       // What the server runs with beats what the model was trained for: llama-server's n_ctx, LM Studio's loaded length
       const props = settled(serverJson(`${root}/props`, opts.apiKey, signal));
       const studio = settled(serverJson(`${root}/api/v0/models`, opts.apiKey, signal));
-      const listed = settled(listedWindow(model, signal));
+      const listed = settled(serverJson(`${baseUrl}/models`, opts.apiKey, signal));
       const served = await props;
       const settings = isObject(served?.default_generation_settings)
         ? served.default_generation_settings
@@ -215,7 +192,21 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
         return { tokens: entry.loaded_context_length, source: 'LM Studio loaded_context_length' };
       if (positive(entry?.max_context_length))
         return { tokens: entry.max_context_length, source: 'LM Studio max_context_length (not loaded)' };
-      return await listed;
+      // not in the OpenAI spec: vLLM says max_model_len (what it runs with), others context_length or meta.n_ctx_train
+      const listedModels = (await listed)?.data;
+      const raw = (Array.isArray(listedModels) ? listedModels : []).find(
+        (m): m is Record<string, unknown> => isObject(m) && m.id === model,
+      );
+      if (!raw) return undefined;
+      const meta = isObject(raw.meta) ? raw.meta : {};
+      const fields: Array<[unknown, string]> = [
+        [raw.max_model_len, '/v1/models max_model_len'],
+        [raw.context_length, '/v1/models context_length'],
+        [raw.context_window, '/v1/models context_window'],
+        [meta.n_ctx_train, '/v1/models n_ctx_train (the training length)'],
+      ];
+      for (const [v, source] of fields) if (positive(v)) return { tokens: v, source };
+      return undefined;
     },
     async countTokens(text, signal) {
       if (tokenizeMissing) return undefined;
