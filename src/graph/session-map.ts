@@ -1,8 +1,8 @@
 /** The repo map a session starts with: index (incrementally, time-capped), rank for the task, fit the budget. */
 import { openDb } from '../store/db.js';
-import { indexWorkspace, sourceFiles } from './index.js';
 import { buildRepoMap } from './map.js';
 import { IndexError, runIndexWorker } from './run-index.js';
+import { sourceFiles } from './source-files.js';
 import { GraphStore } from './store.js';
 
 /** Up to this many indexed files, a session refreshes the index in its own thread (unchanged files cost a hash). */
@@ -35,7 +35,9 @@ export async function sessionRepoMap(opts: {
       // a workspace with no source the graph reads has no map: found out without starting a worker
       if (known === 0 && (await sourceFiles(opts.root, opts.signal)).files.length === 0) return undefined;
       // a small index already built is brought up to date in-process: a worker costs more than the work
-      if (known > 0 && known <= IN_PROCESS_FILES) ({ symbols } = await indexWorkspace(db, opts.root, opts));
+      // (the indexer and its parser load only then: a workspace with no source never loads tree-sitter)
+      if (known > 0 && known <= IN_PROCESS_FILES)
+        ({ symbols } = await (await import('./index.js')).indexWorkspace(db, opts.root, opts));
     } finally {
       db.close();
     }

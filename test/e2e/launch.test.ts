@@ -73,7 +73,10 @@ describe('launch: only what the first request needs', () => {
       matching(ask.sources, [
         // the MCP client and its JSON-schema checker (no server is configured), A2A, the HTTP server, the TUI, PostgreSQL
         /node_modules\/(@modelcontextprotocol|ajv|ajv-formats|zod-to-json-schema|@a2a-js|hono|@hono|@mariozechner|pg)\//,
-        // other verbs: serve, mcp, fix, chat, review, graph indexing
+        // the graph's parser: a workspace with no source to index never needs it
+        /node_modules\/web-tree-sitter\//,
+        /^dist\/graph\/(index|extract)\.js$/,
+        // other verbs: serve, mcp, fix, chat, review
         /^dist\/(server|mcp|fix|chat)\//,
         /^dist\/cli\/(serve|fix|review|loop|demo|doctor|init|memory|graph|trust|undo|audit|runs)-command\.js$/,
       ]),
