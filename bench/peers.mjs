@@ -230,6 +230,13 @@ function folder(prefix, files = {}, git = false) {
   return dir;
 }
 
+/** Each agent keeps one home across the runs, as a returning user's: the warm-up round makes its state (keel's database, Codex's and pi's files). */
+const homes = new Map();
+function homeFor(name) {
+  if (!homes.has(name)) homes.set(name, folder(name));
+  return homes.get(name);
+}
+
 const plainEnv = (home) => ({
   PATH: process.env.PATH ?? '/usr/bin:/bin',
   HOME: home,
@@ -254,7 +261,7 @@ const AGENTS = {
       { text: 'greet now says "Hi, NAME!".', ...usage },
     ],
     command(url, prompt, verb = 'ask') {
-      const home = folder('keel-home');
+      const home = homeFor('keel-home');
       return {
         cmd: process.execPath,
         args: [KEEL, verb, '--provider', 'openai', '--base-url', url, '--model', MODEL, prompt],
@@ -284,7 +291,7 @@ const AGENTS = {
       { text: 'greet now says "Hi, NAME!".' },
     ],
     command(url, prompt) {
-      const home = folder('codex-home');
+      const home = homeFor('codex-home');
       const codexHome = join(home, '.codex');
       mkdirSync(codexHome, { recursive: true });
       writeFileSync(
@@ -329,7 +336,7 @@ const AGENTS = {
       { text: 'greet now says "Hi, NAME!".', ...usage },
     ],
     command(url, prompt) {
-      const home = folder('pi-home');
+      const home = homeFor('pi-home');
       const dir = join(home, '.pi', 'agent');
       mkdirSync(dir, { recursive: true });
       writeFileSync(
