@@ -134,4 +134,16 @@ describe('launch: only what the first request needs', () => {
     expect(work).toBeGreaterThanOrEqual(0);
     expect(note).toBeGreaterThan(work);
   });
+
+  it('a project with no memory embeds nothing before the first request, though an embedding model is configured', async () => {
+    const cwd = gitRepo();
+    const server = await model([{ text: 'OK' }]);
+    const home = keelHome(`[memory]\nembedding_model = "tiny-embed"\n`);
+    const run = await keel(['ask', ...modelFlags(server), 'where is the cache warmed?'], { cwd, home });
+    expect(run.code, run.stderr).toBe(0);
+    const paths = server.requests.map((r) => r.path);
+    const chat = paths.indexOf('/v1/chat/completions');
+    expect(chat).toBeGreaterThanOrEqual(0);
+    expect(paths.slice(0, chat)).not.toContain('/v1/embeddings');
+  });
 });
