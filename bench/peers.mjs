@@ -24,7 +24,8 @@ import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 const RUNS = Number(process.env.KEEL_PEERS_RUNS ?? 5);
 const MODEL = 'bench-model';
 const SELF = fileURLToPath(import.meta.url);
-const KEEL = fileURLToPath(new URL('../bin/keel.js', import.meta.url));
+// KEEL_PEERS_KEEL=/other/bin/keel.js: another build of keel (an older commit's), for a before/after
+const KEEL = process.env.KEEL_PEERS_KEEL ?? fileURLToPath(new URL('../bin/keel.js', import.meta.url));
 const CACHE = process.env.KEEL_PEERS_CACHE ?? join(homedir(), '.cache', 'keel-bench-peers');
 const GNU_TIME = '/usr/bin/time';
 
