@@ -205,6 +205,8 @@ async function runIn(
   // the repo map for a new task (src/graph/), built before the run so the first request carries it;
   // not in a fix attempt's throwaway worktree (safetyNet false), whose index rows would outlive it
   // started now, awaited just before the run: it overlaps the sandbox and test set-up below
+  // a workspace's first index is not waited for (the first request goes without a map): it is awaited at the end
+  let firstIndex: Promise<void> | undefined;
   const repoMapLoading =
     reopened || granted || opts.safetyNet === false
       ? undefined
@@ -216,6 +218,9 @@ async function runIn(
               task: opts.prompt,
               budget: config.graph.map_tokens,
               signal: opts.signal,
+              background: (indexing) => {
+                firstIndex = indexing;
+              },
             }),
           )
           // a map that cannot be built is a note in the log, never the end of a session (or an unhandled rejection)
@@ -377,6 +382,7 @@ async function runIn(
     return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {
     await closeTools();
+    await firstIndex;
     await Promise.all(sandboxes.map((s) => s.close()));
     await dropUnused();
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });

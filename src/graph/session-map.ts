@@ -24,6 +24,12 @@ export async function sessionRepoMap(opts: {
   budget: number;
   signal: AbortSignal;
   timeoutMs?: number;
+  /**
+   * With this, a workspace's first index (no index yet) is not waited for: it runs in its worker thread while
+   * the session goes on (the first request leaves without a map), and its promise is handed here for the
+   * session to await before it ends. Without it, the first index is waited for, up to the time cap.
+   */
+  background?(indexing: Promise<void>): void;
 }): Promise<RepoMapEvent | undefined> {
   if (opts.budget <= 0 || !opts.task) return undefined;
   let symbols = 0;
@@ -40,6 +46,22 @@ export async function sessionRepoMap(opts: {
         ({ symbols } = await (await import('./index.js')).indexWorkspace(db, opts.root, opts));
     } finally {
       db.close();
+    }
+    if (known === 0 && opts.background) {
+      opts.background(
+        runIndexWorker(opts.dbPath, opts.root, {
+          signal: opts.signal,
+          timeoutMs: opts.timeoutMs ?? MAP_INDEX_TIMEOUT_MS,
+        }).then(
+          () => undefined,
+          () => undefined, // a first index cut short keeps what it wrote; the next session goes on from there
+        ),
+      );
+      return {
+        type: 'repo_map_skipped',
+        reason:
+          'the first index of this workspace is built while the session runs; later sessions start with a map',
+      };
     }
     if (known === 0 || known > IN_PROCESS_FILES)
       ({ symbols } = await runIndexWorker(opts.dbPath, opts.root, {

@@ -10,7 +10,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { git, gitRepo, tempDir, writeFiles } from '../helpers/tmp.js';
-import { chatBodies, keel, keelHome, model, modelFlags } from './harness.js';
+import {
+  chatBodies,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+  requestMessages,
+} from './harness.js';
 
 const BUNDLE = fileURLToPath(new URL('../../dist/bundle/', import.meta.url));
 const RECORDER = fileURLToPath(new URL('../helpers/record-loads.mjs', import.meta.url));
@@ -145,5 +153,32 @@ describe('launch: only what the first request needs', () => {
     const chat = paths.indexOf('/v1/chat/completions');
     expect(chat).toBeGreaterThanOrEqual(0);
     expect(paths.slice(0, chat)).not.toContain('/v1/embeddings');
+  });
+
+  it("a workspace's first code index is built beside the session, not before its first request; the next session has the map", async () => {
+    const cwd = gitRepo({
+      'src/price.ts': 'export function round(n: number): number {\n  return Math.round(n);\n}\n',
+      'src/invoice.ts':
+        "import { round } from './price.js';\nexport function total(xs: number[]) {\n  return round(xs.length);\n}\n",
+    });
+    const home = keelHome();
+    const server = await model([{ text: 'OK' }, { text: 'OK' }]);
+    const first = await keel(['ask', ...modelFlags(server), 'where is total in src/invoice.ts?'], {
+      cwd,
+      home,
+    });
+    expect(first.code, first.stderr).toBe(0);
+    const firstEvents = lastSessionEvents(home).map((e) => e.type);
+    expect(firstEvents).toContain('repo_map_skipped');
+    expect(firstEvents).not.toContain('repo_map');
+    expect(String(requestMessages(chatBodies(server)[0])[0]?.content)).not.toContain('src/invoice.ts:');
+    // the first session waited for its index before it ended: the next one starts with the map
+    const second = await keel(['ask', ...modelFlags(server), 'where is total in src/invoice.ts?'], {
+      cwd,
+      home,
+    });
+    expect(second.code, second.stderr).toBe(0);
+    expect(lastSessionEvents(home).map((e) => e.type)).toContain('repo_map');
+    expect(String(requestMessages(chatBodies(server)[1])[0]?.content)).toContain('src/invoice.ts:');
   });
 });
