@@ -1,7 +1,7 @@
 // Bundle the compiled CLI into a few files so `keel` starts fast: Node loads one module graph of a
 // handful of files instead of hundreds (zod, commander, openai). Verbs stay lazy: each dynamic import
 // becomes its own chunk. better-sqlite3 stays external (a native addon).
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const outdir = new URL('../dist/bundle/', import.meta.url).pathname;
@@ -24,7 +24,7 @@ const englishOnlyZod = {
   },
 };
 rmSync(outdir, { recursive: true, force: true });
-await build({
+const { metafile } = await build({
   entryPoints: {
     main: new URL('../dist/cli/main.js', import.meta.url).pathname,
     // the code graph's indexer runs in a worker thread, which needs a file of its own
@@ -46,4 +46,7 @@ await build({
   },
   plugins: [englishOnlyZod],
   logLevel: 'warning',
+  // which sources each chunk holds: test/e2e/lazy-verbs.test.ts reads it to see what a verb loads
+  metafile: true,
 });
+writeFileSync(`${outdir}meta.json`, JSON.stringify(metafile));

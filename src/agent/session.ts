@@ -12,11 +12,12 @@ import type { LoadedConfig } from '../config/load.js';
 import { realRoot } from '../config/narrowing.js';
 import { protectedStatePaths } from '../config/paths.js';
 import { sessionPrograms } from '../config/programs.js';
-import type { Config, Mode } from '../config/schema.js';
+import type { Mode } from '../config/schema.js';
 import { sessionInjection } from '../memory/inject.js';
 import { observeSession } from '../memory/observe.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
+import { serverWindow } from '../model/window.js';
 import { pinWorkspace } from '../policy/git-runner.js';
 import { type Policy, policyFor } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
@@ -184,8 +185,12 @@ async function runIn(
   // the session's repository is found now, once: a .git the model makes later is never used by keel
   pinWorkspace(scope.root);
   const model = opts.model ?? createModelClient(config, env, { cwd: opts.cwd });
-  // the window the server runs with: Ollama takes it per request (num_ctx), and compaction budgets by it everywhere
-  const contextWindow = config.context_window ?? (await serverWindow(model, config, opts.signal));
+  // the window the server runs with: Ollama takes it per request (num_ctx), and compaction budgets by it everywhere.
+  // Asked now and awaited only before the first request, so its round trips overlap the set-up below
+  const windowAsked =
+    config.context_window !== undefined
+      ? Promise.resolve(config.context_window)
+      : serverWindow(model, config, opts.signal);
   const sessionId = reopened?.row.id ?? opts.id ?? newSessionId();
   // the row exists before anything can fail: a session that cannot start still has its log and audit line
   if (reopened) log.reopenSession(sessionId);
@@ -204,6 +209,8 @@ async function runIn(
   // the repo map for a new task (src/graph/), built before the run so the first request carries it;
   // not in a fix attempt's throwaway worktree (safetyNet false), whose index rows would outlive it
   // started now, awaited just before the run: it overlaps the sandbox and test set-up below
+  // a workspace's first index is not waited for (the first request goes without a map): it is awaited at the end
+  let firstIndex: Promise<void> | undefined;
   const repoMapLoading =
     reopened || granted || opts.safetyNet === false || trivialTask(opts.prompt)
       ? undefined
@@ -216,6 +223,9 @@ async function runIn(
               budget: config.graph.map_tokens,
               signal: opts.signal,
               ...(opts.onIndexing ? { onLargeIndex: opts.onIndexing } : {}),
+              background: (indexing) => {
+                firstIndex = indexing;
+              },
             }),
           )
           // a map that cannot be built is a note in the log, never the end of a session (or an unhandled rejection)
@@ -318,6 +328,7 @@ async function runIn(
   if (topLevel && !reopened && !trivialTask(opts.prompt))
     injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env, db: runtime.db });
   const repoMap = await repoMapLoading;
+  const contextWindow = await windowAsked;
   // this run's events start after the log as reopened (runSession folds into that state, so read it now)
   const runFrom = reopened?.state.lastSeq ?? 0;
   try {
@@ -376,6 +387,7 @@ async function runIn(
     return { ...result, sessionId, mode: opts.mode, ...(commit ? { commit } : {}) };
   } finally {
     await closeTools();
+    await firstIndex;
     await Promise.all(sandboxes.map((s) => s.close()));
     await dropUnused();
     if (reportsDir) rmSync(reportsDir, { recursive: true, force: true });
@@ -510,31 +522,6 @@ export interface CompactOptions {
   id: string;
   loaded: LoadedConfig;
   signal: AbortSignal;
-}
-
-// the window each server runs a model with, asked once per process: a subagent or the next chat turn
-// starts without the probe's round trips (a server does not change its window under a running keel)
-const windows = new Map<string, Promise<number | undefined>>();
-
-/** The window the model's server runs with, when it says within the connect timeout. */
-async function serverWindow(
-  model: { contextWindow?(signal?: AbortSignal): Promise<number | undefined>; currentModel?(): string },
-  config: Config,
-  signal: AbortSignal,
-): Promise<number | undefined> {
-  // a role's model (a reviewer) may be another than the configured one
-  const key = JSON.stringify([config.provider, config.base_url, model.currentModel?.() ?? config.model]);
-  let known = windows.get(key);
-  if (!known) {
-    const asked = AbortSignal.any([signal, AbortSignal.timeout(config.timeouts.connect_s * 1000)]);
-    known = model.contextWindow?.(asked).catch(() => undefined) ?? Promise.resolve(undefined);
-    windows.set(key, known);
-    // an answer cut short by this session's own cancel says nothing about the server: ask again next time
-    known.then((w) => {
-      if (w === undefined && signal.aborted) windows.delete(key);
-    });
-  }
-  return (await known) ?? undefined;
 }
 
 /** `keel sessions compact ID` (`runtime.compact`): fold a stored session's older turns into a summary now. */

@@ -3,8 +3,6 @@ import { Command } from 'commander';
 import { closest } from '../config/closest.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
-import { ConfigError, load } from '../term/options.js';
-import { McpServerError } from '../tools/mcp.js';
 import { reportError } from './errors.js';
 import { dim, red } from './render.js';
 
@@ -14,6 +12,8 @@ interface ListFlags {
 }
 
 async function listTools(name: string, flags: ListFlags): Promise<number> {
+  // the config (zod) and the MCP client load only when this verb runs: main.ts builds this command for every verb
+  const { ConfigError, load } = await import('../term/options.js');
   let setup: ReturnType<typeof load>;
   try {
     setup = load(flags);
@@ -37,7 +37,7 @@ async function listTools(name: string, flags: ListFlags): Promise<number> {
       `no MCP server named "${name}"${near ? ` (did you mean "${near}"?)` : ''}; ${known}`,
     );
   }
-  const { listServerTools, toolRows } = await import('../tools/mcp.js');
+  const { listServerTools, McpServerError, toolRows } = await import('../tools/mcp.js');
   const { realpathSync } = await import('node:fs');
   // listing only reads: a sandboxed server sees the workspace read-only
   const root = realpathSync.native(setup.cwd);

@@ -9,6 +9,7 @@ import { EventLog } from '../store/event-log.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load } from '../term/options.js';
+import type { ToolFactory } from '../tools/types.js';
 import { terminalApprover } from './ask-person.js';
 import { readPrompt } from './prompt-input.js';
 import { createRenderer, dim, red } from './render.js';
@@ -80,10 +81,6 @@ export async function runVerb(
 
   for (const warning of setup.loaded.warnings)
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
-  // a new session at a new place of a repository says where else it has memory; it never shares it
-  if (!resume && !flags.json && setup.loaded.config.memory.inject_tokens > 0)
-    for (const note of await memoryElsewhere(setup.cwd, setup.loaded.config))
-      process.stderr.write(`keel: ${inertLine(note)}\n`);
 
   // a session that acts writes files and keeps its safety net in .git: a repository it cannot write is said now
   if (mode === 'edit' || mode === 'auto') {
@@ -114,10 +111,13 @@ export async function runVerb(
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
 
+  // the server's window is asked now: its round trips overlap the loading below, and the prompt check and the
+  // session share its one answer (model/window.ts)
+  const window = askWindow(setup.loaded, setup.cwd, controller.signal);
   // a prompt the model cannot take is refused with the numbers before any request, not sent and retried
   let tooBig: string | undefined;
   try {
-    const size = prompt ? await promptSize(prompt, setup.loaded, setup.cwd, controller.signal) : undefined;
+    const size = prompt ? await promptSize(prompt, setup.loaded, window, controller.signal) : undefined;
     if (size?.warn) process.stderr.write(`${red('keel: warning:')} ${inertLine(size.warn)}\n`);
     tooBig = size?.refuse;
   } catch (err) {
@@ -148,9 +148,13 @@ export async function runVerb(
       agentTools,
       graphTools,
       (await import('../memory/tools.js')).memoryTools,
-      (await import('../tools/mcp.js')).mcpTools((line) =>
-        process.stderr.write(`${red('keel: warning:')} ${inertLine(line)}\n`),
-      ),
+      // the MCP client (and its JSON-schema checker) is loaded only when a server is configured
+      async (deps: Parameters<ToolFactory>[0]) =>
+        deps.loaded.config.mcp_servers.length === 0
+          ? []
+          : (await import('../tools/mcp.js')).mcpTools((line) =>
+              process.stderr.write(`${red('keel: warning:')} ${inertLine(line)}\n`),
+            )(deps),
       (await import('../tools/a2a.js')).a2aTools,
     ];
     // one session, so the runtime (store, audit chain) lives as long as it does
@@ -194,6 +198,12 @@ export async function runVerb(
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
   }
+
+  // a new session at a new place of a repository says where else it has memory; it never shares it. Said
+  // after the work: opening the memory store for a note must not hold up the first request
+  if (!resume && !flags.json && setup.loaded.config.memory.inject_tokens > 0)
+    for (const note of await memoryElsewhere(setup.cwd, setup.loaded.config))
+      process.stderr.write(`keel: ${inertLine(note)}\n`);
 
   const exit = exitCodeFor(outcome.code);
   if (flags.json) {
@@ -271,7 +281,7 @@ const UNKNOWN_WINDOW_REFUSE = 131_072;
 async function promptSize(
   prompt: string,
   loaded: ReturnType<typeof load>['loaded'],
-  cwd: string,
+  asked: Promise<number | undefined>,
   signal: AbortSignal,
 ): Promise<{ refuse?: string; warn?: string } | undefined> {
   if (prompt.length < SMALL_PROMPT_CHARS) return undefined;
@@ -279,10 +289,7 @@ async function promptSize(
   let window = config.context_window;
   let from = `context_window from ${sources.context_window ?? 'config'}`;
   if (window === undefined) {
-    const { createModelClient } = await import('../model/create.js');
-    const client = createModelClient(config, process.env, { cwd });
-    const asked = AbortSignal.any([signal, AbortSignal.timeout(config.timeouts.connect_s * 1000)]);
-    window = await client.contextWindow(asked);
+    window = await asked;
     from = `as ${config.base_url} reports it for ${config.model || 'the model'}`;
   }
   const { countTokensCancellable, ESTIMATE_MARGIN } = await import('../model/tokens.js');
@@ -306,6 +313,28 @@ async function promptSize(
   return {
     refuse: `the prompt is about ${n(tokens)} tokens, more than the context window of ${n(window)} tokens (${from}); shorten it, or put the text in a file and ask about the file`,
   };
+}
+
+/**
+ * Start asking the model's server for its window (none when the config gives one, or for a scripted model):
+ * the answer is shared through model/window.ts. A model that cannot be built is left for the session to report.
+ */
+async function askWindow(
+  loaded: ReturnType<typeof load>['loaded'],
+  cwd: string,
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  const { config } = loaded;
+  if (config.context_window !== undefined || config.provider === 'scripted') return undefined;
+  const [{ createModelClient }, { serverWindow }] = await Promise.all([
+    import('../model/create.js'),
+    import('../model/window.js'),
+  ]);
+  try {
+    return await serverWindow(createModelClient(config, process.env, { cwd }), config, signal);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The newest conversation started in this workspace (its canonical path, as sessions record it). */

@@ -6,19 +6,18 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
-import { pinWorkspace } from '../policy/git-runner.js';
 import type { Db } from '../store/db.js';
-import { hasBinaryExtension, looksBinary } from '../tools/binary.js';
-import { listFiles } from '../tools/files.js';
+import { looksBinary } from '../tools/binary.js';
 import { extract, warmUp } from './extract.js';
 import { languageOf } from './queries.js';
+import { sourceFiles } from './source-files.js';
 import { GraphStore } from './store.js';
 
 /** Files larger than this are generated or vendored code, not worth a parse. */
 export const MAX_FILE_BYTES = 1024 * 1024;
-// build output and dependencies, whatever the ignore files say
-const SKIPPED_DIRS = new Set(['node_modules', '.git', 'dist', 'build', 'target', 'vendor', '__pycache__']);
 const BATCH = 200;
+
+export { sourceFiles } from './source-files.js';
 
 export interface IndexSummary {
   /** Source files in the index now. */
@@ -35,22 +34,6 @@ export interface IndexSummary {
 export interface IndexOptions {
   signal?: AbortSignal;
   onProgress?(done: number, total: number): void;
-}
-
-/** The workspace's files the graph reads: source languages it knows, outside skipped folders. */
-export async function sourceFiles(
-  root: string,
-  signal?: AbortSignal,
-): Promise<{ files: string[]; truncated: boolean }> {
-  pinWorkspace(root);
-  const listing = await listFiles(root, signal ? { signal } : {});
-  const files = listing.files.filter(
-    (f) =>
-      languageOf(f) !== undefined &&
-      !hasBinaryExtension(f) &&
-      !f.split('/').some((part, i, parts) => i < parts.length - 1 && SKIPPED_DIRS.has(part)),
-  );
-  return { files, truncated: listing.truncated };
 }
 
 /** A file's bytes when it is a regular file inside the root (never through a symlink out), small and text. */

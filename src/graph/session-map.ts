@@ -1,8 +1,8 @@
 /** The repo map a session starts with: index (incrementally, time-capped), rank for the task, fit the budget. */
 import { openDb } from '../store/db.js';
-import { indexWorkspace, sourceFiles } from './index.js';
 import { buildRepoMap } from './map.js';
 import { IndexError, runIndexWorker } from './run-index.js';
+import { sourceFiles } from './source-files.js';
 import { GraphStore } from './store.js';
 
 /** Up to this many indexed files, a session refreshes the index in its own thread (unchanged files cost a hash). */
@@ -26,9 +26,22 @@ export async function sessionRepoMap(opts: {
   timeoutMs?: number;
   /** Files done of total, when the index runs in a worker (a first index, or more than IN_PROCESS_FILES files). */
   onLargeIndex?(done: number, total: number): void;
+  /**
+   * With this, a workspace's first index (no index yet) is not waited for: it runs in its worker thread while
+   * the session goes on (the first request leaves without a map), and its promise is handed here for the
+   * session to await before it ends. Without it, the first index is waited for, up to the time cap.
+   */
+  background?(indexing: Promise<void>): void;
 }): Promise<RepoMapEvent | undefined> {
   if (opts.budget <= 0 || !opts.task) return undefined;
   let symbols = 0;
+  // a first index of a few files is over before anyone could read about it
+  const progress = opts.onLargeIndex
+    ? {
+        onProgress: (done: number, total: number) =>
+          total > IN_PROCESS_FILES && opts.onLargeIndex?.(done, total),
+      }
+    : {};
   try {
     const db = openDb(opts.dbPath);
     let known: number;
@@ -37,18 +50,34 @@ export async function sessionRepoMap(opts: {
       // a workspace with no source the graph reads has no map: found out without starting a worker
       if (known === 0 && (await sourceFiles(opts.root, opts.signal)).files.length === 0) return undefined;
       // a small index already built is brought up to date in-process: a worker costs more than the work
-      if (known > 0 && known <= IN_PROCESS_FILES) ({ symbols } = await indexWorkspace(db, opts.root, opts));
+      // (the indexer and its parser load only then: a workspace with no source never loads tree-sitter)
+      if (known > 0 && known <= IN_PROCESS_FILES)
+        ({ symbols } = await (await import('./index.js')).indexWorkspace(db, opts.root, opts));
     } finally {
       db.close();
+    }
+    if (known === 0 && opts.background) {
+      opts.background(
+        runIndexWorker(opts.dbPath, opts.root, {
+          signal: opts.signal,
+          timeoutMs: opts.timeoutMs ?? MAP_INDEX_TIMEOUT_MS,
+          ...progress,
+        }).then(
+          () => undefined,
+          () => undefined, // a first index cut short keeps what it wrote; the next session goes on from there
+        ),
+      );
+      return {
+        type: 'repo_map_skipped',
+        reason:
+          'the first index of this workspace is built while the session runs; later sessions start with a map',
+      };
     }
     if (known === 0 || known > IN_PROCESS_FILES)
       ({ symbols } = await runIndexWorker(opts.dbPath, opts.root, {
         signal: opts.signal,
         timeoutMs: opts.timeoutMs ?? MAP_INDEX_TIMEOUT_MS,
-        // a first index of a few files is over before anyone could read about it
-        ...(opts.onLargeIndex
-          ? { onProgress: (done, total) => total > IN_PROCESS_FILES && opts.onLargeIndex?.(done, total) }
-          : {}),
+        ...progress,
       }));
   } catch (err) {
     if (opts.signal.aborted) return { type: 'repo_map_skipped', reason: 'indexing was interrupted' };

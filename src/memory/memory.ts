@@ -184,6 +184,9 @@ export class Memory {
   async search(query: string, k = 10, opts: { arm?: SearchArm } = {}): Promise<SearchHit[]> {
     const arm = opts.arm ?? 'hybrid';
     const stats = this.store.termStats(this.project);
+    // a project with no items has nothing to find: no index is read and no query is embedded (a session's
+    // first request waits on this search)
+    if (stats.count === 0) return [];
     const bm25 = arm === 'vector' ? [] : this.fullText(query, stats);
     const vectors = arm === 'bm25' ? [] : await this.vectorList(query, stats);
     const ranked = fuse(bm25, vectors).slice(0, k);

@@ -4,6 +4,7 @@ import { AnswerMeter, lineTooLong, MAX_LINE_BYTES } from './answer-limit.js';
 import { describeNetworkError, errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
 import { normalizeFinishReason } from './finish-reason.js';
 import { httpFetch } from './http-fetch.js';
+import { readText, send, serverEvents, type WireAnswer } from './http-wire.js';
 import { ThinkTagSplitter } from './think-tags.js';
 import {
   type ChatMessage,
@@ -89,16 +90,45 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
     return loaded;
   };
 
+  // the Chat Completions stream goes over node:http (model/http-wire.ts): the SDK and fetch's undici are
+  // not loaded before the first request; the SDK serves only listModels (doctor, init)
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'text/event-stream',
+    authorization: `Bearer ${opts.apiKey ?? 'not-needed'}`, // local servers ignore it
+  };
+
+  /** POST the request; the answer once its headers arrive, or the ModelError it is. */
+  async function post(body: string, signal: AbortSignal): Promise<WireAnswer> {
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    let answer: WireAnswer;
+    try {
+      answer = await send(`${baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.any([signal, timeout]),
+      });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (timeout.aborted) throw new ModelError('timeout', `${baseUrl}: request timed out`, baseUrl);
+      throw unreachableError(baseUrl, err);
+    }
+    if (answer.status >= 200 && answer.status < 300) return answer;
+    const text = await readText(answer.body).catch(() => '');
+    throw httpError(baseUrl, answer.status, errorDetail(text), parseRetryAfter(answer.header));
+  }
+
   async function* stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<Delta> {
-    const { sdk, client } = await load();
     const calls = new Map<number, { id: string; name: string; args: string }>();
     const think = new ThinkTagSplitter();
     // a server may ignore max_tokens: keel stops an answer that runs past it (arguments grow here, unseen)
     const meter = new AnswerMeter(request, baseUrl);
     let finishReason: string | undefined;
     try {
-      const chunks = await client.chat.completions.create(
-        {
+      const answer = await post(
+        JSON.stringify({
           model: request.model,
           messages: toOpenAiMessages(request.messages),
           ...(request.tools.length > 0 ? { tools: toOpenAiTools(request.tools) } : {}),
@@ -106,10 +136,21 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
           stream: true,
           stream_options: { include_usage: true },
-        },
-        { signal },
+        }),
+        signal,
       );
-      for await (const chunk of chunks) {
+      // a line that never ends would grow unseen: the wire's lines are capped
+      const limit = { maxLineBytes: MAX_LINE_BYTES, error: () => lineTooLong(baseUrl) };
+      for await (const sse of serverEvents(answer.body, limit)) {
+        if (sse.data === '[DONE]') break;
+        const chunk = JSON.parse(sse.data) as StreamChunk;
+        // an error sent in the stream (an `error` event, or a chunk that is one)
+        if (sse.event === 'error' || (chunk.error !== undefined && chunk.error !== null))
+          throw new ModelError(
+            'protocol',
+            `${baseUrl}: unexpected answer: ${errorDetail(JSON.stringify({ error: chunk.error ?? chunk }))}`,
+            baseUrl,
+          );
         if (chunk.usage) {
           yield {
             type: 'usage',
@@ -120,8 +161,11 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
             },
           };
         }
-        const choice = chunk.choices[0];
-        if (!choice) continue;
+        const choice = chunk.choices?.[0];
+        if (!choice?.delta) {
+          if (choice?.finish_reason) finishReason = choice.finish_reason;
+          continue;
+        }
         const reasoning = reasoningOf(choice.delta);
         if (reasoning) {
           meter.add(reasoning);
@@ -147,7 +191,7 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       }
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      throw mapSdkError(sdk, err, baseUrl);
+      throw mapWireError(err, baseUrl);
     }
     yield* think.end();
     for (const [index, call] of [...calls.entries()].sort((a, b) => a[0] - b[0])) {
@@ -174,37 +218,39 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       }
     },
     async contextWindow(model, signal) {
-      // what the server runs with beats what the model was trained for: llama-server's n_ctx, LM Studio's loaded length
-      const props = await serverJson(`${root}/props`, opts.apiKey, signal);
-      const settings = isObject(props?.default_generation_settings) ? props.default_generation_settings : {};
+      // the three places a server may say it are asked at once: one round trip before the first request, not three.
+      // What the server runs with beats what the model was trained for: llama-server's n_ctx, LM Studio's loaded length
+      const props = settled(serverJson(`${root}/props`, opts.apiKey, signal));
+      const studio = settled(serverJson(`${root}/api/v0/models`, opts.apiKey, signal));
+      const listed = settled(serverJson(`${baseUrl}/models`, opts.apiKey, signal));
+      const served = await props;
+      const settings = isObject(served?.default_generation_settings)
+        ? served.default_generation_settings
+        : {};
       if (positive(settings.n_ctx)) return { tokens: settings.n_ctx, source: 'llama-server /props n_ctx' };
-      const studio = await serverJson(`${root}/api/v0/models`, opts.apiKey, signal);
-      const entry = (Array.isArray(studio?.data) ? studio.data : []).find(
+      const studioModels = (await studio)?.data;
+      const entry = (Array.isArray(studioModels) ? studioModels : []).find(
         (m): m is Record<string, unknown> => isObject(m) && m.id === model,
       );
       if (positive(entry?.loaded_context_length))
         return { tokens: entry.loaded_context_length, source: 'LM Studio loaded_context_length' };
       if (positive(entry?.max_context_length))
         return { tokens: entry.max_context_length, source: 'LM Studio max_context_length (not loaded)' };
-      const { sdk, client } = await load();
-      try {
-        for await (const m of client.models.list({ signal })) {
-          if (m.id !== model) continue;
-          // not in the OpenAI spec: vLLM says max_model_len (what it runs with), others context_length or meta.n_ctx_train
-          const raw = m as unknown as Record<string, unknown>;
-          const meta = isObject(raw.meta) ? raw.meta : {};
-          const fields: Array<[unknown, string]> = [
-            [raw.max_model_len, '/v1/models max_model_len'],
-            [raw.context_length, '/v1/models context_length'],
-            [raw.context_window, '/v1/models context_window'],
-            [meta.n_ctx_train, '/v1/models n_ctx_train (the training length)'],
-          ];
-          for (const [v, source] of fields) if (positive(v)) return { tokens: v, source };
-        }
-        return undefined;
-      } catch (err) {
-        throw mapSdkError(sdk, err, baseUrl);
-      }
+      // not in the OpenAI spec: vLLM says max_model_len (what it runs with), others context_length or meta.n_ctx_train
+      const listedModels = (await listed)?.data;
+      const raw = (Array.isArray(listedModels) ? listedModels : []).find(
+        (m): m is Record<string, unknown> => isObject(m) && m.id === model,
+      );
+      if (!raw) return undefined;
+      const meta = isObject(raw.meta) ? raw.meta : {};
+      const fields: Array<[unknown, string]> = [
+        [raw.max_model_len, '/v1/models max_model_len'],
+        [raw.context_length, '/v1/models context_length'],
+        [raw.context_window, '/v1/models context_window'],
+        [meta.n_ctx_train, '/v1/models n_ctx_train (the training length)'],
+      ];
+      for (const [v, source] of fields) if (positive(v)) return { tokens: v, source };
+      return undefined;
     },
     async countTokens(text, signal) {
       if (tokenizeMissing) return undefined;
@@ -224,6 +270,12 @@ function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** A promise started before it is known whether its answer is needed: a rejection nobody awaits is no crash. */
+function settled<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
 function positive(v: unknown): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v > 0;
 }
@@ -239,7 +291,7 @@ async function serverJson(
   body?: unknown,
 ): Promise<Json | undefined> {
   try {
-    const res = await httpFetch(url, {
+    const answer = await send(url, {
       method: body === undefined ? 'GET' : 'POST',
       headers: {
         'content-type': 'application/json',
@@ -248,11 +300,11 @@ async function serverJson(
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       ...(signal ? { signal } : {}),
     });
-    if (!res.ok) {
-      await res.body?.cancel();
+    if (answer.status < 200 || answer.status >= 300) {
+      answer.body.resume();
       return undefined;
     }
-    const value: unknown = await res.json();
+    const value: unknown = JSON.parse(await readText(answer.body));
     return isObject(value) ? value : undefined;
   } catch {
     if (signal?.aborted) throw signal.reason;
@@ -271,6 +323,32 @@ function reasoningOf(delta: object): string | undefined {
     if (typeof v === 'string' && v.length > 0) return v;
   }
   return undefined;
+}
+
+/** Classify an error from the stream that is not yet a ModelError: a socket that died, an answer that is no JSON. */
+function mapWireError(err: unknown, url: string): ModelError {
+  if (err instanceof ModelError) return err;
+  const cause = describeNetworkError(err);
+  // a socket that dies mid-stream surfaces as a plain error with a system code underneath
+  if (err instanceof Error && cause !== err.message) return unreachableError(url, err);
+  return new ModelError('protocol', `${url}: unexpected answer: ${cause}`, url);
+}
+
+/** One chunk of a Chat Completions stream, as far as keel reads it. */
+interface StreamChunk {
+  error?: unknown;
+  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+  choices?: Array<{
+    delta?: {
+      content?: string | null;
+      tool_calls?: Array<{
+        index?: number;
+        id?: string;
+        function?: { name?: string; arguments?: string };
+      }>;
+    };
+    finish_reason?: string | null;
+  }>;
 }
 
 /** Classify an error from the openai SDK. */

@@ -36,6 +36,12 @@ export interface ScriptServerOptions {
   ollamaLoaded?: number;
   /** LM Studio's GET /api/v0/models lists every model with these lengths. */
   lmStudio?: { maxContextLength: number; loadedContextLength?: number };
+  /**
+   * Hold the answer to each of these routes ("GET /props") until every one of them has arrived, or
+   * `ms` passed: `gathered()` then says whether they were all in flight at once (a client that asks
+   * them one after another is answered after each wait, and never gathers them).
+   */
+  gather?: { routes: string[]; ms?: number };
 }
 
 export interface ScriptServer {
@@ -44,6 +50,8 @@ export interface ScriptServer {
   /** The Ollama-native base URL, http://127.0.0.1:PORT. */
   ollamaUrl: string;
   requests: RecordedRequest[];
+  /** With `gather`: whether every gathered route was in flight at the same time. */
+  gathered(): boolean;
   close(): Promise<void>;
 }
 
@@ -60,7 +68,7 @@ export async function startScriptServer(
   const requests: RecordedRequest[] = [];
   const named = [...new Set(script.turns.flatMap((t) => (t.model ? [t.model] : [])))];
   const models = opts.models ?? (named.length > 0 ? named : ['scripted']);
-  const ctx = { cursor, models, opts };
+  const ctx: Ctx = { cursor, models, opts, gate: gatherGate(opts.gather) };
 
   const server = createServer((req, res) => {
     handle(req, res, requests, ctx).catch((err: unknown) => {
@@ -78,6 +86,7 @@ export async function startScriptServer(
     url: `http://127.0.0.1:${port}/v1`,
     ollamaUrl: `http://127.0.0.1:${port}`,
     requests,
+    gathered: () => ctx.gate.gathered,
     close: () =>
       new Promise<void>((resolve) => {
         // hanging turns keep sockets open forever; cut them so close() returns
@@ -91,6 +100,42 @@ interface Ctx {
   cursor: ScriptCursor;
   models: string[];
   opts: ScriptServerOptions;
+  gate: GatherGate;
+}
+
+interface GatherGate {
+  gathered: boolean;
+  /** Resolves when this route may be answered. */
+  wait(route: string): Promise<void>;
+}
+
+function gatherGate(gather: ScriptServerOptions['gather']): GatherGate {
+  const routes = new Set(gather?.routes ?? []);
+  const waiting = new Set<string>();
+  const release: Array<() => void> = [];
+  const gate: GatherGate = {
+    gathered: false,
+    wait(route) {
+      if (!routes.has(route) || gate.gathered) return Promise.resolve();
+      waiting.add(route);
+      if (waiting.size === routes.size) {
+        gate.gathered = true;
+        for (const go of release.splice(0)) go();
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.delete(route);
+          resolve();
+        }, gather?.ms ?? 2000);
+        release.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+  return gate;
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse, requests: RecordedRequest[], ctx: Ctx) {
@@ -110,6 +155,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
   requests.push({ method, path, headers, body });
 
   const route = `${method} ${path}`;
+  await ctx.gate.wait(route);
   if (route === 'GET /v1/models') {
     const data = ctx.models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'keel' }));
     return sendJson(res, 200, { object: 'list', data });
