@@ -6,9 +6,11 @@ import { dirname, join } from 'node:path';
 import { afterAll } from 'vitest';
 
 const made: string[] = [];
+// removing a file's folders is cleanup, not a test: the fix-runner files leave installed node_modules trees
+// that take longer than the default hook timeout to delete on a loaded machine
 afterAll(() => {
   for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+}, 180_000);
 
 /** A fresh, canonical temporary folder. */
 export function tempDir(prefix = 'keel-test-'): string {
