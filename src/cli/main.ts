@@ -424,6 +424,20 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await pruneRuns(opts));
     });
 
+  // keel ledger (issue 27): every model call of the team store's ledger
+  program
+    .command('ledger')
+    .description(
+      "model calls and their cost, per run, from the store's ledger (SQLite, or PostgreSQL with `store`)",
+    )
+    .argument('[run]', "one run's calls")
+    .option('-n, --limit <n>', 'how many runs', parseIntArg, 50)
+    .option('--json', 'print one JSON document')
+    .action(async (run: string | undefined, opts) => {
+      const { showLedger } = await import('./ledger-command.js');
+      setExit(await showLedger(run, opts));
+    });
+
   // set-up: `keel init` (src/cli/init-command.ts) and `keel completion` (src/cli/completion.ts)
   program
     .command('init')

@@ -218,7 +218,8 @@ class PgStore implements Store {
   constructor(url: string) {
     this.url = url;
     this.where = redact(url);
-    this.pool = new pg.Pool({ connectionString: url, max: 10 });
+    // a server that does not answer is an error in seconds, not a hang
+    this.pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 10_000 });
     // an idle connection the server drops must not crash the process
     this.pool.on('error', () => undefined);
     this.notifier = new Notifier((channel) => this.pool.query('SELECT pg_notify($1, $2)', [channel, '']));
@@ -262,7 +263,7 @@ class PgStore implements Store {
 
   async listen(channel: string, onHint: () => void): Promise<() => Promise<void>> {
     // LISTEN holds its connection for as long as it listens: never one of the pool's
-    const client = new pg.Client({ connectionString: this.url });
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 10_000 });
     client.on('error', () => undefined);
     await client.connect();
     client.on('notification', (message) => {
