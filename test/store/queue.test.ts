@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/engine.js';
-import { appendEvent, LEASE_MS, type QueueEvent, RunQueue } from '../../src/store/queue.js';
+import { appendEvent, LEASE_MS, QUEUE_CHANNEL, type QueueEvent, RunQueue } from '../../src/store/queue.js';
 import { storeEngines } from '../helpers/engines.js';
 
 const engines = await storeEngines();
@@ -164,6 +164,30 @@ describe.each(engines)('run queue on $name', (engine) => {
     time.advance(LEASE_MS + 1); // b's worker died: its task is cancelled, not queued again
     expect(await q.requeueExpired(run)).toBe(1);
     expect((await q.run(run))?.counts).toEqual({ queued: 0, running: 0, done: 0, failed: 0, cancelled: 4 });
+  });
+
+  test('a change hints a listener on another connection (its own, for LISTEN) to re-read', async () => {
+    let hints = 0;
+    let heard = () => {};
+    const first = new Promise<void>((resolve) => {
+      heard = resolve;
+    });
+    const stop = await other.listen(QUEUE_CHANNEL, () => {
+      hints++;
+      heard();
+    });
+    try {
+      const q = new RunQueue(store);
+      const run = randomUUID();
+      await q.createRun(run, { concurrency: 4, tasks: tasks(4) });
+      await Promise.all([1, 2, 3, 4].map((i) => q.claim(run, `w${i}`)));
+      await first;
+      // the listener re-reads and finds the four claims however many hints arrived
+      expect((await new RunQueue(other).run(run))?.running).toBe(4);
+      expect(hints).toBeGreaterThan(0);
+    } finally {
+      await stop();
+    }
   });
 
   test('8 concurrent claimers on their own connections never exceed the cap', async () => {
