@@ -1,13 +1,11 @@
 /** `keel ledger [RUN]`: the model calls of the team store's ledger, per run, with what they cost and how that is known. */
-import { existsSync } from 'node:fs';
-import { keelPaths } from '../config/paths.js';
-import { openStore, redact, type Store, storeTarget } from '../store/engine.js';
 import { Ledger, type LedgerRow, type LedgerTotals } from '../store/ledger.js';
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
 import { inertLine } from './inert.js';
-import { ConfigError, load } from './options.js';
+import { ConfigError } from './options.js';
 import { dim, red } from './render.js';
+import { type OpenedStore, openConfiguredStore } from './team-store.js';
 
 interface Flags {
   json?: boolean;
@@ -59,24 +57,11 @@ function cost(t: Pick<LedgerTotals, 'costUsd' | 'unknownCostCalls'>): string {
   return `${known} + ${t.unknownCostCalls} call${t.unknownCostCalls === 1 ? '' : 's'} of unknown cost`;
 }
 
-/** The store the config names; undefined when it is the default SQLite file and that does not exist yet. */
-async function openConfigured(flags: Flags): Promise<{ store?: Store; engine: string; where: string }> {
-  const { loaded } = load(flags);
-  const target = storeTarget(loaded.config.store, keelPaths().db);
-  const where = target.engine === 'sqlite' ? target.path : redact(target.url);
-  if (target.engine === 'sqlite' && !existsSync(target.path)) return { engine: 'sqlite', where };
-  try {
-    return { store: await openStore(target), engine: target.engine, where };
-  } catch (err) {
-    throw new Error(`${where}: ${(err as Error).message}`);
-  }
-}
-
 /** Print the ledger: every run's totals, or one run's calls. */
 export async function showLedger(runId: string | undefined, flags: Flags): Promise<number> {
-  let opened: Awaited<ReturnType<typeof openConfigured>>;
+  let opened: OpenedStore;
   try {
-    opened = await openConfigured(flags);
+    opened = await openConfiguredStore(flags, { create: false });
   } catch (err) {
     if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
     return reportError(flags.json, 'ENVIRONMENT_ERROR', `cannot open the store at ${(err as Error).message}`);

@@ -438,6 +438,41 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await showLedger(run, opts));
     });
 
+  // keel batch (issue 27): many fixes on the run queue, one worker process per task
+  const batch = program
+    .command('batch')
+    .description('fix many issues: one `keel fix` worker process per task, on the run queue')
+    .argument(
+      '[tasks-file]',
+      'TASKS.jsonl (one task a line) or TASKS.json: {id, repo, issue, test_command?, model?}',
+    )
+    .option('--concurrency <n>', 'workers at once', parseIntArg, 4)
+    .option('--run-id <id>', 'name the run; an existing id resumes it')
+    .option('--json', 'print one JSON document')
+    .action(async (file: string | undefined, opts) => {
+      if (!file) return batch.help({ error: true });
+      const { runBatch } = await import('./batch-command.js');
+      setExit(await runBatch(file, opts));
+    });
+  batch
+    .command('status')
+    .description("a batch run's tasks, or the newest runs")
+    .argument('[run]', 'run id')
+    .option('--json', 'print one JSON document')
+    .action(async (run: string | undefined, opts) => {
+      const { batchStatus } = await import('./batch-command.js');
+      setExit(await batchStatus(run, opts));
+    });
+  batch
+    .command('cancel')
+    .description('no new task starts; running workers stop')
+    .argument('<run>', 'run id')
+    .option('--json', 'print one JSON document')
+    .action(async (run: string, opts) => {
+      const { batchCancel } = await import('./batch-command.js');
+      setExit(await batchCancel(run, opts));
+    });
+
   // set-up: `keel init` (src/cli/init-command.ts) and `keel completion` (src/cli/completion.ts)
   program
     .command('init')

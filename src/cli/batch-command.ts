@@ -1,0 +1,193 @@
+/** `keel batch FILE`, `keel batch status [RUN]`, `keel batch cancel RUN`: many fixes on the run queue. */
+import { randomBytes } from 'node:crypto';
+import { type BatchEnd, supervise } from '../batch/supervisor.js';
+import { readTasksFile, TasksFileError } from '../batch/tasks-file.js';
+import type { Store } from '../store/engine.js';
+import { RunQueue, type RunView, type TaskView } from '../store/queue.js';
+import { reportError } from './errors.js';
+import { EXIT } from './exit-codes.js';
+import { inertLine } from './inert.js';
+import { ConfigError } from './options.js';
+import { dim } from './render.js';
+import { type OpenedStore, openConfiguredStore } from './team-store.js';
+
+interface Flags {
+  json?: boolean;
+  cwd?: string;
+  profile?: string;
+}
+
+const END_EXIT: Record<BatchEnd, number> = {
+  verified: EXIT.ok,
+  failed: EXIT.failed,
+  paused_provider: EXIT.model,
+  cancelled: EXIT.interrupted,
+};
+
+async function withStore(
+  flags: Flags,
+  create: boolean,
+  fn: (store: Store | undefined, opened: OpenedStore) => Promise<number>,
+): Promise<number> {
+  let opened: OpenedStore;
+  try {
+    opened = await openConfiguredStore(flags, { create });
+  } catch (err) {
+    if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
+    return reportError(flags.json, 'ENVIRONMENT_ERROR', `cannot open the store at ${(err as Error).message}`);
+  }
+  try {
+    return await fn(opened.store, opened);
+  } finally {
+    await opened.store?.close();
+  }
+}
+
+function taskDocument(t: TaskView): Record<string, unknown> {
+  return { id: t.id, state: t.state, attempts: t.attempt, result: t.result ?? null };
+}
+
+function runDocument(
+  run: RunView,
+  tasks: TaskView[],
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    run_id: run.id,
+    status: run.status,
+    ...(run.statusReason ? { reason: run.statusReason } : {}),
+    concurrency: run.concurrency,
+    counts: run.counts,
+    ...extra,
+    tasks: tasks.map(taskDocument),
+  };
+}
+
+/** How a stored run stands: verified when every task is, paused or cancelled by its status, else failed. */
+function standing(run: RunView): BatchEnd {
+  if (run.status === 'paused_provider') return 'paused_provider';
+  if (run.status === 'cancelled') return 'cancelled';
+  const total = Object.values(run.counts).reduce((a, b) => a + b, 0);
+  return run.counts.done === total ? 'verified' : 'failed';
+}
+
+function printTasks(tasks: TaskView[]): void {
+  for (const t of tasks) {
+    const result = t.result as { status?: string; error?: string; branch?: string | null } | undefined;
+    const what = t.state === 'done' ? 'verified' : t.state;
+    const detail = result?.error ?? result?.branch ?? '';
+    process.stdout.write(`${inertLine(t.id)}  ${what}${detail ? `  ${dim(inertLine(detail))}` : ''}\n`);
+  }
+}
+
+function summary(run: RunView): string {
+  const c = run.counts;
+  return `batch ${run.id}: ${c.done} verified, ${c.failed} failed, ${c.cancelled} cancelled, ${c.running} running, ${c.queued} queued${run.status !== 'running' ? ` (${run.status}${run.statusReason ? `: ${run.statusReason}` : ''})` : ''}`;
+}
+
+/** `keel batch FILE`: queue the tasks (or resume the run with --run-id) and supervise until nothing is left. */
+export async function runBatch(
+  file: string,
+  flags: Flags & { concurrency: number; runId?: string },
+): Promise<number> {
+  let tasks: ReturnType<typeof readTasksFile>;
+  try {
+    tasks = readTasksFile(file);
+  } catch (err) {
+    if (err instanceof TasksFileError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
+    throw err;
+  }
+  const runId =
+    flags.runId ??
+    `batch-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomBytes(3).toString('hex')}`;
+  return withStore(flags, true, async (store) => {
+    if (!store) throw new Error('no store');
+    const queue = new RunQueue(store);
+    const { created } = await queue.createRun(runId, {
+      concurrency: flags.concurrency,
+      spec: { file },
+      tasks: tasks.map((t) => ({ id: t.id, spec: t })),
+    });
+    // the same --run-id again resumes: also a run paused for its provider, now that it is asked again
+    if (!created) await queue.resume(runId);
+    if (!flags.json) process.stderr.write(dim(`keel batch: run ${runId} (${created ? 'new' : 'resumed'})\n`));
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    let end: BatchEnd;
+    try {
+      end = await supervise({
+        store,
+        runId,
+        keel: [process.execPath, process.argv[1] ?? 'keel'],
+        signal: abort.signal,
+      });
+    } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    }
+    const run = await queue.run(runId);
+    const listed = await queue.tasks(runId);
+    if (flags.json && run)
+      process.stdout.write(
+        `${JSON.stringify(runDocument(run, listed, { end, exit_code: END_EXIT[end] }), null, 2)}\n`,
+      );
+    else if (run) {
+      printTasks(listed);
+      process.stdout.write(`${summary(run)}\n`);
+    }
+    return END_EXIT[end];
+  });
+}
+
+/** `keel batch status [RUN]`: one run's tasks, or the newest runs. */
+export async function batchStatus(runId: string | undefined, flags: Flags): Promise<number> {
+  return withStore(flags, false, async (store, opened) => {
+    const queue = store && new RunQueue(store);
+    if (runId === undefined) {
+      const runs = (await queue?.runs(20)) ?? [];
+      if (flags.json)
+        process.stdout.write(
+          `${JSON.stringify({ store: opened.engine, runs: runs.map((r) => runDocument(r, [])) }, null, 2)}\n`,
+        );
+      else if (!runs.length) process.stdout.write(`no batch runs (${inertLine(opened.where)})\n`);
+      else for (const r of runs) process.stdout.write(`${summary(r)}\n`);
+      return EXIT.ok;
+    }
+    const run = await queue?.run(runId);
+    if (!queue || !run)
+      return reportError(
+        flags.json,
+        'CONFIG_ERROR',
+        `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
+      );
+    const listed = await queue.tasks(runId);
+    const end = standing(run);
+    if (flags.json) process.stdout.write(`${JSON.stringify(runDocument(run, listed, { end }), null, 2)}\n`);
+    else {
+      printTasks(listed);
+      process.stdout.write(`${summary(run)}\n`);
+    }
+    return END_EXIT[end] === EXIT.interrupted ? EXIT.failed : END_EXIT[end];
+  });
+}
+
+/** `keel batch cancel RUN`: nothing new starts; running workers stop at their next lease renewal. */
+export async function batchCancel(runId: string, flags: Flags): Promise<number> {
+  return withStore(flags, false, async (store, opened) => {
+    const queue = store && new RunQueue(store);
+    const run = await queue?.run(runId);
+    if (!queue || !run)
+      return reportError(
+        flags.json,
+        'CONFIG_ERROR',
+        `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
+      );
+    const cancelled = await queue.cancel(runId);
+    if (flags.json) process.stdout.write(`${JSON.stringify({ run_id: runId, cancelled })}\n`);
+    else
+      process.stdout.write(cancelled ? `batch ${runId}: cancelled\n` : `batch ${runId}: already cancelled\n`);
+    return EXIT.ok;
+  });
+}

@@ -1,0 +1,133 @@
+/** `keel batch` end to end: the real binary supervises real `keel fix` workers (scripted model) over the run queue. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/engine.js';
+import { RunQueue } from '../../src/store/queue.js';
+import { editTurns, fixtureRepo, planTurns } from '../e2e/fix-harness.js';
+import { keel, keelHome } from '../e2e/harness.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+const BUGGY_DIVISOR = '  return sum(values) / (values.length + 1);';
+const TURNS = [
+  ...planTurns('src/stats.js', '1. mean divides by one too many.\n2. Divide by values.length.'),
+  ...editTurns(
+    'src/stats.js',
+    BUGGY_DIVISOR,
+    '  return sum(values) / values.length;',
+    'mean now divides by the length.',
+  ),
+];
+
+/** A KEEL_HOME whose user config runs every worker on the scripted model. */
+function scriptedHome(): string {
+  const dir = tempDir('keel-script-');
+  const script = join(dir, 'script.json');
+  writeFileSync(script, JSON.stringify({ turns: TURNS }));
+  return keelHome(`provider = "scripted"\nmodel = "scripted"\nscript = "${script}"\n`);
+}
+
+const line = (task: Record<string, unknown>) => `${JSON.stringify(task)}\n`;
+
+describe('keel batch', () => {
+  it('runs one worker per task under the cap; a missing repo and a folder that is not git fail alone', async () => {
+    const home = scriptedHome();
+    const dir = tempDir('keel-batch-');
+    const notGit = join(dir, 'plain');
+    mkdirSync(notGit);
+    const repos = [fixtureRepo('stats'), fixtureRepo('stats'), fixtureRepo('stats')];
+    const file = join(dir, 'tasks.jsonl');
+    writeFileSync(
+      file,
+      [
+        ...repos.map((repo, i) =>
+          line({ id: `mean-${i}`, repo, issue: 'mean() of [2, 4, 6] returns 3, not 4' }),
+        ),
+        line({ id: 'gone', repo: 'no-such-repo', issue: 'x' }),
+        line({ id: 'plain', repo: 'plain', issue: 'x' }),
+      ].join(''),
+    );
+    const run = await keel(['batch', file, '--concurrency', '2', '--run-id', 'night-1', '--json'], {
+      cwd: dir,
+      home,
+      timeoutMs: 120_000,
+    });
+    expect(run.code, run.stderr).toBe(1);
+    const doc = JSON.parse(run.stdout);
+    expect(doc).toMatchObject({ run_id: 'night-1', end: 'failed', exit_code: 1, concurrency: 2 });
+    const byId = Object.fromEntries(
+      (doc.tasks as Array<{ id: string; state: string; result: { error?: string; branch?: string } }>).map(
+        (t) => [t.id, t],
+      ),
+    );
+    for (const [i, repo] of repos.entries()) {
+      expect(byId[`mean-${i}`]?.state).toBe('done');
+      const branch = byId[`mean-${i}`]?.result.branch ?? '';
+      expect(git(repo, 'show', `${branch}:src/stats.js`)).toContain('/ values.length;');
+    }
+    expect(byId.gone?.result.error).toBe(`repo ${join(dir, 'no-such-repo')} does not exist`);
+    expect(byId.plain?.result.error).toBe(`repo ${notGit} is not a git repository`);
+    // the cap, proved from the run's journal as well as held by the database
+    const store = await openStore({ engine: 'sqlite', path: join(home, 'keel.db') });
+    try {
+      const journal = await new RunQueue(store).events('night-1');
+      let held = 0;
+      let most = 0;
+      for (const e of journal) {
+        if (e.type === 'claimed') held++;
+        if (e.type === 'finished') held--;
+        most = Math.max(most, held);
+      }
+      expect(most).toBe(2);
+      expect(journal.filter((e) => e.type === 'claimed')).toHaveLength(5);
+    } finally {
+      await store.close();
+    }
+    const status = await keel(['batch', 'status', 'night-1', '--json'], { cwd: dir, home });
+    expect(status.code).toBe(1);
+    expect(JSON.parse(status.stdout).counts).toEqual({
+      queued: 0,
+      running: 0,
+      done: 3,
+      failed: 2,
+      cancelled: 0,
+    });
+    // the same run id again resumes the finished run: nothing is redone
+    const again = await keel(['batch', file, '--run-id', 'night-1', '--json'], { cwd: dir, home });
+    expect(JSON.parse(again.stdout).counts.done).toBe(3);
+    const cancel = await keel(['batch', 'cancel', 'night-1', '--json'], { cwd: dir, home });
+    expect(JSON.parse(cancel.stdout)).toEqual({ run_id: 'night-1', cancelled: true });
+  }, 180_000);
+
+  it('refuses a tasks file with an unknown key, a duplicate id or bad JSON before anything starts', async () => {
+    const home = scriptedHome();
+    const dir = tempDir('keel-batch-');
+    const repo = fixtureRepo('stats');
+    const cases: Array<[string, string, string]> = [
+      [
+        'unknown.jsonl',
+        line({ id: 'a', repo, issue: 'x', tests: 'npm test' }),
+        'unknown.jsonl: line 1: unknown key "tests"',
+      ],
+      [
+        'twice.jsonl',
+        line({ id: 'a', repo, issue: 'x' }) + line({ id: 'a', repo, issue: 'y' }),
+        'twice.jsonl: line 2: task id "a" is used twice (first at',
+      ],
+      ['broken.json', '[{"id": "a",', 'broken.json: invalid JSON'],
+      ['empty.jsonl', '\n', 'empty.jsonl: no tasks'],
+    ];
+    for (const [name, text, message] of cases) {
+      writeFileSync(join(dir, name), text);
+      const run = await keel(['batch', join(dir, name)], { cwd: dir, home });
+      expect(run.code, name).toBe(2);
+      expect(run.stderr).toContain(message);
+    }
+    const unreadable = await keel(['batch', join(dir, 'nope.jsonl')], { cwd: dir, home });
+    expect(unreadable.code).toBe(2);
+    expect(unreadable.stderr).toContain(`cannot read tasks file ${join(dir, 'nope.jsonl')}`);
+    // nothing was queued
+    const status = await keel(['batch', 'status', '--json'], { cwd: dir, home });
+    expect(JSON.parse(status.stdout).runs).toEqual([]);
+  });
+});
