@@ -6,6 +6,7 @@ import { openStore } from '../../src/store/engine.js';
 import { RunQueue } from '../../src/store/queue.js';
 import { editTurns, fixtureRepo, planTurns } from '../e2e/fix-harness.js';
 import { keel, keelHome } from '../e2e/harness.js';
+import { freshPgDatabase } from '../helpers/pg.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const BUGGY_DIVISOR = '  return sum(values) / (values.length + 1);';
@@ -19,13 +20,16 @@ const TURNS = [
   ),
 ];
 
-/** A KEEL_HOME whose user config runs every worker on the scripted model. */
-function scriptedHome(): string {
-  const dir = tempDir('keel-script-');
-  const script = join(dir, 'script.json');
-  writeFileSync(script, JSON.stringify({ turns: TURNS }));
+/** A KEEL_HOME whose user config runs every worker on the scripted model (`turns`, written to `script`). */
+function scriptedHome(
+  script = join(tempDir('keel-script-'), 'script.json'),
+  turns: unknown[] = TURNS,
+): string {
+  writeFileSync(script, JSON.stringify({ turns }));
   return keelHome(`provider = "scripted"\nmodel = "scripted"\nscript = "${script}"\n`);
 }
+
+const pgUrl = await freshPgDatabase();
 
 const line = (task: Record<string, unknown>) => `${JSON.stringify(task)}\n`;
 
@@ -130,4 +134,50 @@ describe('keel batch', () => {
     const status = await keel(['batch', 'status', '--json'], { cwd: dir, home });
     expect(JSON.parse(status.stdout).runs).toEqual([]);
   });
+
+  it.each([
+    { engine: 'sqlite', env: {} as Record<string, string> },
+    { engine: 'postgres', env: pgUrl ? { KEEL_STORE: pgUrl } : undefined },
+  ])(
+    'on $engine, a provider that refuses the key pauses the run (exit 4); the same run id finishes it once it answers',
+    async ({ env }) => {
+      if (!env) return; // no PostgreSQL server here (KEEL_TEST_PG=require makes that an error in freshPgDatabase)
+      const script = join(tempDir('keel-script-'), 'script.json');
+      const home = scriptedHome(script, [
+        { error: { status: 401, body: '{"error":{"message":"invalid api key"}}' } },
+      ]);
+      const dir = tempDir('keel-batch-');
+      const file = join(dir, 'tasks.json');
+      const repos = [fixtureRepo('stats'), fixtureRepo('stats')];
+      writeFileSync(
+        file,
+        JSON.stringify(repos.map((repo, i) => ({ id: `t${i}`, repo, issue: 'mean() is wrong' }))),
+      );
+      const args = ['batch', file, '--concurrency', '1', '--run-id', 'pv', '--json'];
+      const paused = await keel(args, { cwd: dir, home, env, timeoutMs: 60_000 });
+      expect(paused.code, paused.stderr).toBe(4);
+      const doc = JSON.parse(paused.stdout);
+      expect(doc).toMatchObject({
+        end: 'paused_provider',
+        status: 'paused_provider',
+        counts: { queued: 2, done: 0 },
+      });
+      expect(doc.reason).toContain('HTTP 401');
+      const status = await keel(['batch', 'status', 'pv'], { cwd: dir, home, env });
+      expect(status.code).toBe(4);
+      expect(status.stdout).toContain('paused_provider');
+      // the provider answers again: the same command resumes and finishes the run
+      writeFileSync(script, JSON.stringify({ turns: TURNS }));
+      const resumed = await keel(args, { cwd: dir, home, env, timeoutMs: 120_000 });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({
+        end: 'verified',
+        status: 'running',
+        counts: { done: 2 },
+      });
+      const tasks = JSON.parse(resumed.stdout).tasks as Array<{ attempts: number }>;
+      expect(tasks.map((t) => t.attempts)).toEqual([2, 1]); // t0 was given back once, then done
+    },
+    200_000,
+  );
 });
