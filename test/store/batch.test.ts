@@ -137,11 +137,11 @@ describe('keel batch', () => {
 
   it.each([
     { engine: 'sqlite', env: {} as Record<string, string> },
-    { engine: 'postgres', env: pgUrl ? { KEEL_STORE: pgUrl } : undefined },
+    // without a PostgreSQL server this case is left out (KEEL_TEST_PG=require makes that an error)
+    ...(pgUrl ? [{ engine: 'postgres', env: { KEEL_STORE: pgUrl } }] : []),
   ])(
     'on $engine, a provider that refuses the key pauses the run (exit 4); the same run id finishes it once it answers',
     async ({ env }) => {
-      if (!env) return; // no PostgreSQL server here (KEEL_TEST_PG=require makes that an error in freshPgDatabase)
       const script = join(tempDir('keel-script-'), 'script.json');
       const home = scriptedHome(script, [
         { error: { status: 401, body: '{"error":{"message":"invalid api key"}}' } },
