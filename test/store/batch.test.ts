@@ -1,4 +1,5 @@
 /** `keel batch` end to end: the real binary supervises real `keel fix` workers (scripted model) over the run queue. */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -180,4 +181,44 @@ describe('keel batch', () => {
     },
     200_000,
   );
+
+  it('cancel: running workers stop, nothing new starts, and the supervisor exits 130', async () => {
+    const home = scriptedHome(undefined, [{ hang: true }]);
+    const dir = tempDir('keel-batch-');
+    const file = join(dir, 'tasks.jsonl');
+    const repos = [fixtureRepo('stats'), fixtureRepo('stats'), fixtureRepo('stats')];
+    writeFileSync(
+      file,
+      repos.map((repo, i) => line({ id: `h${i}`, repo, issue: 'mean() is wrong' })).join(''),
+    );
+    let workers: number[] = [];
+    const supervisor = keel(['batch', file, '--concurrency', '2', '--run-id', 'c1', '--json'], {
+      cwd: dir,
+      home,
+      timeoutMs: 90_000,
+    });
+    // wait until both workers run (their model calls hang)
+    for (;;) {
+      const status = await keel(['batch', 'status', 'c1', '--json'], { cwd: dir, home });
+      if (status.code !== 2 && JSON.parse(status.stdout).counts.running === 2) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    workers = execFileSync('pgrep', ['-f', `fix --repo ${repos[0]}|fix --repo ${repos[1]}`], {
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+    expect(workers.length).toBeGreaterThan(0);
+    const cancel = await keel(['batch', 'cancel', 'c1'], { cwd: dir, home });
+    expect(cancel.stdout).toContain('batch c1: cancelled');
+    const run = await supervisor;
+    expect(run.code, run.stderr).toBe(130);
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      end: 'cancelled',
+      counts: { cancelled: 3, running: 0, queued: 0 },
+    });
+    // the workers are gone
+    for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
+  }, 120_000);
 });
