@@ -6,8 +6,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { hostname } from 'node:os';
+import { keelPaths } from '../config/paths.js';
+import { openDb } from '../store/db.js';
 import type { Store } from '../store/engine.js';
+import { EventLog } from '../store/event-log.js';
+import { Ledger } from '../store/ledger.js';
 import { type Claimed, QUEUE_CHANNEL, RENEW_EVERY_MS, RunQueue, type RunView } from '../store/queue.js';
+import { ledgerEntriesOf } from './ledger-from-log.js';
 import { type BatchTask, repoProblem } from './tasks-file.js';
 
 /** How a batch ended: every task verified, some not, paused for the provider, or cancelled. */
@@ -151,6 +156,7 @@ export async function supervise(opts: SuperviseOptions): Promise<BatchEnd> {
       return;
     }
     const doc = parseDoc(stdout);
+    if (typeof doc?.session_id === 'string') await recordCalls(doc.session_id, lease);
     const reason =
       typeof doc?.reason === 'string' ? doc.reason : typeof doc?.error === 'string' ? doc.error : '';
     if (code === 4 && PROVIDER_GONE.test(`${reason}\n${stderr}`)) {
@@ -167,6 +173,23 @@ export async function supervise(opts: SuperviseOptions): Promise<BatchEnd> {
       ...(verified ? {} : { error: firstLine(reason || stderr || `keel fix exited ${code}`) }),
     };
     await queue.finish(lease, verified ? 'done' : 'failed', result);
+  }
+
+  /** Copy the worker's model calls from its sessions in KEEL_HOME into the store's ledger. */
+  async function recordCalls(sessionId: string, lease: Claimed): Promise<void> {
+    const db = openDb(keelPaths(opts.env ?? process.env).db);
+    try {
+      const entries = ledgerEntriesOf(new EventLog(db), sessionId, {
+        runId: lease.runId,
+        taskId: lease.taskId,
+      });
+      const ledger = new Ledger(opts.store);
+      await opts.store.transaction(async (tx) => {
+        for (const e of entries) await ledger.recordIn(tx, e);
+      });
+    } finally {
+      db.close();
+    }
   }
 }
 

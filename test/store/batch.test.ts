@@ -88,6 +88,19 @@ describe('keel batch', () => {
     } finally {
       await store.close();
     }
+    // every worker's model calls are in the ledger, by task: plan (2) and one attempt (2) each
+    const ledger = JSON.parse((await keel(['ledger', 'night-1', '--json'], { cwd: dir, home })).stdout);
+    const calls = ledger.calls as Array<{
+      task_id: string;
+      session_id: string;
+      model: string;
+      cost_source: string;
+    }>;
+    expect(calls.map((c) => c.task_id).sort()).toEqual(
+      ['mean-0', 'mean-1', 'mean-2'].flatMap((id) => [id, id, id, id]),
+    );
+    expect(new Set(calls.map((c) => `${c.model} ${c.cost_source}`))).toEqual(new Set(['scripted unknown']));
+    expect(new Set(calls.map((c) => c.session_id)).size).toBe(6); // a plan and an attempt session per task
     const status = await keel(['batch', 'status', 'night-1', '--json'], { cwd: dir, home });
     expect(status.code).toBe(1);
     expect(JSON.parse(status.stdout).counts).toEqual({
