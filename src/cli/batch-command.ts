@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { type BatchEnd, supervise } from '../batch/supervisor.js';
 import { readTasksFile, TasksFileError } from '../batch/tasks-file.js';
+import { runWorker } from '../batch/worker.js';
 import type { Store } from '../store/engine.js';
 import { RunQueue, type RunView, type TaskView } from '../store/queue.js';
 import { reportError } from './errors.js';
@@ -17,11 +18,13 @@ interface Flags {
   profile?: string;
 }
 
-const END_EXIT: Record<BatchEnd, number> = {
+const END_EXIT: Record<BatchEnd | 'stopped', number> = {
   verified: EXIT.ok,
   failed: EXIT.failed,
   paused_provider: EXIT.model,
   cancelled: EXIT.interrupted,
+  // the supervisor was interrupted: its workers gave their tasks back, the same --run-id goes on
+  stopped: EXIT.interrupted,
 };
 
 async function withStore(
@@ -115,7 +118,7 @@ export async function runBatch(
     const stop = () => abort.abort();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-    let end: BatchEnd;
+    let end: BatchEnd | 'stopped';
     try {
       end = await supervise({
         store,
@@ -189,5 +192,28 @@ export async function batchCancel(runId: string, flags: Flags): Promise<number> 
     else
       process.stdout.write(cancelled ? `batch ${runId}: cancelled\n` : `batch ${runId}: already cancelled\n`);
     return EXIT.ok;
+  });
+}
+
+/** `keel batch worker RUN TASK ATTEMPT` (started by the supervisor): one attempt at one task. */
+export async function batchWorker(runId: string, taskId: string, attempt: string): Promise<number> {
+  return withStore({}, true, async (store) => {
+    if (!store) throw new Error('no store');
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    try {
+      const end = await runWorker({
+        store,
+        lease: { runId, taskId, attempt: Number(attempt) },
+        keel: [process.execPath, process.argv[1] ?? 'keel'],
+        signal: abort.signal,
+      });
+      return end === 'lost' ? EXIT.failed : EXIT.ok;
+    } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    }
   });
 }

@@ -464,6 +464,16 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await batchStatus(run, opts));
     });
   batch
+    .command('worker', { hidden: true })
+    .description('one attempt at one task (started by keel batch)')
+    .argument('<run>')
+    .argument('<task>')
+    .argument('<attempt>')
+    .action(async (run: string, task: string, attempt: string) => {
+      const { batchWorker } = await import('./batch-command.js');
+      setExit(await batchWorker(run, task, attempt));
+    });
+  batch
     .command('cancel')
     .description('no new task starts; running workers stop')
     .argument('<run>', 'run id')
