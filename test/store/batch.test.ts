@@ -234,4 +234,45 @@ describe('keel batch', () => {
     // the workers are gone
     for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
   }, 120_000);
+
+  it('a SIGKILLed supervisor loses nothing: its workers finish, a killed worker’s task is requeued, the same run id completes', async () => {
+    const slowPlan = [{ ...TURNS[0], delay_ms: 3_000 }, ...TURNS.slice(1)];
+    const home = scriptedHome(undefined, slowPlan);
+    const dir = tempDir('keel-batch-');
+    const file = join(dir, 'tasks.jsonl');
+    const repos = [fixtureRepo('stats'), fixtureRepo('stats'), fixtureRepo('stats')];
+    writeFileSync(
+      file,
+      repos.map((repo, i) => line({ id: `k${i}`, repo, issue: 'mean() is wrong' })).join(''),
+    );
+    const args = ['batch', file, '--concurrency', '2', '--run-id', 'k', '--json'];
+    let supervisorPid = 0;
+    const first = keel(args, {
+      cwd: dir,
+      home,
+      timeoutMs: 90_000,
+      onSpawn: (child) => {
+        supervisorPid = child.pid ?? 0;
+      },
+    });
+    for (;;) {
+      const status = await keel(['batch', 'status', 'k', '--json'], { cwd: dir, home });
+      if (status.code !== 2 && JSON.parse(status.stdout).counts.running === 2) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    process.kill(supervisorPid, 'SIGKILL');
+    const worker = Number(execFileSync('pgrep', ['-f', 'batch worker k k0 1'], { encoding: 'utf8' }).trim());
+    process.kill(worker, 'SIGKILL');
+    expect((await first).signal).toBe('SIGKILL');
+    const resumed = await keel(args, { cwd: dir, home, timeoutMs: 120_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const doc = JSON.parse(resumed.stdout);
+    expect(doc.counts).toEqual({ queued: 0, running: 0, done: 3, failed: 0, cancelled: 0 });
+    // k0's worker died: its lease expired and a second attempt did it; k1's worker outlived the supervisor
+    expect((doc.tasks as Array<{ id: string; attempts: number }>).map((t) => [t.id, t.attempts])).toEqual([
+      ['k0', 2],
+      ['k1', 1],
+      ['k2', 1],
+    ]);
+  }, 180_000);
 });
