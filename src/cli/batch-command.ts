@@ -4,6 +4,7 @@ import { type BatchEnd, supervise } from '../batch/supervisor.js';
 import { readTasksFile, TasksFileError } from '../batch/tasks-file.js';
 import { runWorker } from '../batch/worker.js';
 import type { Store } from '../store/engine.js';
+import { Ledger, type LedgerTotals } from '../store/ledger.js';
 import { RunQueue, type RunView, type TaskView } from '../store/queue.js';
 import { reportError } from './errors.js';
 import { EXIT } from './exit-codes.js';
@@ -88,6 +89,43 @@ function summary(run: RunView): string {
   return `batch ${run.id}: ${c.done} verified, ${c.failed} failed, ${c.cancelled} cancelled, ${c.running} running, ${c.queued} queued${run.status !== 'running' ? ` (${run.status}${run.statusReason ? `: ${run.statusReason}` : ''})` : ''}`;
 }
 
+interface Progress {
+  elapsed_s: number;
+  /** Seconds left at the pace so far; null before the first task ends. */
+  eta_s: number | null;
+  calls: number;
+  cost_usd: number;
+  unknown_cost_calls: number;
+}
+
+/** Elapsed time, the pace so far and the spend (from the ledger) of a run. */
+function progressOf(run: RunView, spend: LedgerTotals | undefined, now: number): Progress {
+  const c = run.counts;
+  const ended = c.done + c.failed + c.cancelled;
+  const left = c.queued + c.running;
+  const elapsed = Math.max(0, (now - run.createdAt) / 1000);
+  return {
+    elapsed_s: Math.round(elapsed),
+    eta_s: left === 0 ? 0 : ended === 0 ? null : Math.round((elapsed / ended) * left),
+    calls: spend?.calls ?? 0,
+    cost_usd: spend?.costUsd ?? 0,
+    unknown_cost_calls: spend?.unknownCostCalls ?? 0,
+  };
+}
+
+/** `[#######-------] 3/5 ended · 1 running · 42 s · ETA 28 s · $0.0120 (+ 4 calls of unknown cost)` */
+function progressLine(run: RunView, p: Progress): string {
+  const c = run.counts;
+  const total = Object.values(c).reduce((a, b) => a + b, 0);
+  const ended = c.done + c.failed + c.cancelled;
+  const width = 20;
+  const filled = total ? Math.round((ended / total) * width) : width;
+  const bar = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
+  const eta = p.eta_s === null ? 'ETA unknown' : `ETA ${p.eta_s} s`;
+  const unknown = p.unknown_cost_calls ? ` (+ ${p.unknown_cost_calls} calls of unknown cost)` : '';
+  return `${bar} ${ended}/${total} ended · ${c.running} running · ${p.elapsed_s} s · ${eta} · $${p.cost_usd.toFixed(4)}${unknown}`;
+}
+
 /** `keel batch FILE`: queue the tasks (or resume the run with --run-id) and supervise until nothing is left. */
 export async function runBatch(
   file: string,
@@ -167,10 +205,12 @@ export async function batchStatus(runId: string | undefined, flags: Flags): Prom
       );
     const listed = await queue.tasks(runId);
     const end = standing(run);
-    if (flags.json) process.stdout.write(`${JSON.stringify(runDocument(run, listed, { end }), null, 2)}\n`);
+    const progress = progressOf(run, await new Ledger(store).totals(runId), Date.now());
+    if (flags.json)
+      process.stdout.write(`${JSON.stringify(runDocument(run, listed, { end, progress }), null, 2)}\n`);
     else {
       printTasks(listed);
-      process.stdout.write(`${summary(run)}\n`);
+      process.stdout.write(`${summary(run)}\n${progressLine(run, progress)}\n`);
     }
     return END_EXIT[end] === EXIT.interrupted ? EXIT.failed : END_EXIT[end];
   });

@@ -103,13 +103,12 @@ describe('keel batch', () => {
     expect(new Set(calls.map((c) => c.session_id)).size).toBe(6); // a plan and an attempt session per task
     const status = await keel(['batch', 'status', 'night-1', '--json'], { cwd: dir, home });
     expect(status.code).toBe(1);
-    expect(JSON.parse(status.stdout).counts).toEqual({
-      queued: 0,
-      running: 0,
-      done: 3,
-      failed: 2,
-      cancelled: 0,
-    });
+    const statusDoc = JSON.parse(status.stdout);
+    expect(statusDoc.counts).toEqual({ queued: 0, running: 0, done: 3, failed: 2, cancelled: 0 });
+    expect(statusDoc.progress).toMatchObject({ eta_s: 0, calls: 12, cost_usd: 0, unknown_cost_calls: 12 });
+    const statusText = await keel(['batch', 'status', 'night-1'], { cwd: dir, home });
+    expect(statusText.stdout).toContain('[####################] 5/5 ended · 0 running · ');
+    expect(statusText.stdout).toContain('ETA 0 s · $0.0000 (+ 12 calls of unknown cost)');
     // the same run id again resumes the finished run: nothing is redone
     const again = await keel(['batch', file, '--run-id', 'night-1', '--json'], { cwd: dir, home });
     expect(JSON.parse(again.stdout).counts.done).toBe(3);
