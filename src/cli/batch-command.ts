@@ -152,33 +152,54 @@ export async function runBatch(
     // the same --run-id again resumes: also a run paused for its provider, now that it is asked again
     if (!created) await queue.resume(runId);
     if (!flags.json) process.stderr.write(dim(`keel batch: run ${runId} (${created ? 'new' : 'resumed'})\n`));
-    const abort = new AbortController();
-    const stop = () => abort.abort();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    let end: BatchEnd | 'stopped';
-    try {
-      end = await supervise({
-        store,
-        runId,
-        keel: [process.execPath, process.argv[1] ?? 'keel'],
-        signal: abort.signal,
-      });
-    } finally {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-    }
-    const run = await queue.run(runId);
-    const listed = await queue.tasks(runId);
-    if (flags.json && run)
-      process.stdout.write(
-        `${JSON.stringify(runDocument(run, listed, { end, exit_code: END_EXIT[end] }), null, 2)}\n`,
+    return superviseAndReport(store, runId, flags);
+  });
+}
+
+/** Supervise a queued run to its end, then print it; returns the exit status. */
+async function superviseAndReport(store: Store, runId: string, flags: Flags): Promise<number> {
+  const queue = new RunQueue(store);
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  let end: BatchEnd | 'stopped';
+  try {
+    end = await supervise({
+      store,
+      runId,
+      keel: [process.execPath, process.argv[1] ?? 'keel'],
+      signal: abort.signal,
+    });
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+  const run = await queue.run(runId);
+  const listed = await queue.tasks(runId);
+  if (flags.json && run)
+    process.stdout.write(
+      `${JSON.stringify(runDocument(run, listed, { end, exit_code: END_EXIT[end] }), null, 2)}\n`,
+    );
+  else if (run) {
+    printTasks(listed);
+    process.stdout.write(`${summary(run)}\n`);
+  }
+  return END_EXIT[end];
+}
+
+/** `keel batch resume RUN`: go on with a run (also one paused for its provider) from the tasks in the queue. */
+export async function resumeBatch(runId: string, flags: Flags): Promise<number> {
+  return withStore(flags, false, async (store, opened) => {
+    const run = await (store && new RunQueue(store))?.run(runId);
+    if (!store || !run)
+      return reportError(
+        flags.json,
+        'CONFIG_ERROR',
+        `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
       );
-    else if (run) {
-      printTasks(listed);
-      process.stdout.write(`${summary(run)}\n`);
-    }
-    return END_EXIT[end];
+    await new RunQueue(store).resume(runId);
+    return superviseAndReport(store, runId, flags);
   });
 }
 

@@ -464,6 +464,15 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await batchStatus(run, opts));
     });
   batch
+    .command('resume')
+    .description('go on with a run (also one paused for its provider)')
+    .argument('<run>', 'run id')
+    .option('--json', 'print one JSON document')
+    .action(async (run: string, opts) => {
+      const { resumeBatch } = await import('./batch-command.js');
+      setExit(await resumeBatch(run, opts));
+    });
+  batch
     .command('worker', { hidden: true })
     .description('one attempt at one task (started by keel batch)')
     .argument('<run>')

@@ -234,7 +234,7 @@ describe('keel batch', () => {
     for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
   }, 120_000);
 
-  it('a SIGKILLed supervisor loses nothing: its workers finish, a killed worker’s task is requeued, the same run id completes', async () => {
+  it('a SIGKILLed supervisor loses nothing: its workers finish, a killed worker’s task is requeued, keel batch resume completes the run', async () => {
     const slowPlan = [{ ...TURNS[0], delay_ms: 3_000 }, ...TURNS.slice(1)];
     const home = scriptedHome(undefined, slowPlan);
     const dir = tempDir('keel-batch-');
@@ -263,7 +263,8 @@ describe('keel batch', () => {
     const worker = Number(execFileSync('pgrep', ['-f', 'batch worker k k0 1'], { encoding: 'utf8' }).trim());
     process.kill(worker, 'SIGKILL');
     expect((await first).signal).toBe('SIGKILL');
-    const resumed = await keel(args, { cwd: dir, home, timeoutMs: 120_000 });
+    // `keel batch resume` goes on from the queue alone, without the tasks file
+    const resumed = await keel(['batch', 'resume', 'k', '--json'], { cwd: dir, home, timeoutMs: 120_000 });
     expect(resumed.code, resumed.stderr).toBe(0);
     const doc = JSON.parse(resumed.stdout);
     expect(doc.counts).toEqual({ queued: 0, running: 0, done: 3, failed: 0, cancelled: 0 });
