@@ -275,4 +275,48 @@ describe('keel batch', () => {
       ['k2', 1],
     ]);
   }, 180_000);
+
+  it('a SIGKILLed worker leaves no fix running, and the supervisor requeues its task once the lease expires', async () => {
+    const script = join(tempDir('keel-script-'), 'script.json');
+    const home = scriptedHome(script, [{ hang: true }]);
+    const dir = tempDir('keel-batch-');
+    const repo = fixtureRepo('stats');
+    const file = join(dir, 'tasks.jsonl');
+    writeFileSync(file, line({ id: 'w0', repo, issue: 'mean() is wrong' }));
+    const supervisor = keel(['batch', file, '--run-id', 'w', '--json'], {
+      cwd: dir,
+      home,
+      timeoutMs: 90_000,
+    });
+    const pids = (pattern: string) =>
+      execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // the worker runs, and its fix hangs in its first model call
+    let fix: number[] = [];
+    while (!fix.length) {
+      await new Promise((r) => setTimeout(r, 300));
+      fix = (() => {
+        try {
+          return pids(`keel.js fix --repo ${repo}`);
+        } catch {
+          return [];
+        }
+      })();
+    }
+    for (const pid of pids('batch worker w w0 1')) process.kill(pid, 'SIGKILL');
+    // the hanging fix does not outlive its worker
+    while (fix.some(alive)) await new Promise((r) => setTimeout(r, 200));
+    // the provider answers now: the supervisor requeues the task after its lease and finishes it
+    writeFileSync(script, JSON.stringify({ turns: TURNS }));
+    const run = await supervisor;
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).tasks).toMatchObject([{ id: 'w0', state: 'done', attempts: 2 }]);
+  }, 120_000);
 });
