@@ -34,6 +34,18 @@ const pgUrl = await freshPgDatabase();
 
 const line = (task: Record<string, unknown>) => `${JSON.stringify(task)}\n`;
 
+/** Pids of the processes whose command line matches `pattern` (none: an empty list). */
+function pgrep(pattern: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
 describe('keel batch', () => {
   it('runs one worker per task under the cap; a missing repo and a folder that is not git fail alone', async () => {
     const home = scriptedHome();
@@ -203,25 +215,17 @@ describe('keel batch', () => {
       file,
       repos.map((repo, i) => line({ id: `h${i}`, repo, issue: 'mean() is wrong' })).join(''),
     );
-    let workers: number[] = [];
     const supervisor = keel(['batch', file, '--concurrency', '2', '--run-id', 'c1', '--json'], {
       cwd: dir,
       home,
       timeoutMs: 90_000,
     });
-    // wait until both workers run (their model calls hang)
-    for (;;) {
-      const status = await keel(['batch', 'status', 'c1', '--json'], { cwd: dir, home });
-      if (status.code !== 2 && JSON.parse(status.stdout).counts.running === 2) break;
+    // wait until both workers' fixes run (their model calls hang)
+    let workers: number[] = [];
+    while (workers.length < 2) {
       await new Promise((r) => setTimeout(r, 300));
+      workers = pgrep(`keel.js fix --repo (${repos[0]}|${repos[1]}) `);
     }
-    workers = execFileSync('pgrep', ['-f', `fix --repo ${repos[0]}|fix --repo ${repos[1]}`], {
-      encoding: 'utf8',
-    })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-    expect(workers.length).toBeGreaterThan(0);
     const cancel = await keel(['batch', 'cancel', 'c1'], { cwd: dir, home });
     expect(cancel.stdout).toContain('batch c1: cancelled');
     const run = await supervisor;
@@ -260,8 +264,12 @@ describe('keel batch', () => {
       await new Promise((r) => setTimeout(r, 300));
     }
     process.kill(supervisorPid, 'SIGKILL');
-    const worker = Number(execFileSync('pgrep', ['-f', 'batch worker k k0 1'], { encoding: 'utf8' }).trim());
-    process.kill(worker, 'SIGKILL');
+    let worker: number[] = [];
+    while (!worker.length) {
+      worker = pgrep('batch worker k k0 1');
+      if (!worker.length) await new Promise((r) => setTimeout(r, 100));
+    }
+    for (const pid of worker) process.kill(pid, 'SIGKILL');
     expect((await first).signal).toBe('SIGKILL');
     // `keel batch resume` goes on from the queue alone, without the tasks file
     const resumed = await keel(['batch', 'resume', 'k', '--json'], { cwd: dir, home, timeoutMs: 120_000 });
@@ -288,8 +296,6 @@ describe('keel batch', () => {
       home,
       timeoutMs: 90_000,
     });
-    const pids = (pattern: string) =>
-      execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
     const alive = (pid: number) => {
       try {
         process.kill(pid, 0);
@@ -302,15 +308,9 @@ describe('keel batch', () => {
     let fix: number[] = [];
     while (!fix.length) {
       await new Promise((r) => setTimeout(r, 300));
-      fix = (() => {
-        try {
-          return pids(`keel.js fix --repo ${repo}`);
-        } catch {
-          return [];
-        }
-      })();
+      fix = pgrep(`keel.js fix --repo ${repo}`);
     }
-    for (const pid of pids('batch worker w w0 1')) process.kill(pid, 'SIGKILL');
+    for (const pid of pgrep('batch worker w w0 1')) process.kill(pid, 'SIGKILL');
     // the hanging fix does not outlive its worker
     while (fix.some(alive)) await new Promise((r) => setTimeout(r, 200));
     // the provider answers now: the supervisor requeues the task after its lease and finishes it
