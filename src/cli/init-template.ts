@@ -27,6 +27,7 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 #   e.g. temperature = 0.2                  # 0 to 2; default: the server's
 #   e.g. script = "fixtures/script.json"    # the scripted provider's script (tests, offline demos)
 #   e.g. profile = "fast"                   # use [profiles.fast] over these settings (see the end of the file)
+#   e.g. store = "postgres://keel@db/keel"  # your own config or KEEL_STORE only, never a project's: the run queue and ledger on PostgreSQL; default: sqlite (KEEL_HOME/keel.db)
 
 # --- what a session may do ---
 # permission = "ask"                        # [trust] mode when no verb picks one: ask | plan (read-only), edit, auto

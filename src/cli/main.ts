@@ -424,6 +424,74 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await pruneRuns(opts));
     });
 
+  // keel ledger (issue 27): every model call of the team store's ledger
+  program
+    .command('ledger')
+    .description(
+      "model calls and their cost, per run, from the store's ledger (SQLite, or PostgreSQL with `store`)",
+    )
+    .argument('[run]', "one run's calls")
+    .option('-n, --limit <n>', 'how many runs', parseIntArg, 50)
+    .option('--json', 'print one JSON document')
+    .action(async (run: string | undefined, opts) => {
+      const { showLedger } = await import('./ledger-command.js');
+      setExit(await showLedger(run, opts));
+    });
+
+  // keel batch (issue 27): many fixes on the run queue, one worker process per task
+  const batch = program
+    .command('batch')
+    .description('fix many issues: one `keel fix` worker process per task, on the run queue')
+    .argument(
+      '[tasks-file]',
+      'TASKS.jsonl (one task a line) or TASKS.json: {id, repo, issue, test_command?, model?}',
+    )
+    .option('--concurrency <n>', 'workers at once', parseIntArg, 4)
+    .option('--run-id <id>', 'name the run; an existing id resumes it')
+    .option('--json', 'print one JSON document')
+    .action(async (file: string | undefined, opts) => {
+      if (!file) return batch.help({ error: true });
+      const { runBatch } = await import('./batch-command.js');
+      setExit(await runBatch(file, opts));
+    });
+  batch
+    .command('status')
+    .description("a batch run's tasks, or the newest runs")
+    .argument('[run]', 'run id')
+    .option('--json', 'print one JSON document')
+    .action(async (run: string | undefined, opts) => {
+      const { batchStatus } = await import('./batch-command.js');
+      setExit(await batchStatus(run, opts));
+    });
+  batch
+    .command('resume')
+    .description('go on with a run (also one paused for its provider)')
+    .argument('<run>', 'run id')
+    .option('--json', 'print one JSON document')
+    .action(async (run: string, opts) => {
+      const { resumeBatch } = await import('./batch-command.js');
+      setExit(await resumeBatch(run, opts));
+    });
+  batch
+    .command('worker', { hidden: true })
+    .description('one attempt at one task (started by keel batch)')
+    .argument('<run>')
+    .argument('<task>')
+    .argument('<attempt>')
+    .action(async (run: string, task: string, attempt: string) => {
+      const { batchWorker } = await import('./batch-command.js');
+      setExit(await batchWorker(run, task, attempt));
+    });
+  batch
+    .command('cancel')
+    .description('no new task starts; running workers stop')
+    .argument('<run>', 'run id')
+    .option('--json', 'print one JSON document')
+    .action(async (run: string, opts) => {
+      const { batchCancel } = await import('./batch-command.js');
+      setExit(await batchCancel(run, opts));
+    });
+
   // set-up: `keel init` (src/cli/init-command.ts) and `keel completion` (src/cli/completion.ts)
   program
     .command('init')

@@ -80,6 +80,7 @@ const ENV_KEYS: Record<string, string> = {
   KEEL_PERMISSION: 'permission',
   KEEL_TEST_COMMAND: 'test_command',
   KEEL_PROFILE: 'profile',
+  KEEL_STORE: 'store',
 };
 
 /** Whether anything, even a dangling link, has this name: a file that is there but unreadable must not be skipped. */
@@ -261,6 +262,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const projectFile = projectConfigPath(opts.cwd);
   const project = projectFile ? splitConfigFile(readTomlFile(projectFile), projectFile) : undefined;
   if (project) refuseUnsandboxedServers(project, userConfig);
+  if (project) refuseStore(project, userConfig);
   const envValues = envLayer(env);
   const flagValues = opts.flags ? stripUndefined(opts.flags) : undefined;
   // a profile the run names itself is the user's choice, over whatever either file chooses
@@ -342,6 +344,23 @@ function refuseUnsandboxedServers(project: ConfigFile, userConfig: string): void
         `${project.path}: ${where}mcp server ${JSON.stringify(server.name ?? '')} sets sandbox = ${JSON.stringify(server.sandbox)}: a project config may not choose an MCP server's sandbox (only your own config, ${userConfig}, may run a server unsandboxed)`,
       );
     }
+  }
+}
+
+/**
+ * `store` says where runs and the ledger of every model call go (a PostgreSQL server, with its
+ * credentials): a repository must not choose that for the user. A project file that sets it is refused
+ * whole, trusted or not, at its top level or in a profile, as with an unsandboxed MCP server.
+ */
+function refuseStore(project: ConfigFile, userConfig: string): void {
+  for (const [where, values] of [
+    ['', project.values] as const,
+    ...[...project.profiles].map(([name, body]) => [`[profiles.${name}] `, body] as const),
+  ]) {
+    if (!Object.hasOwn(values, 'store')) continue;
+    throw new ConfigError(
+      `${project.path}: ${where}sets "store": a project config may not choose where keel keeps runs and the ledger (set it in your own config, ${userConfig}, or KEEL_STORE)`,
+    );
   }
 }
 

@@ -333,6 +333,7 @@ const RULES: Record<keyof Config, Rule> = {
   // more injected memory is more of the user's stored notes in every request; the embedding model is on the same endpoint
   memory: limit('memory', 'inject_tokens'),
   max_output_tokens: free, // the size of one answer; budgets bound the total
+  store: anyChange('store'), // would send runs and the ledger elsewhere; a project may not set it at all (load.ts)
   temperature: free,
 };
 

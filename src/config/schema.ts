@@ -235,6 +235,16 @@ export const configSchema = z.strictObject({
     .prefault({}),
   max_output_tokens: positiveInt.optional(),
   temperature: z.number().min(0).max(2).optional(),
+  /**
+   * Where the run queue and the ledger live (src/store/engine.ts): "sqlite" (KEEL_HOME/keel.db) or a
+   * postgres:// URL a team shares. Only the user's own config or KEEL_STORE may set it (load.ts).
+   */
+  store: z
+    .string()
+    .refine((v) => v === 'sqlite' || /^postgres(ql)?:\/\/./.test(v), {
+      message: 'expected "sqlite" or a postgres://user@host/db URL',
+    })
+    .default('sqlite'),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,0 +1,155 @@
+/**
+ * One batch worker process (`keel batch worker RUN TASK ATTEMPT`, started by the supervisor): it holds
+ * the task's lease for its attempt, renewing it every ~2 s, runs `keel fix --json` on the task, copies
+ * the fix's model calls into the ledger and finishes the task with the verdict. It does not need its
+ * supervisor: a supervisor killed meanwhile leaves it to finish, and a resumed one waits for it. Every
+ * write names (task, attempt), so a worker whose lease was taken over writes nothing.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { keelPaths } from '../config/paths.js';
+import { openDb } from '../store/db.js';
+import type { Store } from '../store/engine.js';
+import { EventLog } from '../store/event-log.js';
+import { Ledger } from '../store/ledger.js';
+import { type Lease, RENEW_EVERY_MS, RunQueue } from '../store/queue.js';
+import { ledgerEntriesOf } from './ledger-from-log.js';
+import type { BatchTask } from './tasks-file.js';
+
+/** What a worker's task came to, as stored in the queue. */
+export interface TaskResult {
+  status: 'verified' | 'failed' | 'cancelled';
+  exit_code: number | null;
+  code?: string;
+  branch?: string | null;
+  error?: string;
+}
+
+/** An answer of the provider that waiting will not fix. */
+const PROVIDER_GONE =
+  /\b(401|403)\b|unauthori[sz]ed|authentication|invalid api key|quota|insufficient_quota|billing/i;
+
+export interface WorkerOptions {
+  store: Store;
+  lease: Lease;
+  /** How to start keel: [node, bin.js]. */
+  keel: readonly string[];
+  env?: NodeJS.ProcessEnv;
+  /** Aborted when the worker itself is told to stop (SIGTERM): the task goes back to the queue. */
+  signal?: AbortSignal;
+}
+
+/** How the attempt ended for this worker: written, or nothing to write (lease lost, task not ours). */
+export type WorkerEnd = 'finished' | 'released' | 'paused' | 'lost';
+
+/** Run one attempt at a task to its end. */
+export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
+  const queue = new RunQueue(opts.store);
+  const { lease } = opts;
+  const task = (await queue.tasks(lease.runId)).find((t) => t.id === lease.taskId);
+  if (task?.state !== 'running' || task.attempt !== lease.attempt) return 'lost';
+  const spec = task.spec as BatchTask;
+  const child = startFix(spec, opts);
+  let stopping: 'lost' | 'cancelled' | 'released' | undefined;
+  const stop = (why: 'lost' | 'cancelled' | 'released') => {
+    if (stopping) return;
+    stopping = why;
+    child.kill('SIGTERM');
+  };
+  const renewal = setInterval(() => {
+    void queue.renew(lease).then(
+      (held) => {
+        if (held !== 'held') stop(held);
+      },
+      () => undefined, // the store is away for a moment: the lease has 10 s, try again at the next tick
+    );
+  }, RENEW_EVERY_MS);
+  const onAbort = () => stop('released');
+  opts.signal?.addEventListener('abort', onAbort);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => {
+    child.on('error', (err) => {
+      stderr += err.message;
+    });
+    child.on('close', (exit) => resolve(exit));
+  });
+  clearInterval(renewal);
+  opts.signal?.removeEventListener('abort', onAbort);
+  if (stopping === 'lost') return 'lost';
+  if (stopping === 'released') return (await queue.release(lease, 'worker stopped')) ? 'released' : 'lost';
+  const doc = parseDoc(stdout);
+  if (typeof doc?.session_id === 'string') await recordCalls(opts, doc.session_id);
+  if (stopping === 'cancelled') {
+    const result: TaskResult = { status: 'cancelled', exit_code: code };
+    return (await queue.finish(lease, 'cancelled', result)) ? 'finished' : 'lost';
+  }
+  const reason =
+    typeof doc?.reason === 'string' ? doc.reason : typeof doc?.error === 'string' ? doc.error : '';
+  if (code === 4 && PROVIDER_GONE.test(`${reason}\n${stderr}`)) {
+    await queue.pause(lease.runId, `provider: ${firstLine(reason || stderr)}`);
+    return (await queue.release(lease, 'provider')) ? 'paused' : 'lost';
+  }
+  const verified = code === 0 && doc?.status === 'verified';
+  const result: TaskResult = {
+    status: verified ? 'verified' : 'failed',
+    exit_code: code,
+    ...(typeof doc?.code === 'string' ? { code: doc.code } : {}),
+    ...(doc && 'branch' in doc ? { branch: (doc.branch as string | null) ?? null } : {}),
+    ...(verified ? {} : { error: firstLine(reason || stderr || `keel fix exited ${code}`) }),
+  };
+  return (await queue.finish(lease, verified ? 'done' : 'failed', result)) ? 'finished' : 'lost';
+}
+
+function startFix(task: BatchTask, opts: WorkerOptions): ChildProcess {
+  const [node, ...bin] = opts.keel;
+  const args = [...bin, 'fix', '--repo', task.repo, '--issue', task.issue, '--json'];
+  if (task.test_command) args.push('--test-command', task.test_command);
+  if (task.model) args.push('--model', task.model);
+  return spawn(node ?? process.execPath, args, {
+    cwd: task.repo,
+    env: opts.env ?? process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Copy the fix's model calls from its sessions in KEEL_HOME into the store's ledger, in one transaction. */
+async function recordCalls(opts: WorkerOptions, sessionId: string): Promise<void> {
+  const db = openDb(keelPaths(opts.env ?? process.env).db);
+  try {
+    const entries = ledgerEntriesOf(new EventLog(db), sessionId, {
+      runId: opts.lease.runId,
+      taskId: opts.lease.taskId,
+    });
+    const ledger = new Ledger(opts.store);
+    await opts.store.transaction(async (tx) => {
+      for (const e of entries) await ledger.recordIn(tx, e);
+    });
+  } finally {
+    db.close();
+  }
+}
+
+function parseDoc(stdout: string): Record<string, unknown> | undefined {
+  try {
+    const doc = JSON.parse(stdout) as unknown;
+    return doc && typeof doc === 'object' ? (doc as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function firstLine(text: string): string {
+  return (
+    text
+      .trim()
+      .split('\n')
+      .find((l) => l.trim())
+      ?.slice(0, 300) ?? ''
+  );
+}

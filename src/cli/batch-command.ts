@@ -1,0 +1,280 @@
+/** `keel batch FILE`, `keel batch status [RUN]`, `keel batch cancel RUN`: many fixes on the run queue. */
+import { randomBytes } from 'node:crypto';
+import { type BatchEnd, supervise } from '../batch/supervisor.js';
+import { readTasksFile, TasksFileError } from '../batch/tasks-file.js';
+import { runWorker } from '../batch/worker.js';
+import type { Store } from '../store/engine.js';
+import { Ledger, type LedgerTotals } from '../store/ledger.js';
+import { RunQueue, type RunView, type TaskView } from '../store/queue.js';
+import { reportError } from './errors.js';
+import { EXIT } from '../term/exit-codes.js';
+import { inertLine } from '../term/inert.js';
+import { ConfigError } from '../term/options.js';
+import { dim } from './render.js';
+import { type OpenedStore, openConfiguredStore } from './team-store.js';
+
+interface Flags {
+  json?: boolean;
+  cwd?: string;
+  profile?: string;
+}
+
+const END_EXIT: Record<BatchEnd | 'stopped', number> = {
+  verified: EXIT.ok,
+  failed: EXIT.failed,
+  paused_provider: EXIT.model,
+  cancelled: EXIT.interrupted,
+  // the supervisor was interrupted: its workers gave their tasks back, the same --run-id goes on
+  stopped: EXIT.interrupted,
+};
+
+async function withStore(
+  flags: Flags,
+  create: boolean,
+  fn: (store: Store | undefined, opened: OpenedStore) => Promise<number>,
+): Promise<number> {
+  let opened: OpenedStore;
+  try {
+    opened = await openConfiguredStore(flags, { create });
+  } catch (err) {
+    if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
+    return reportError(flags.json, 'ENVIRONMENT_ERROR', `cannot open the store at ${(err as Error).message}`);
+  }
+  try {
+    return await fn(opened.store, opened);
+  } finally {
+    await opened.store?.close();
+  }
+}
+
+function taskDocument(t: TaskView): Record<string, unknown> {
+  return { id: t.id, state: t.state, attempts: t.attempt, result: t.result ?? null };
+}
+
+function runDocument(
+  run: RunView,
+  tasks: TaskView[],
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    run_id: run.id,
+    status: run.status,
+    ...(run.statusReason ? { reason: run.statusReason } : {}),
+    concurrency: run.concurrency,
+    counts: run.counts,
+    ...extra,
+    tasks: tasks.map(taskDocument),
+  };
+}
+
+/** How a stored run stands: verified when every task is, paused or cancelled by its status, else failed. */
+function standing(run: RunView): BatchEnd {
+  if (run.status === 'paused_provider') return 'paused_provider';
+  if (run.status === 'cancelled') return 'cancelled';
+  const total = Object.values(run.counts).reduce((a, b) => a + b, 0);
+  return run.counts.done === total ? 'verified' : 'failed';
+}
+
+function printTasks(tasks: TaskView[]): void {
+  for (const t of tasks) {
+    const result = t.result as { status?: string; error?: string; branch?: string | null } | undefined;
+    const what = t.state === 'done' ? 'verified' : t.state;
+    const detail = result?.error ?? result?.branch ?? '';
+    process.stdout.write(`${inertLine(t.id)}  ${what}${detail ? `  ${dim(inertLine(detail))}` : ''}\n`);
+  }
+}
+
+function summary(run: RunView): string {
+  const c = run.counts;
+  return `batch ${run.id}: ${c.done} verified, ${c.failed} failed, ${c.cancelled} cancelled, ${c.running} running, ${c.queued} queued${run.status !== 'running' ? ` (${run.status}${run.statusReason ? `: ${run.statusReason}` : ''})` : ''}`;
+}
+
+interface Progress {
+  elapsed_s: number;
+  /** Seconds left at the pace so far; null before the first task ends. */
+  eta_s: number | null;
+  calls: number;
+  cost_usd: number;
+  unknown_cost_calls: number;
+}
+
+/** Elapsed time, the pace so far and the spend (from the ledger) of a run. */
+function progressOf(run: RunView, spend: LedgerTotals | undefined, now: number): Progress {
+  const c = run.counts;
+  const ended = c.done + c.failed + c.cancelled;
+  const left = c.queued + c.running;
+  const elapsed = Math.max(0, (now - run.createdAt) / 1000);
+  return {
+    elapsed_s: Math.round(elapsed),
+    eta_s: left === 0 ? 0 : ended === 0 ? null : Math.round((elapsed / ended) * left),
+    calls: spend?.calls ?? 0,
+    cost_usd: spend?.costUsd ?? 0,
+    unknown_cost_calls: spend?.unknownCostCalls ?? 0,
+  };
+}
+
+/** `[#######-------] 3/5 ended · 1 running · 42 s · ETA 28 s · $0.0120 (+ 4 calls of unknown cost)` */
+function progressLine(run: RunView, p: Progress): string {
+  const c = run.counts;
+  const total = Object.values(c).reduce((a, b) => a + b, 0);
+  const ended = c.done + c.failed + c.cancelled;
+  const width = 20;
+  const filled = total ? Math.round((ended / total) * width) : width;
+  const bar = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
+  const eta = p.eta_s === null ? 'ETA unknown' : `ETA ${p.eta_s} s`;
+  const unknown = p.unknown_cost_calls ? ` (+ ${p.unknown_cost_calls} calls of unknown cost)` : '';
+  return `${bar} ${ended}/${total} ended · ${c.running} running · ${p.elapsed_s} s · ${eta} · $${p.cost_usd.toFixed(4)}${unknown}`;
+}
+
+/** `keel batch FILE`: queue the tasks (or resume the run with --run-id) and supervise until nothing is left. */
+export async function runBatch(
+  file: string,
+  flags: Flags & { concurrency: number; runId?: string },
+): Promise<number> {
+  let tasks: ReturnType<typeof readTasksFile>;
+  try {
+    tasks = readTasksFile(file);
+  } catch (err) {
+    if (err instanceof TasksFileError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
+    throw err;
+  }
+  const runId =
+    flags.runId ??
+    `batch-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomBytes(3).toString('hex')}`;
+  return withStore(flags, true, async (store) => {
+    if (!store) throw new Error('no store');
+    const queue = new RunQueue(store);
+    const { created } = await queue.createRun(runId, {
+      concurrency: flags.concurrency,
+      spec: { file },
+      tasks: tasks.map((t) => ({ id: t.id, spec: t })),
+    });
+    // the same --run-id again resumes: also a run paused for its provider, now that it is asked again
+    if (!created) await queue.resume(runId);
+    if (!flags.json) process.stderr.write(dim(`keel batch: run ${runId} (${created ? 'new' : 'resumed'})\n`));
+    return superviseAndReport(store, runId, flags);
+  });
+}
+
+/** Supervise a queued run to its end, then print it; returns the exit status. */
+async function superviseAndReport(store: Store, runId: string, flags: Flags): Promise<number> {
+  const queue = new RunQueue(store);
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  let end: BatchEnd | 'stopped';
+  try {
+    end = await supervise({
+      store,
+      runId,
+      keel: [process.execPath, process.argv[1] ?? 'keel'],
+      signal: abort.signal,
+    });
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+  const run = await queue.run(runId);
+  const listed = await queue.tasks(runId);
+  if (flags.json && run)
+    process.stdout.write(
+      `${JSON.stringify(runDocument(run, listed, { end, exit_code: END_EXIT[end] }), null, 2)}\n`,
+    );
+  else if (run) {
+    printTasks(listed);
+    process.stdout.write(`${summary(run)}\n`);
+  }
+  return END_EXIT[end];
+}
+
+/** `keel batch resume RUN`: go on with a run (also one paused for its provider) from the tasks in the queue. */
+export async function resumeBatch(runId: string, flags: Flags): Promise<number> {
+  return withStore(flags, false, async (store, opened) => {
+    const run = await (store && new RunQueue(store))?.run(runId);
+    if (!store || !run)
+      return reportError(
+        flags.json,
+        'CONFIG_ERROR',
+        `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
+      );
+    await new RunQueue(store).resume(runId);
+    return superviseAndReport(store, runId, flags);
+  });
+}
+
+/** `keel batch status [RUN]`: one run's tasks, or the newest runs. */
+export async function batchStatus(runId: string | undefined, flags: Flags): Promise<number> {
+  return withStore(flags, false, async (store, opened) => {
+    const queue = store && new RunQueue(store);
+    if (runId === undefined) {
+      const runs = (await queue?.runs(20)) ?? [];
+      if (flags.json)
+        process.stdout.write(
+          `${JSON.stringify({ store: opened.engine, runs: runs.map((r) => runDocument(r, [])) }, null, 2)}\n`,
+        );
+      else if (!runs.length) process.stdout.write(`no batch runs (${inertLine(opened.where)})\n`);
+      else for (const r of runs) process.stdout.write(`${summary(r)}\n`);
+      return EXIT.ok;
+    }
+    const run = await queue?.run(runId);
+    if (!queue || !run)
+      return reportError(
+        flags.json,
+        'CONFIG_ERROR',
+        `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
+      );
+    const listed = await queue.tasks(runId);
+    const end = standing(run);
+    const progress = progressOf(run, await new Ledger(store).totals(runId), Date.now());
+    if (flags.json)
+      process.stdout.write(`${JSON.stringify(runDocument(run, listed, { end, progress }), null, 2)}\n`);
+    else {
+      printTasks(listed);
+      process.stdout.write(`${summary(run)}\n${progressLine(run, progress)}\n`);
+    }
+    return END_EXIT[end] === EXIT.interrupted ? EXIT.failed : END_EXIT[end];
+  });
+}
+
+/** `keel batch cancel RUN`: nothing new starts; running workers stop at their next lease renewal. */
+export async function batchCancel(runId: string, flags: Flags): Promise<number> {
+  return withStore(flags, false, async (store, opened) => {
+    const queue = store && new RunQueue(store);
+    const run = await queue?.run(runId);
+    if (!queue || !run)
+      return reportError(
+        flags.json,
+        'CONFIG_ERROR',
+        `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
+      );
+    const cancelled = await queue.cancel(runId);
+    if (flags.json) process.stdout.write(`${JSON.stringify({ run_id: runId, cancelled })}\n`);
+    else
+      process.stdout.write(cancelled ? `batch ${runId}: cancelled\n` : `batch ${runId}: already cancelled\n`);
+    return EXIT.ok;
+  });
+}
+
+/** `keel batch worker RUN TASK ATTEMPT` (started by the supervisor): one attempt at one task. */
+export async function batchWorker(runId: string, taskId: string, attempt: string): Promise<number> {
+  return withStore({}, true, async (store) => {
+    if (!store) throw new Error('no store');
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    try {
+      const end = await runWorker({
+        store,
+        lease: { runId, taskId, attempt: Number(attempt) },
+        keel: [process.execPath, process.argv[1] ?? 'keel'],
+        signal: abort.signal,
+      });
+      return end === 'lost' ? EXIT.failed : EXIT.ok;
+    } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    }
+  });
+}

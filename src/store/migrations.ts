@@ -1,0 +1,121 @@
+/**
+ * The team store's schema (run queue, ledger), versioned for both engines. Each entry holds the same
+ * change in SQLite's and PostgreSQL's words; append one, never edit a shipped entry. The version is
+ * kept in `store_version`, apart from keel.db's own schema_version (store/db.ts), so that the same
+ * list brings a fresh PostgreSQL database and an old keel.db to the same tables.
+ */
+import type { Sql, Store } from './engine.js';
+
+interface Migration {
+  sqlite: string;
+  postgres: string;
+}
+
+/** One change both engines say the same way (TEXT, BIGINT, DOUBLE PRECISION, CHECK and upserts are common ground). */
+function same(sql: string): Migration {
+  return { sqlite: sql, postgres: sql };
+}
+
+const MIGRATIONS: Migration[] = [
+  // numbered streams (store/streams.ts): one row per stream, its counter bumped under the row's lock
+  same(`CREATE TABLE streams (
+     name TEXT PRIMARY KEY,
+     last_seq BIGINT NOT NULL
+   )`),
+  // the run queue (store/queue.ts): runs with their concurrency cap as a checked counter, tasks with
+  // their lease, one row per attempt, and each run's journal numbered per run
+  same(`CREATE TABLE queue_runs (
+     id TEXT PRIMARY KEY,
+     created_at BIGINT NOT NULL,
+     updated_at BIGINT NOT NULL,
+     concurrency INTEGER NOT NULL CHECK (concurrency > 0),
+     running INTEGER NOT NULL DEFAULT 0 CHECK (running >= 0 AND running <= concurrency),
+     status TEXT NOT NULL CHECK (status IN ('running', 'paused_provider', 'cancelled')),
+     status_reason TEXT,
+     spec TEXT NOT NULL
+   )`),
+  same(`CREATE TABLE queue_tasks (
+     run_id TEXT NOT NULL REFERENCES queue_runs(id),
+     id TEXT NOT NULL,
+     position INTEGER NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+     attempt INTEGER NOT NULL DEFAULT 0,
+     lease_owner TEXT,
+     lease_until BIGINT,
+     spec TEXT NOT NULL,
+     result TEXT,
+     updated_at BIGINT NOT NULL,
+     PRIMARY KEY (run_id, id)
+   )`),
+  same(`CREATE INDEX queue_tasks_state ON queue_tasks(run_id, state, position)`),
+  same(`CREATE TABLE queue_attempts (
+     run_id TEXT NOT NULL,
+     task_id TEXT NOT NULL,
+     attempt INTEGER NOT NULL,
+     owner TEXT NOT NULL,
+     started_at BIGINT NOT NULL,
+     ended_at BIGINT,
+     outcome TEXT,
+     PRIMARY KEY (run_id, task_id, attempt)
+   )`),
+  same(`CREATE TABLE queue_events (
+     run_id TEXT NOT NULL,
+     seq BIGINT NOT NULL,
+     ts BIGINT NOT NULL,
+     type TEXT NOT NULL,
+     task_id TEXT,
+     attempt INTEGER,
+     data TEXT NOT NULL,
+     PRIMARY KEY (run_id, seq)
+   )`),
+  // the ledger (store/ledger.ts): every model call, numbered per run
+  same(`CREATE TABLE ledger (
+     run_id TEXT NOT NULL,
+     seq BIGINT NOT NULL,
+     ts BIGINT NOT NULL,
+     task_id TEXT,
+     session_id TEXT,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     tier TEXT,
+     score DOUBLE PRECISION,
+     signals TEXT NOT NULL,
+     reason TEXT,
+     prompt_tokens BIGINT NOT NULL,
+     completion_tokens BIGINT NOT NULL,
+     cached_tokens BIGINT NOT NULL,
+     latency_ms BIGINT NOT NULL,
+     cost_usd DOUBLE PRECISION,
+     cost_source TEXT NOT NULL CHECK (cost_source IN ('metered', 'priced', 'estimated', 'unknown')),
+     reissued INTEGER NOT NULL DEFAULT 0,
+     CHECK ((cost_source = 'unknown') = (cost_usd IS NULL)),
+     PRIMARY KEY (run_id, seq)
+   )`),
+  same(`CREATE INDEX ledger_ts ON ledger(ts)`),
+];
+
+/** The schema version this keel writes. */
+export const STORE_VERSION = MIGRATIONS.length;
+
+async function versionOf(tx: Sql): Promise<number> {
+  const rows = await tx.query<{ version: number }>('SELECT version FROM store_version');
+  return rows[0]?.version ?? 0;
+}
+
+/** Bring a store's tables up to date, once, however many processes open it at the same moment. */
+export async function migrateTeamStore(store: Store): Promise<void> {
+  await store.transaction(async (tx) => {
+    // PostgreSQL: one migrator at a time (the key is arbitrary, keel's own); SQLite: BEGIN IMMEDIATE already is
+    if (tx.dialect === 'postgres') await tx.query('SELECT pg_advisory_xact_lock(7427001)');
+    await tx.run('CREATE TABLE IF NOT EXISTS store_version (version INTEGER NOT NULL)');
+    const current = await versionOf(tx);
+    if (current > MIGRATIONS.length)
+      throw new Error(
+        `the store at ${store.where} has schema version ${current}, newer than this keel understands (${MIGRATIONS.length}); upgrade keel`,
+      );
+    if (current === MIGRATIONS.length) return;
+    for (const migration of MIGRATIONS.slice(current)) await tx.run(migration[tx.dialect]);
+    await tx.run('DELETE FROM store_version');
+    await tx.run('INSERT INTO store_version (version) VALUES ($1)', [MIGRATIONS.length]);
+  });
+}

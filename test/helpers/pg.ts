@@ -1,0 +1,53 @@
+/**
+ * PostgreSQL for tests: a fresh database of the run's private cluster (test/helpers/pg-global-setup.ts)
+ * for each test file that asks. Without a server the PostgreSQL cases skip, unless KEEL_TEST_PG=require.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import pg from 'pg';
+import { inject } from 'vitest';
+import type { PgAnswer } from './pg-global-setup.js';
+
+function askBroker(socketPath: string): Promise<PgAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path: '/', method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve(JSON.parse(body) as PgAnswer));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * The URL of a new, empty database for this test file, or undefined when PostgreSQL tests skip here
+ * (the reason is in `skipReason`). Throws when the cluster failed, or is missing under KEEL_TEST_PG=require.
+ */
+export async function freshPgDatabase(): Promise<string | undefined> {
+  const answer = await askBroker(inject('keelPgBroker'));
+  if ('error' in answer) throw new Error(answer.error);
+  if ('skip' in answer) {
+    if (process.env.KEEL_TEST_PG === 'require') throw new Error(`KEEL_TEST_PG=require: ${answer.skip}`);
+    skipReason = answer.skip;
+    return undefined;
+  }
+  const name = `keel_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: answer.url });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(answer.url);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Why PostgreSQL cases skip in this file (set by freshPgDatabase). */
+export let skipReason = '';
