@@ -6,10 +6,10 @@ import { runWorker } from '../batch/worker.js';
 import type { Store } from '../store/engine.js';
 import { Ledger, type LedgerTotals } from '../store/ledger.js';
 import { RunQueue, type RunView, type TaskView } from '../store/queue.js';
-import { reportError } from './errors.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
 import { ConfigError } from '../term/options.js';
+import { reportError } from './errors.js';
 import { dim } from './render.js';
 import { type OpenedStore, openConfiguredStore } from './team-store.js';
 

@@ -1,9 +1,9 @@
 /** `keel ledger [RUN]`: the model calls of the team store's ledger, per run, with what they cost and how that is known. */
 import { Ledger, type LedgerRow, type LedgerTotals } from '../store/ledger.js';
-import { reportError } from './errors.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
 import { ConfigError } from '../term/options.js';
+import { reportError } from './errors.js';
 import { dim, red } from './render.js';
 import { type OpenedStore, openConfiguredStore } from './team-store.js';
 
