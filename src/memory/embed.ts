@@ -43,8 +43,14 @@ export function statTerms(text: string): string[] {
 
 const NGRAM_WEIGHT = 1;
 
-/** The offline vector of a text, L2-normalized (all zeros for a text with no content words). */
-export function offlineEmbed(text: string, stats: TermStats): Float32Array {
+/** How much a query's synonym counts next to its own words in the query vector. */
+const EXTRA_WEIGHT = 0.5;
+
+/**
+ * The offline vector of a text, L2-normalized (all zeros for a text with no content words). `extra`
+ * words (a query's synonyms) add their stems at EXTRA_WEIGHT, without n-grams.
+ */
+export function offlineEmbed(text: string, stats: TermStats, extra: string[] = []): Float32Array {
   const v = new Float32Array(DIMS);
   const tf = new Map<string, number>();
   for (const w of [...contentWords(text), ...identifierTerms(text)]) tf.set(w, (tf.get(w) ?? 0) + 1);
@@ -64,6 +70,7 @@ export function offlineEmbed(text: string, stats: TermStats): Float32Array {
     const each = (NGRAM_WEIGHT * weight) / Math.sqrt(grams.length || 1);
     for (const g of grams) add(`g:${g}`, each);
   }
+  for (const w of extra) add(`w:${stem(w)}`, EXTRA_WEIGHT * idf(stats, w));
   return normalize(v);
 }
 

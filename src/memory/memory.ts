@@ -19,7 +19,8 @@ import {
 import { AUTHOR_RANK, type Author, expiryFor, type Kind, type MemoryItem } from './items.js';
 import { MemoryStore } from './memory-store.js';
 import { CANDIDATES, ftsQuery, fuse, nearest } from './search.js';
-import { identifierTerms } from './text-features.js';
+import { expansions } from './synonyms.js';
+import { contentWords, identifierTerms } from './text-features.js';
 
 /** Below this cosine an offline vector match is noise (shared n-grams of unrelated words). */
 const OFFLINE_MIN_SIMILARITY = 0.1;
@@ -197,7 +198,7 @@ export class Memory {
   }
 
   private fullText(query: string, stats: TermStats): Array<{ n: number; score: number }> {
-    const match = ftsQuery(query, stats);
+    const match = ftsQuery(query, stats, expansions(contentWords(query)));
     return match ? this.store.fullText(this.project, match, CANDIDATES) : [];
   }
 
@@ -211,7 +212,7 @@ export class Memory {
           this.store,
           this.project,
           null,
-          offlineEmbed(query, stats),
+          offlineEmbed(query, stats, expansions(contentWords(query))),
           CANDIDATES,
           OFFLINE_MIN_SIMILARITY,
         );

@@ -17,15 +17,15 @@ const COMMON_FROM = 1000;
 const COMMON_SHARE = 0.05;
 
 /**
- * The FTS5 query for a text: every content word and camelCase part OR every identifier (whole, in the
- * idents column).
+ * The FTS5 query for a text: every content word and camelCase part, the `extra` words (the query's
+ * synonyms), OR every identifier (whole, in the idents column).
  * With `stats`, words most items have are dropped when rarer ones remain (they add little to BM25 and
  * make it score a large share of the corpus); the vector list still sees them.
  */
-export function ftsQuery(text: string, stats?: TermStats): string | undefined {
+export function ftsQuery(text: string, stats?: TermStats, extra: string[] = []): string | undefined {
   const quote = (t: string) => `"${t.replace(/"/g, '')}"`;
   // camelCase parts as words too: `webhookSecret` finds LEDGER_WEBHOOK_SECRET, whose words are in the text
-  let words = [...new Set([...contentWords(text), ...camelWords(text)])];
+  let words = [...new Set([...contentWords(text), ...camelWords(text), ...extra])];
   if (stats && stats.count >= COMMON_FROM) {
     const rare = words.filter((w) => stats.df(w) <= COMMON_SHARE * stats.count);
     if (rare.length) words = rare;

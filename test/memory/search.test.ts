@@ -37,6 +37,19 @@ describe('memory search', () => {
     expect((await mem.search('retried', 3))[0]?.item.text).toContain('retries');
   });
 
+  it('finds what a query means through synonyms: words that share neither a word nor a subword with the note', async () => {
+    const { mem } = await seeded();
+    // NOTES[5] says PostgreSQL, NOTES[1] webhook retries, NOTES[6] flaky: none of the query's words
+    for (const [query, want] of [
+      ['which db do we use for accounting', 'PostgreSQL'],
+      ['resend the callbacks', 'retries'],
+      ['intermittent check that breaks at night', 'Flaky'],
+    ] as const) {
+      expect((await mem.search(query, 1))[0]?.item.text).toContain(want);
+      expect((await mem.search(query, 1, { arm: 'bm25' }))[0]?.item.text).toContain(want);
+    }
+  });
+
   it('finds identifiers whole: paths, snake_case and SCREAMING_CASE', async () => {
     const { mem } = await seeded();
     expect((await mem.search('src/render.ts', 3))[0]?.item.text).toContain('src/render.ts');
