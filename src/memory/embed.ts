@@ -107,6 +107,11 @@ export interface EndpointSettings {
   timeoutMs: number;
 }
 
+/** Where the endpoint's embeddings are asked for: Ollama's `/api/embed`, or `/embeddings` under an OpenAI-compatible base. */
+export function embedUrl(s: EndpointSettings): string {
+  return `${s.baseUrl.replace(/\/+$/, '')}${s.provider === 'ollama' ? '/api/embed' : '/embeddings'}`;
+}
+
 /** A text hash, so a vector is never asked for twice in one process. */
 const seen = new Map<string, Float32Array>();
 
@@ -119,7 +124,7 @@ export async function endpointEmbed(texts: string[], s: EndpointSettings): Promi
   const missing = texts.filter((t) => !seen.has(key(t)));
   if (missing.length) {
     const ollama = s.provider === 'ollama';
-    const url = `${s.baseUrl.replace(/\/+$/, '')}${ollama ? '/api/embed' : '/embeddings'}`;
+    const url = embedUrl(s);
     const res = await httpFetch(url, {
       method: 'POST',
       headers: {
