@@ -8,7 +8,8 @@
  * ways: BM25 alone, the offline vectors alone and hybrid (search's `arm` option, the same code as
  * `keel memory search`). Prints recall@10 and MRR@10 per arm, overall and per kind, as a Markdown table.
  *
- *   npm run build && node bench/recall.mjs [--misses]   (--misses lists each arm's missed labels)
+ *   npm run build && node bench/recall.mjs [--misses] [--pool]   (--misses lists each arm's missed labels;
+ *   --pool scores only the full-text pool, as a project past FULL_SCAN_MAX items does)
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,8 @@ const K = 10;
 const ARMS = ['bm25', 'vector', 'hybrid'];
 const KINDS = ['paraphrase', 'inflection', 'identifier', 'multi'];
 const showMisses = process.argv.includes('--misses');
+// --pool: score only the full-text pool, as a project past FULL_SCAN_MAX items does, instead of every vector
+const pool = process.argv.includes('--pool');
 
 /** Lines of `id | field | ... | text`, comments and blanks skipped. */
 function table(dir, file, fields) {
@@ -51,7 +54,10 @@ async function run(dir, name) {
 
   const home = mkdtempSync(join(tmpdir(), 'keel-bench-recall-'));
   const db = openDb(join(home, 'keel.db'));
-  const memory = new Memory(db, `git:${dir}`, { archiveDir: join(home, 'memory-archive') });
+  const memory = new Memory(db, `git:${dir}`, {
+    archiveDir: join(home, 'memory-archive'),
+    ...(pool ? { fullScanMax: 0 } : {}),
+  });
   const labelOf = new Map();
   for (const n of notes) {
     const { item, folded } = await memory.add({ kind: n.kind, text: n.text, author: 'user' });
