@@ -244,7 +244,7 @@ async function checkMemoryEmbedder(config: ReturnType<typeof load>['loaded']['co
     return {
       name: 'memory',
       status: 'ok',
-      detail: 'offline embedder (memory.embedding_model names a model on the endpoint to use instead)',
+      detail: 'offline embedder (memory.embedding_model names a model on the server to use instead)',
     };
   const url = embedUrl(settings);
   const api = settings.provider === 'ollama' ? 'Ollama /api/embed' : 'OpenAI-compatible /embeddings';
