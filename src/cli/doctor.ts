@@ -115,6 +115,7 @@ export async function runDoctor(flags: CommonFlags & { moveTags?: boolean }): Pr
   const tags = await checkLegacyTags(setup.cwd, flags.moveTags === true);
   if (tags) checks.push(tags);
   checks.push(...(await checkMcpServers(setup.cwd, setup.loaded)));
+  checks.push(await checkMemoryEmbedder(config));
   if (!client) {
     print();
     return exit;
@@ -227,6 +228,39 @@ async function checkSandbox(
     ];
   } finally {
     await sandbox.close();
+  }
+}
+
+/**
+ * Which embedder memory search uses: the offline one, or the endpoint `memory.embedding_model` names
+ * (Ollama's `/api/embed` or an OpenAI-compatible `/embeddings`), asked for one vector to prove it answers.
+ * A failing endpoint is a warning: memory search falls back to the offline embedder.
+ */
+async function checkMemoryEmbedder(config: ReturnType<typeof load>['loaded']['config']): Promise<Check> {
+  const { embeddingSettings } = await import('../memory/memory.js');
+  const { embedUrl, endpointEmbed } = await import('../memory/embed.js');
+  const settings = embeddingSettings(config, process.env);
+  if (!settings)
+    return {
+      name: 'memory',
+      status: 'ok',
+      detail: 'offline embedder (memory.embedding_model names a model on the server to use instead)',
+    };
+  const url = embedUrl(settings);
+  const api = settings.provider === 'ollama' ? 'Ollama /api/embed' : 'OpenAI-compatible /embeddings';
+  try {
+    const [vector] = await endpointEmbed(['keel doctor'], settings);
+    return {
+      name: 'memory',
+      status: 'ok',
+      detail: `${settings.model} on ${api} at ${url} (${vector?.length ?? 0} dimensions)`,
+    };
+  } catch (err) {
+    return {
+      name: 'memory',
+      status: 'warn',
+      detail: `${settings.model} on ${api} at ${url} failed (${(err as Error).message}); memory search uses the offline embedder`,
+    };
   }
 }
 

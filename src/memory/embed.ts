@@ -43,8 +43,14 @@ export function statTerms(text: string): string[] {
 
 const NGRAM_WEIGHT = 1;
 
-/** The offline vector of a text, L2-normalized (all zeros for a text with no content words). */
-export function offlineEmbed(text: string, stats: TermStats): Float32Array {
+/** How much a query's synonym counts next to its own words in the query vector. */
+const EXTRA_WEIGHT = 0.5;
+
+/**
+ * The offline vector of a text, L2-normalized (all zeros for a text with no content words). `extra`
+ * words (a query's synonyms) add their stems at EXTRA_WEIGHT, without n-grams.
+ */
+export function offlineEmbed(text: string, stats: TermStats, extra: string[] = []): Float32Array {
   const v = new Float32Array(DIMS);
   const tf = new Map<string, number>();
   for (const w of [...contentWords(text), ...identifierTerms(text)]) tf.set(w, (tf.get(w) ?? 0) + 1);
@@ -64,6 +70,7 @@ export function offlineEmbed(text: string, stats: TermStats): Float32Array {
     const each = (NGRAM_WEIGHT * weight) / Math.sqrt(grams.length || 1);
     for (const g of grams) add(`g:${g}`, each);
   }
+  for (const w of extra) add(`w:${stem(w)}`, EXTRA_WEIGHT * idf(stats, w));
   return normalize(v);
 }
 
@@ -100,6 +107,11 @@ export interface EndpointSettings {
   timeoutMs: number;
 }
 
+/** Where the endpoint's embeddings are asked for: Ollama's `/api/embed`, or `/embeddings` under an OpenAI-compatible base. */
+export function embedUrl(s: EndpointSettings): string {
+  return `${s.baseUrl.replace(/\/+$/, '')}${s.provider === 'ollama' ? '/api/embed' : '/embeddings'}`;
+}
+
 /** A text hash, so a vector is never asked for twice in one process. */
 const seen = new Map<string, Float32Array>();
 
@@ -112,7 +124,7 @@ export async function endpointEmbed(texts: string[], s: EndpointSettings): Promi
   const missing = texts.filter((t) => !seen.has(key(t)));
   if (missing.length) {
     const ollama = s.provider === 'ollama';
-    const url = `${s.baseUrl.replace(/\/+$/, '')}${ollama ? '/api/embed' : '/embeddings'}`;
+    const url = embedUrl(s);
     const res = await httpFetch(url, {
       method: 'POST',
       headers: {

@@ -316,7 +316,8 @@ export class MemoryStore {
   private inProject(project: string, ns: number[]): Set<number> {
     if (!ns.length) return new Set();
     const rows = this.db
-      .prepare(`SELECT n FROM memory_items WHERE project = ? AND n IN (SELECT value FROM json_each(?))`)
+      // `+project`: look the row numbers up by key; the project index would read every item of the project
+      .prepare(`SELECT n FROM memory_items WHERE +project = ? AND n IN (SELECT value FROM json_each(?))`)
       .all(project, JSON.stringify(ns)) as Array<{ n: number }>;
     return new Set(rows.map((r) => r.n));
   }
@@ -347,6 +348,17 @@ export class MemoryStore {
     this.db.transaction(() => {
       for (const r of rows) stmt.run(r.vec, r.n);
     })();
+  }
+
+  /** The offline vectors of these row numbers that are the project's items, in row order. */
+  vectorsOf(project: string, ns: number[]): VectorRow[] {
+    if (!ns.length) return [];
+    return this.db
+      .prepare(
+        // `+project`: by key, as in inProject
+        `SELECT n, vec FROM memory_items WHERE +project = ? AND n IN (SELECT value FROM json_each(?)) ORDER BY n`,
+      )
+      .all(project, JSON.stringify(ns)) as VectorRow[];
   }
 
   /** Every offline vector of the project (or endpoint vector of `model`), in row order. */

@@ -18,8 +18,9 @@ import {
 } from './embed.js';
 import { AUTHOR_RANK, type Author, expiryFor, type Kind, type MemoryItem } from './items.js';
 import { MemoryStore } from './memory-store.js';
-import { CANDIDATES, ftsQuery, fuse, nearest } from './search.js';
-import { identifierTerms } from './text-features.js';
+import { CANDIDATES, FULL_SCAN_MAX, ftsQuery, fuse, nearest, nearestAmong, POOL } from './search.js';
+import { expansions } from './synonyms.js';
+import { contentWords, identifierTerms } from './text-features.js';
 
 /** Below this cosine an offline vector match is noise (shared n-grams of unrelated words). */
 const OFFLINE_MIN_SIMILARITY = 0.1;
@@ -89,7 +90,13 @@ export class Memory {
   constructor(
     db: Db,
     readonly project: string,
-    private readonly opts: { embedding?: EndpointSettings; archiveDir: string; now?: () => Date },
+    private readonly opts: {
+      embedding?: EndpointSettings;
+      archiveDir: string;
+      now?: () => Date;
+      /** Up to this many items, the offline vector list scans every vector (FULL_SCAN_MAX; for tests and benches). */
+      fullScanMax?: number;
+    },
   ) {
     this.store = new MemoryStore(db);
   }
@@ -187,8 +194,25 @@ export class Memory {
     // a project with no items has nothing to find: no index is read and no query is embedded (a session's
     // first request waits on this search)
     if (stats.count === 0) return [];
-    const bm25 = arm === 'vector' ? [] : this.fullText(query, stats);
-    const vectors = arm === 'bm25' ? [] : await this.vectorList(query, stats);
+    const extra = expansions(contentWords(query));
+    const match = ftsQuery(query, stats, extra);
+    // a large project's vector list scores the index's best POOL rows: the BM25 list is their head
+    let pool: Array<{ n: number; score: number }> | undefined;
+    const poolOf = () => {
+      pool ??= match ? this.store.fullText(this.project, match, POOL) : [];
+      return pool;
+    };
+    const large = stats.count > (this.opts.fullScanMax ?? FULL_SCAN_MAX);
+    const vectors =
+      arm === 'bm25' ? [] : await this.vectorList(query, stats, extra, large ? poolOf : undefined);
+    const bm25 =
+      arm === 'vector'
+        ? []
+        : pool
+          ? pool.slice(0, CANDIDATES)
+          : match
+            ? this.store.fullText(this.project, match, CANDIDATES)
+            : [];
     const ranked = fuse(bm25, vectors).slice(0, k);
     const items = this.store.byRowNumbers(ranked.map((r) => r.n));
     return ranked.flatMap((r) => {
@@ -199,25 +223,40 @@ export class Memory {
     });
   }
 
-  private fullText(query: string, stats: TermStats): Array<{ n: number; score: number }> {
-    const match = ftsQuery(query, stats);
-    return match ? this.store.fullText(this.project, match, CANDIDATES) : [];
-  }
-
-  private async vectorList(query: string, stats: TermStats): Promise<Array<{ n: number; score: number }>> {
-    this.upgradeVectors(stats);
+  /**
+   * The vector list: the endpoint's vectors when one is configured and answers, else the offline ones,
+   * every item's (held in memory) or, given `pool` (a project past FULL_SCAN_MAX items), only the pool's,
+   * so no search, the first in a process least of all, reads every vector.
+   */
+  private async vectorList(
+    query: string,
+    stats: TermStats,
+    extra: string[],
+    pool?: () => Array<{ n: number }>,
+  ): Promise<Array<{ n: number; score: number }>> {
     const model = this.opts.embedding?.model ?? null;
     const endpoint = model ? (await this.endpointVectors([query]))?.[0] : undefined;
-    return endpoint
-      ? nearest(this.store, this.project, model, endpoint, CANDIDATES, Number.NEGATIVE_INFINITY)
-      : nearest(
-          this.store,
-          this.project,
-          null,
-          offlineEmbed(query, stats),
-          CANDIDATES,
-          OFFLINE_MIN_SIMILARITY,
-        );
+    if (endpoint) {
+      this.upgradeVectors(stats);
+      return nearest(this.store, this.project, model, endpoint, CANDIDATES, Number.NEGATIVE_INFINITY);
+    }
+    const vector = offlineEmbed(query, stats, extra);
+    if (!pool) {
+      this.upgradeVectors(stats);
+      return nearest(this.store, this.project, null, vector, CANDIDATES, OFFLINE_MIN_SIMILARITY);
+    }
+    const rows = this.store.vectorsOf(
+      this.project,
+      pool().map((r) => r.n),
+    );
+    const stale = rows.filter((r) => r.vec.length !== DIMS);
+    if (stale.length) {
+      // an older embedder's vectors, re-embedded as they come up (the full scan does all at once)
+      const texts = this.store.byRowNumbers(stale.map((r) => r.n));
+      for (const r of stale) r.vec = quantize(offlineEmbed(texts.get(r.n)?.text ?? '', stats));
+      this.store.setVectors(stale);
+    }
+    return nearestAmong(rows, vector, CANDIDATES, OFFLINE_MIN_SIMILARITY);
   }
 
   /**

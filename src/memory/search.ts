@@ -17,15 +17,15 @@ const COMMON_FROM = 1000;
 const COMMON_SHARE = 0.05;
 
 /**
- * The FTS5 query for a text: every content word and camelCase part OR every identifier (whole, in the
- * idents column).
+ * The FTS5 query for a text: every content word and camelCase part, the `extra` words (the query's
+ * synonyms), OR every identifier (whole, in the idents column).
  * With `stats`, words most items have are dropped when rarer ones remain (they add little to BM25 and
  * make it score a large share of the corpus); the vector list still sees them.
  */
-export function ftsQuery(text: string, stats?: TermStats): string | undefined {
+export function ftsQuery(text: string, stats?: TermStats, extra: string[] = []): string | undefined {
   const quote = (t: string) => `"${t.replace(/"/g, '')}"`;
   // camelCase parts as words too: `webhookSecret` finds LEDGER_WEBHOOK_SECRET, whose words are in the text
-  let words = [...new Set([...contentWords(text), ...camelWords(text)])];
+  let words = [...new Set([...contentWords(text), ...camelWords(text), ...extra])];
   if (stats && stats.count >= COMMON_FROM) {
     const rare = words.filter((w) => stats.df(w) <= COMMON_SHARE * stats.count);
     if (rare.length) words = rare;
@@ -34,6 +34,41 @@ export function ftsQuery(text: string, stats?: TermStats): string | undefined {
   const idents = [...new Set(identifierTerms(text))].map((t) => `idents:${quote(t)}`);
   const all = [...terms, ...idents];
   return all.length ? all.join(' OR ') : undefined;
+}
+
+/**
+ * Up to this many items, the offline vector list scores every item (the vectors held in memory, loaded
+ * on the first search: 100 ms at 10k items); past it, only the full-text query's best POOL rows (its
+ * words, synonyms and identifiers, the porter tokenizer meeting inflections), so the first search never
+ * reads every vector (1.0-3.2 s at 100k items). Four-letter prefixes in that query, to catch what the
+ * embedder's n-grams would, doubled the index's time at 100k items and found nothing more on either
+ * recall set.
+ */
+export const FULL_SCAN_MAX = 20_000;
+/** How many of the index's best rows the vector list scores past FULL_SCAN_MAX. */
+export const POOL = 1000;
+
+/** The `limit` rows (offline int8 vectors) most similar to `query`, best first, at least `minSimilarity`. */
+export function nearestAmong(
+  rows: VectorRow[],
+  query: Float32Array,
+  limit: number,
+  minSimilarity: number,
+): Array<{ n: number; score: number }> {
+  const dims = query.length;
+  // a few words' query touches a few dozen of the dimensions: only those are read
+  const touched: number[] = [];
+  for (let j = 0; j < dims; j++) if (query[j] !== 0) touched.push(j);
+  const scored: Array<{ n: number; score: number }> = [];
+  for (const r of rows) {
+    if (r.vec.length !== dims) continue;
+    const row = new Int8Array(r.vec.buffer, r.vec.byteOffset, dims);
+    let dot = 0;
+    for (const j of touched) dot += (query[j] as number) * (row[j] as number);
+    const score = dot / 127;
+    if (score >= minSimilarity) scored.push({ n: r.n, score });
+  }
+  return scored.sort((a, b) => b.score - a.score || a.n - b.n).slice(0, limit);
 }
 
 /**

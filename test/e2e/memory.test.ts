@@ -313,6 +313,22 @@ describe('keel memory', () => {
     expect(embeds[0]?.body).toMatchObject({ model: 'tiny-embed', input: ['The cache is warmed at boot'] });
     const stats = json((await keel(['memory', 'stats', '--json'], { cwd: repo, home })).stdout);
     expect(stats.embedder).toBe('tiny-embed');
+    // doctor names the embedder it found, proven by one vector asked of it
+    const memoryCheck = async (h: string) =>
+      (
+        json((await keel(['doctor', '--json'], { cwd: repo, home: h })).stdout).checks as Array<{
+          name: string;
+          status: string;
+          detail: string;
+        }>
+      ).find((c) => c.name === 'memory');
+    expect(await memoryCheck(home)).toMatchObject({
+      status: 'ok',
+      detail: `tiny-embed on OpenAI-compatible /embeddings at ${server.url}/embeddings (32 dimensions)`,
+    });
+    expect(server.requests.filter((r) => r.path === '/v1/embeddings').at(-1)?.body).toMatchObject({
+      input: ['keel doctor'],
+    });
 
     const ollama = keelHome(
       `provider = "ollama"\nbase_url = "${server.ollamaUrl}"\n[memory]\nembedding_model = "tiny-embed"\n`,
@@ -326,6 +342,9 @@ describe('keel memory', () => {
       { model: 'tiny-embed', input: ['The queue drains every minute'] },
       { model: 'tiny-embed', input: ['queue drains'] },
     ]);
+    expect((await memoryCheck(ollama))?.detail).toBe(
+      `tiny-embed on Ollama /api/embed at ${server.ollamaUrl}/api/embed (32 dimensions)`,
+    );
 
     const down = keelHome('base_url = "http://127.0.0.1:9/v1"\n[memory]\nembedding_model = "tiny-embed"\n');
     await keel(['memory', 'add', 'The cache is warmed at boot'], { cwd: repo, home: down });
@@ -333,5 +352,10 @@ describe('keel memory', () => {
     expect(offline.code).toBe(0);
     expect(offline.stdout).toContain('warmed at boot');
     expect(offline.stderr).toMatch(/warning: embedding model tiny-embed failed .*offline embedder/);
+    expect(await memoryCheck(down)).toMatchObject({
+      status: 'warn',
+      detail: expect.stringMatching(/^tiny-embed on .* failed .*uses the offline embedder$/),
+    });
+    expect((await memoryCheck(keelHome()))?.detail).toMatch(/^offline embedder/);
   });
 });

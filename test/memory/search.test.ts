@@ -37,6 +37,46 @@ describe('memory search', () => {
     expect((await mem.search('retried', 3))[0]?.item.text).toContain('retries');
   });
 
+  it('finds what a query means through synonyms: words that share neither a word nor a subword with the note', async () => {
+    const { mem } = await seeded();
+    // NOTES[5] says PostgreSQL, NOTES[1] webhook retries, NOTES[6] flaky: none of the query's words
+    for (const [query, want] of [
+      ['which db do we use for accounting', 'PostgreSQL'],
+      ['resend the callbacks', 'retries'],
+      ['intermittent check that breaks at night', 'Flaky'],
+    ] as const) {
+      expect((await mem.search(query, 1))[0]?.item.text).toContain(want);
+      expect((await mem.search(query, 1, { arm: 'bm25' }))[0]?.item.text).toContain(want);
+    }
+  });
+
+  it('past FULL_SCAN_MAX items, scores only the full-text pool: never reads every vector, still finds inflections, identifiers and synonyms', async () => {
+    const db = openDb(':memory:');
+    const mem = new Memory(db, 'git:abc', {
+      archiveDir: join(tempDir('keel-mem-'), 'memory-archive'),
+      fullScanMax: 0,
+    });
+    for (const text of NOTES) await mem.add({ kind: 'note', text, author: 'user' });
+    let fullReads = 0;
+    const vectors = mem.store.vectors.bind(mem.store);
+    mem.store.vectors = (...args) => {
+      fullReads++;
+      return vectors(...args);
+    };
+    for (const [query, want] of [
+      ['round', 'rounding'],
+      ['retried', 'retries'],
+      ['src/render.ts', 'src/render.ts'],
+      ['lookupRate', 'lookup_rate'],
+      ['resend the callbacks', 'retries'],
+    ] as const) {
+      const hits = await mem.search(query, 1, { arm: 'vector' });
+      expect(hits[0]?.item.text).toContain(want);
+      expect((await mem.search(query, 1))[0]?.item.text).toContain(want);
+    }
+    expect(fullReads).toBe(0);
+  });
+
   it('finds identifiers whole: paths, snake_case and SCREAMING_CASE', async () => {
     const { mem } = await seeded();
     expect((await mem.search('src/render.ts', 3))[0]?.item.text).toContain('src/render.ts');
@@ -139,6 +179,14 @@ describe('memory search', () => {
     expect(hits[0]?.item.text).toContain('webhook handler');
     const lengths = db.prepare('SELECT DISTINCT length(vec) AS l FROM memory_items').all();
     expect(lengths).toEqual([{ l: DIMS }]);
+    // past FULL_SCAN_MAX, the pool's stale vectors are re-embedded as they come up
+    db.prepare('UPDATE memory_items SET vec = zeroblob(256)').run();
+    const large = new Memory(db, 'git:abc', { archiveDir: join(tempDir('keel-mem-'), 'b'), fullScanMax: 0 });
+    expect((await large.search('webhook handler', 3, { arm: 'vector' }))[0]?.item.text).toContain(
+      'webhook handler',
+    );
+    const upgraded = db.prepare('SELECT text FROM memory_items WHERE length(vec) = ?').all(DIMS);
+    expect(upgraded.map((r) => (r as { text: string }).text).join('\n')).toContain('webhook handler');
   });
 
   it('is deterministic: the same items and query give the same order and scores', async () => {
