@@ -139,6 +139,21 @@ export class Conversation {
     this.opts.view.status();
   }
 
+  /**
+   * Start over in a new session with the same settings (model, mode, scope): the next message starts
+   * it. The old session stays in the log, resumable.
+   */
+  fresh(): void {
+    this.sessionId = undefined;
+    this.stored = false;
+    this.stats.contextTokens = 0;
+    this.stats.tokens = 0;
+    this.stats.cost = null;
+    delete this.stats.sandboxed;
+    this.lastExit = EXIT.ok;
+    this.opts.view.status();
+  }
+
   /** Send a message: a new turn, or steering for the turn that runs. */
   send(text: string): void {
     if (this.current) {
