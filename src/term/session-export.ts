@@ -122,12 +122,39 @@ function fence(text: string, lang = ''): string {
   return `${f}${lang}\n${text}\n${f}`;
 }
 
+/**
+ * Model or person text for Markdown: as written, except that outside code (fences and backtick spans) a
+ * `<` becomes `&lt;`, since Markdown renderers pass raw HTML through to the page.
+ */
+function mdText(text: string): string {
+  let fenced: string | undefined;
+  return inert(text)
+    .split('\n')
+    .map((line) => {
+      const f = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+      if (fenced) {
+        if (f && f[0] === fenced[0] && f.length >= fenced.length) fenced = undefined;
+        return line;
+      }
+      if (f) {
+        fenced = f;
+        return line;
+      }
+      // odd pieces are inside inline code spans
+      return line
+        .split(/(`+[^`]*`+)/)
+        .map((piece, i) => (i % 2 ? piece : piece.replace(/</g, '&lt;')))
+        .join('');
+    })
+    .join('\n');
+}
+
 function markdown(row: SessionRow, blocks: Block[]): string {
   const out = [
     `# keel session ${row.id}`,
     '',
-    `- mode: ${row.mode} · model: ${inertLine(`${row.provider}/${row.model}`)}`,
-    `- workspace: ${inertLine(row.cwd)}`,
+    `- mode: ${row.mode} · model: ${mdText(inertLine(`${row.provider}/${row.model}`))}`,
+    `- workspace: ${mdText(inertLine(row.cwd))}`,
     `- started: ${row.created_at}${row.cost_usd !== null && row.cost_usd !== undefined ? ` · cost $${row.cost_usd.toFixed(4)}` : ''}`,
     '',
   ];
@@ -137,7 +164,7 @@ function markdown(row: SessionRow, blocks: Block[]): string {
         out.push(
           `## Turn ${b.n}`,
           '',
-          ...inert(b.text)
+          ...mdText(b.text)
             .split('\n')
             .map((l) => `> ${l}`),
           '',
@@ -145,18 +172,18 @@ function markdown(row: SessionRow, blocks: Block[]): string {
         break;
       case 'steer':
         out.push(
-          ...inert(b.text)
+          ...mdText(b.text)
             .split('\n')
             .map((l) => `> (steering) ${l}`),
           '',
         );
         break;
       case 'answer':
-        out.push(inert(b.text), '');
+        out.push(mdText(b.text), '');
         break;
       case 'tool':
         out.push(
-          `**${inertLine(b.tool)}** \`${inertLine(clip(b.args, 200)).replace(/`/g, "'")}\` — ${b.decision ? `${inertLine(b.decision)}, ` : ''}${b.outcome ?? 'no result'}`,
+          `**${mdText(inertLine(b.tool))}** \`${inertLine(clip(b.args, 200)).replace(/`/g, "'")}\` — ${b.decision ? `${mdText(inertLine(b.decision))}, ` : ''}${b.outcome ?? 'no result'}`,
           '',
         );
         if (b.diff) out.push(fence(inert(b.diff), 'diff'), '');
@@ -164,7 +191,7 @@ function markdown(row: SessionRow, blocks: Block[]): string {
           out.push('<details><summary>output</summary>', '', fence(inert(b.output)), '', '</details>', '');
         break;
       case 'note':
-        out.push(`_${inertLine(b.text).replace(/[_*`]/g, '\\$&')}_`, '');
+        out.push(`_${mdText(inertLine(b.text).replace(/[_*`]/g, '\\$&'))}_`, '');
         break;
     }
   }

@@ -110,5 +110,16 @@ describe('keel chat: /status, /rewind, /clear', () => {
     // the session before /clear is still there to go on with
     pane.type(`/resume ${fork}`, 'Enter');
     await pane.waitFor('2 › and now');
+
+    // /export writes the session's transcript beside the work and says where
+    pane.type('/export', 'Enter');
+    const file = join(repo, `keel-session-${fork}.md`);
+    await pane.waitFor(`exported the session to ${file}`);
+    const md = readFileSync(file, 'utf8');
+    expect(md).toMatch(
+      /## Turn 1\n\n> first change\n[\s\S]*\*\*write_file\*\*[^\n]*— allow, ok\n\n```diff\n[\s\S]*-v0\n\+v1\n[\s\S]*wrote one[\s\S]*## Turn 2\n\n> and now\n\nafter the rewind/,
+    );
+    pane.type('/export pdf', 'Enter');
+    await pane.waitFor('/export takes md or html, got "pdf"');
   });
 });
