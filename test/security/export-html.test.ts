@@ -61,9 +61,7 @@ describe('session export: HTML stays text', () => {
     expect(md.stdout).toContain('first &lt;script>alert(document.cookie)&lt;/script>');
     expect(md.stdout).toContain('make a page &lt;img src=x');
     expect(md.stdout).toMatch(/```diff\n[\s\S]*\+<img src=x/);
-    const outsideCode = md.stdout
-      .replace(/^(`{3,})[^\n]*\n[\s\S]*?\n\1$/gm, '')
-      .replace(/`[^`\n]*`/g, '');
+    const outsideCode = md.stdout.replace(/^(`{3,})[^\n]*\n[\s\S]*?\n\1$/gm, '').replace(/`[^`\n]*`/g, '');
     expect(outsideCode).not.toMatch(/<(script|img|svg)/i);
   });
 });
