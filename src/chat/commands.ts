@@ -20,6 +20,8 @@ export interface Screen {
   reopened(id: string): Promise<void>;
   /** Empty the screen for another session (/clear, /rewind). */
   cleared(): void;
+  /** A turn keel sends for the person (/init): shown as `shown`, logged as `sent`. */
+  sending(shown: string, sent: string): void;
   exit(): void;
 }
 
@@ -273,6 +275,29 @@ export async function runCommand(
       const file = join(conv.cwd, `keel-session-${made.id}.${format}`);
       writeFileSync(file, made.text);
       screen.lines([`exported the session to ${inertLine(file)}`]);
+      return;
+    }
+    case 'init': {
+      if (busy()) return;
+      const { INIT_FILE, INIT_PROMPT } = await import('./init-prompt.js');
+      const config = conv.config;
+      // one turn that may write only AGENTS.md, and asks before it does (a stricter setting stays)
+      const loaded = {
+        ...conv.loadedConfig,
+        config: {
+          ...config,
+          scope: [INIT_FILE],
+          approvals:
+            config.approvals === 'all' || config.approvals === 'shell'
+              ? ('all' as const)
+              : ('writes' as const),
+        },
+      };
+      screen.sending(
+        `/init: draft ${INIT_FILE} (keel reads the repository, then asks before it writes)`,
+        INIT_PROMPT,
+      );
+      conv.send(INIT_PROMPT, { mode: 'edit', loaded });
       return;
     }
     case 'fork': {

@@ -199,6 +199,10 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
       out(style.dim(`── session ${found.row.id} (${found.row.mode}) ──`));
       conv.open(found.row, found.events, !setup.modeGiven);
     },
+    sending: (shown, sent) => {
+      lastSent = sent;
+      out(`› ${inertLine(shown)}`);
+    },
     cleared: () => {
       turns = new TurnCounter();
       out(style.dim('── a new session ──'));

@@ -26,6 +26,12 @@ export const COMMANDS = [
     summary: 'back to the start of turn N: conversation and files (asks first when files change)',
   },
   { name: 'export', args: '[md|html]', summary: 'write this session as a readable transcript to a file' },
+  {
+    name: 'init',
+    args: '',
+    summary:
+      'keel reads the repository and drafts AGENTS.md (the write is asked first; nothing else may change)',
+  },
   { name: 'fork', args: '[SEQ]', summary: 'branch this session (at an event) and go on in the branch' },
   { name: 'compact', args: '', summary: "fold this session's older turns into a summary" },
   { name: 'undo', args: '', summary: 'put back the files this session changed (asks first)' },

@@ -158,6 +158,10 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       conv.open(found.row, found.events, !setup.modeGiven);
       tui.requestRender();
     },
+    sending: (shown, sent) => {
+      transcript.user(shown, sent);
+      tui.requestRender();
+    },
     cleared: () => {
       transcript.restart(true);
       // a full redraw: the old session's lines leave the screen and its scrollback

@@ -2,7 +2,7 @@
  * Chat's /status, /rewind and /clear through the real binary in a tmux pane: one chat that edits a file
  * over three turns, looks at its own state, goes back a turn (files and conversation), then starts over.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/store/db.js';
@@ -28,8 +28,8 @@ function sessions(home: string) {
   }
 }
 
-describe('keel chat: /status, /rewind, /clear', () => {
-  it('/status names the settings and spend, /rewind 2 puts the file and the conversation back to turn 2 after asking, /clear starts a new session with the same settings', async () => {
+describe('keel chat: /status, /rewind, /clear, /export, /init', () => {
+  it('/status names the settings and spend, /rewind 2 puts the file and the conversation back to turn 2 after asking, /clear starts a new session with the same settings, /export writes the transcript, /init drafts AGENTS.md through an approval', async () => {
     const server = await model([
       write('v1\n'),
       { text: 'wrote one' },
@@ -39,6 +39,16 @@ describe('keel chat: /status, /rewind, /clear', () => {
       { text: 'wrote three' },
       { text: 'after the rewind' },
       { text: 'a clean slate' },
+      // /init: a write beside AGENTS.md is outside that turn's scope; AGENTS.md itself is asked first
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'other.txt', content: 'no\n' } }] },
+      {
+        tool_calls: [
+          { name: 'write_file', arguments: { path: 'AGENTS.md', content: '# Agents\n\nrun npm test\n' } },
+        ],
+      },
+      { text: 'drafted AGENTS.md' },
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'later.txt', content: 'yes\n' } }] },
+      { text: 'wrote later' },
     ]);
     const repo = gitRepo({ 'a.txt': 'v0\n' });
     const home = keelHome();
@@ -121,5 +131,23 @@ describe('keel chat: /status, /rewind, /clear', () => {
     );
     pane.type('/export pdf', 'Enter');
     await pane.waitFor('/export takes md or html, got "pdf"');
+
+    // /init: a model turn with keel's own task that may write AGENTS.md only, after asking
+    pane.type('/init', 'Enter');
+    await pane.waitFor('keel asks: write_file wants to change AGENTS.md');
+    expect(pane.screen()).toMatch(/3 › \/init: draft AGENTS\.md/);
+    // the answer line shows once the question takes keys
+    await pane.waitFor('then Enter');
+    pane.type('y', 'Enter');
+    await pane.waitFor('drafted AGENTS.md');
+    await pane.waitFor(IDLE);
+    expect(readFileSync(join(repo, 'AGENTS.md'), 'utf8')).toBe('# Agents\n\nrun npm test\n');
+    expect(existsSync(join(repo, 'other.txt'))).toBe(false);
+    const task = requestMessages(chatBodies(server).at(-3)).findLast((m) => m.role === 'user');
+    expect(task?.content).toContain('Draft AGENTS.md for this repository');
+    // the next turn has the chat's own scope again, and writes without asking in edit mode
+    pane.type('one more', 'Enter');
+    await pane.waitFor('wrote later');
+    expect(readFileSync(join(repo, 'later.txt'), 'utf8')).toBe('yes\n');
   });
 });
