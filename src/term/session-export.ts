@@ -123,30 +123,13 @@ function fence(text: string, lang = ''): string {
 }
 
 /**
- * Model or person text for Markdown: as written, except that outside code (fences and backtick spans) a
- * `<` becomes `&lt;`, since Markdown renderers pass raw HTML through to the page.
+ * Model or person text for Markdown: as written, except that every `<` becomes `&lt;`, since Markdown
+ * renderers pass raw HTML through to the page. Code in the text is no exception: where a fence or a code
+ * span of the model's ends is the renderer's call (an unmatched backtick run, a list item that closes its
+ * fence), and guessing wrong would let markup through. keel's own fences (diffs, outputs) stay as written.
  */
 function mdText(text: string): string {
-  let fenced: string | undefined;
-  return inert(text)
-    .split('\n')
-    .map((line) => {
-      const f = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
-      if (fenced) {
-        if (f && f[0] === fenced[0] && f.length >= fenced.length) fenced = undefined;
-        return line;
-      }
-      if (f) {
-        fenced = f;
-        return line;
-      }
-      // odd pieces are inside inline code spans
-      return line
-        .split(/(`+[^`]*`+)/)
-        .map((piece, i) => (i % 2 ? piece : piece.replace(/</g, '&lt;')))
-        .join('');
-    })
-    .join('\n');
+  return inert(text).replace(/</g, '&lt;');
 }
 
 function markdown(row: SessionRow, blocks: Block[]): string {

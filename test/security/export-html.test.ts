@@ -24,7 +24,8 @@ describe('session export: HTML stays text', () => {
           { name: 'write_file', arguments: { path: 'page.html', content: `${IMG}\n${BREAKOUT}\n` } },
         ],
       },
-      { text: `done ${SCRIPT} ${BREAKOUT}` },
+      // a code span with an odd closer is no code span: what follows its opener is HTML to a renderer
+      { text: `done ${SCRIPT} ${BREAKOUT} \`<img src=y onerror=alert(2)>\`\`` },
     ]);
     const repo = gitRepo();
     const home = keelHome();
@@ -53,15 +54,20 @@ describe('session export: HTML stays text', () => {
     // and if a browser were fooled anyway, the page's policy lets nothing load or run
     expect(page).toContain(`content="default-src 'none'; style-src 'unsafe-inline'"`);
 
-    // Markdown renderers pass raw HTML through: outside code, the session's tags are entities there too;
-    // inside a fence (the diff) the text stays as written, and a fence cannot be closed by the content
+    // Markdown renderers pass raw HTML through: the session's tags are entities there too, even where the
+    // model wrote a code span a renderer would not match (`<img ...>`` with an odd closer); inside keel's
+    // own fence (the diff) the text stays as written, and the content cannot close that fence
     const md = await keel(['sessions', 'export', id], { cwd: repo, home });
     expect(md.code).toBe(0);
     expect(md.stdout).toContain('## Turn 1');
     expect(md.stdout).toContain('first &lt;script>alert(document.cookie)&lt;/script>');
     expect(md.stdout).toContain('make a page &lt;img src=x');
     expect(md.stdout).toMatch(/```diff\n[\s\S]*\+<img src=x/);
-    const outsideCode = md.stdout.replace(/^(`{3,})[^\n]*\n[\s\S]*?\n\1$/gm, '').replace(/`[^`\n]*`/g, '');
-    expect(outsideCode).not.toMatch(/<(script|img|svg)/i);
+    expect(md.stdout).toContain('`&lt;img src=y onerror=alert(2)>``');
+    // the tool's arguments sit in keel's own one-backtick code span, which nothing inside can close
+    const toolLine = md.stdout.split('\n').find((l) => l.startsWith('**write_file**')) ?? '';
+    expect(toolLine).toMatch(/^\*\*write_file\*\* `[^`]*` — allow, ok$/);
+    const outsideKeelCode = md.stdout.replace(/^(`{3,})diff\n[\s\S]*?\n\1$/gm, '').replace(toolLine, '');
+    expect(outsideKeelCode).not.toMatch(/<(script|img|svg)/i);
   });
 });
