@@ -246,7 +246,7 @@ async function runIn(
   const preparing =
     acting && opts.safetyNet !== false
       ? import('../policy/prepare-net.js')
-          .then((m) => m.prepareNetInWorker({ root: scope.root, sessionId }))
+          .then((m) => m.prepareNetInWorker({ root: scope.root, sessionId, everyRun: true }))
           .catch(() => undefined)
       : undefined;
   let net: import('../policy/safety-net.js').SafetyNet | undefined;
@@ -288,7 +288,13 @@ async function runIn(
     suite = verify.findSuite(scope.root, reportsDir, config.test_command);
     describeRun = verify.describeRun;
     if (opts.safetyNet !== false) {
-      const kept = new safety.SafetyNet({ root: scope.root, sessionId, undoDir: paths.undoDir });
+      const kept = new safety.SafetyNet({
+        root: scope.root,
+        sessionId,
+        undoDir: paths.undoDir,
+        // each run keeps where it began: the chat rewinds a turn to it
+        everyRun: true,
+      });
       net = kept;
       beforeWrite = async (written) => {
         // the prepared snapshot, when the worker made one; else this first call takes it here

@@ -18,6 +18,10 @@ export interface Screen {
   confirm(question: string): Promise<boolean>;
   /** Show a stored session's transcript (after /resume or /fork). */
   reopened(id: string): Promise<void>;
+  /** Empty the screen for another session (/clear, /rewind). */
+  cleared(): void;
+  /** A turn keel sends for the person (/init): shown as `shown`, logged as `sent`. */
+  sending(shown: string, sent: string): void;
   exit(): void;
 }
 
@@ -133,6 +137,167 @@ export async function runCommand(
         return;
       }
       await screen.reopened(row.id);
+      return;
+    }
+    case 'clear': {
+      if (busy()) return;
+      const old = conv.sessionId;
+      conv.fresh();
+      screen.cleared();
+      screen.lines([
+        old
+          ? `a new session (model ${inertLine(conv.model)}, mode ${conv.mode}); the last one goes on with /resume ${old}`
+          : `a new session (model ${inertLine(conv.model)}, mode ${conv.mode})`,
+      ]);
+      return;
+    }
+    case 'status': {
+      const [{ createModelClient }, { sandboxInUse }] = await Promise.all([
+        import('../model/create.js'),
+        import('../policy/sandbox.js'),
+      ]);
+      const { provider } = createModelClient(conv.config).primary;
+      const s = conv.stats;
+      const acting = conv.mode === 'edit' || conv.mode === 'auto';
+      const sandbox = acting
+        ? await sandboxInUse(conv.config.sandbox)
+        : `${await sandboxInUse(conv.config.sandbox)}; no shell in ${conv.mode} mode`;
+      const window = s.contextWindow
+        ? `${tokens(s.contextTokens)}/${tokens(s.contextWindow)} (${Math.round((100 * s.contextTokens) / s.contextWindow)}%)`
+        : `${tokens(s.contextTokens)}/unknown (the server has not said; --context-window sets it)`;
+      const row = (k: string, v: string) => `  ${style.dim(k.padEnd(9))} ${v}`;
+      screen.lines([
+        style.bold('status'),
+        row('model', inertLine(conv.model)),
+        row('provider', `${provider.name} at ${inertLine(provider.baseUrl || '(none)')}`),
+        row('mode', conv.mode),
+        row('scope', conv.config.scope.map(inertLine).join(', ')),
+        row('sandbox', inertLine(sandbox)),
+        row('context', window),
+        row(
+          'spend',
+          `${tokens(s.tokens)} tokens · ${s.cost === null ? 'cost unknown (no pricing for this model)' : `$${s.cost.toFixed(4)}`}`,
+        ),
+        row('session', conv.sessionId ?? '(not started: the next message starts it)'),
+      ]);
+      return;
+    }
+    case 'rewind': {
+      if (busy()) return;
+      const n = Number(arg);
+      if (!arg || !Number.isInteger(n) || n <= 0) {
+        screen.error(`/rewind takes a turn number as the transcript shows it, got "${inertLine(arg)}"`);
+        return;
+      }
+      if (!conv.sessionId) {
+        screen.error('nothing to rewind yet: send a message first');
+        return;
+      }
+      const { prepareRewind, recordRewind } = await import('./rewind.js');
+      const plan = prepareRewind(conv.sessionId, n);
+      if ('error' in plan) {
+        screen.error(plan.error);
+        return;
+      }
+      screen.lines([
+        style.bold(
+          `rewind to the start of turn ${n}: ${inertLine(clip(plan.text.split('\n')[0] ?? '', 60))}`,
+        ),
+        plan.steps.length
+          ? 'files put back:'
+          : style.dim('  no files to put back (the turns since changed nothing the safety net saved)'),
+        ...plan.steps.map((s) => `  ${inertLine(s)}`),
+      ]);
+      if (plan.undo && !(await screen.confirm(`put these files back and rewind to turn ${n}?`))) {
+        screen.lines(['not rewound']);
+        return;
+      }
+      const source = plan.session.id;
+      let steps: string[] = [];
+      const kept = plan.undo?.keep.map((k) => k.ref) ?? [];
+      if (plan.undo) {
+        const { applyUndo } = await import('../policy/undo.js');
+        try {
+          steps = applyUndo(plan.undo);
+        } catch (err) {
+          recordRewind(source, {
+            turn: n,
+            at: plan.at,
+            fork: null,
+            applied: false,
+            steps: plan.steps,
+            error: errorLine(err),
+          });
+          screen.error(`rewind stopped: ${inertLine(errorLine(err))}; the conversation is as it was`);
+          return;
+        }
+      }
+      let fork: string | null = null;
+      if (plan.at > 0 && n > 1) {
+        const { forkStored } = await import('../agent/stored-sessions.js');
+        const made = forkStored(source, plan.at);
+        if (typeof made === 'string') {
+          recordRewind(source, { turn: n, at: plan.at, fork: null, applied: true, steps, kept, error: made });
+          screen.error(`files put back, but the conversation could not be forked: ${inertLine(made)}`);
+          return;
+        }
+        fork = made.id;
+      }
+      recordRewind(source, { turn: n, at: plan.at, fork, applied: true, steps, kept });
+      screen.cleared();
+      if (fork) await screen.reopened(fork);
+      else conv.fresh();
+      screen.lines([
+        `rewound ${source} to the start of turn ${n}${fork ? `: going on in ${fork}` : ': a new session'}${steps.length ? `; ${steps.length} file step${steps.length === 1 ? '' : 's'} done` : ''} (the old session stays: /resume ${source})`,
+      ]);
+      return;
+    }
+    case 'export': {
+      const format = arg || 'md';
+      if (format !== 'md' && format !== 'html') {
+        screen.error(`/export takes md or html, got "${inertLine(arg)}"`);
+        return;
+      }
+      if (!conv.sessionId) {
+        screen.error('nothing to export yet: send a message first');
+        return;
+      }
+      const [{ exportSession }, { join }, { writeFileSync }] = await Promise.all([
+        import('../term/session-export.js'),
+        import('node:path'),
+        import('node:fs'),
+      ]);
+      const made = await exportSession(conv.sessionId, format);
+      if ('error' in made) {
+        screen.error(made.error);
+        return;
+      }
+      const file = join(conv.cwd, `keel-session-${made.id}.${format}`);
+      writeFileSync(file, made.text);
+      screen.lines([`exported the session to ${inertLine(file)}`]);
+      return;
+    }
+    case 'init': {
+      if (busy()) return;
+      const { INIT_FILE, INIT_PROMPT } = await import('./init-prompt.js');
+      const config = conv.config;
+      // one turn that may write only AGENTS.md, and asks before it does (a stricter setting stays)
+      const loaded = {
+        ...conv.loadedConfig,
+        config: {
+          ...config,
+          scope: [INIT_FILE],
+          approvals:
+            config.approvals === 'all' || config.approvals === 'shell'
+              ? ('all' as const)
+              : ('writes' as const),
+        },
+      };
+      screen.sending(
+        `/init: draft ${INIT_FILE} (keel reads the repository, then asks before it writes)`,
+        INIT_PROMPT,
+      );
+      conv.send(INIT_PROMPT, { mode: 'edit', loaded });
       return;
     }
     case 'fork': {

@@ -139,14 +139,32 @@ export class Conversation {
     this.opts.view.status();
   }
 
-  /** Send a message: a new turn, or steering for the turn that runs. */
-  send(text: string): void {
+  /**
+   * Start over in a new session with the same settings (model, mode, scope): the next message starts
+   * it. The old session stays in the log, resumable.
+   */
+  fresh(): void {
+    this.sessionId = undefined;
+    this.stored = false;
+    this.stats.contextTokens = 0;
+    this.stats.tokens = 0;
+    this.stats.cost = null;
+    delete this.stats.sandboxed;
+    this.lastExit = EXIT.ok;
+    this.opts.view.status();
+  }
+
+  /**
+   * Send a message: a new turn, or steering for the turn that runs. `once`: this turn's own mode and
+   * config (/init), the conversation's own again from the next.
+   */
+  send(text: string, once?: { mode: Mode; loaded: LoadedConfig }): void {
     if (this.current) {
       this.queue.push(text);
       this.opts.view.notice(`queued for the next step: ${firstLine(text)}`, 'info');
       return;
     }
-    this.current = this.turn(text).finally(() => {
+    this.current = this.turn(text, once).finally(() => {
       this.current = undefined;
       this.controller = undefined;
       // steering the model never read (it answered first) becomes the next turn
@@ -186,7 +204,7 @@ export class Conversation {
     while (this.current) await this.current;
   }
 
-  private async turn(prompt: string): Promise<void> {
+  private async turn(prompt: string, once?: { mode: Mode; loaded: LoadedConfig }): Promise<void> {
     const { view } = this.opts;
     const controller = new AbortController();
     this.controller = controller;
@@ -202,9 +220,9 @@ export class Conversation {
       ]);
     if (!this.sessionId) this.sessionId = newSessionId();
     const options: StartOptions = {
-      mode: this.mode,
+      mode: once?.mode ?? this.mode,
       prompt,
-      loaded: this.loaded,
+      loaded: once?.loaded ?? this.loaded,
       cwd: this.opts.cwd,
       signal: controller.signal,
       // the same tools as a one-shot session: memory, the code graph, configured MCP servers

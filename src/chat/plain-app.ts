@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import type { SessionEvent } from '../agent/events.js';
 import { cutOffSentence } from '../agent/terminal.js';
 import { inert, inertLine } from '../term/inert.js';
+import { TurnCounter } from '../term/turns.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
 import { runCommand, type Screen } from './commands.js';
@@ -103,14 +104,20 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     status: () => {},
   };
 
+  let turns = new TurnCounter();
   const linesFor = (event: SessionEvent, live: boolean): string[] => {
     switch (event.type) {
-      case 'user_message':
-        if (live)
+      case 'session_resume':
+        turns.see(event.type);
+        return [];
+      case 'user_message': {
+        const opens = turns.see(event.type);
+        if (live || !opens)
           return event.text === lastSent
             ? []
             : [style.dim(`steering delivered: ${inertLine(clip(event.text, 200))}`)];
-        return [`› ${inertLine(clip(event.text, 400))}`];
+        return [`${turns.count} › ${inertLine(clip(event.text, 400))}`];
+      }
       case 'assistant_message':
         for (const call of event.tool_calls) args.set(call.id, safeJson(call.arguments));
         if (live) return [];
@@ -136,6 +143,7 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
           ),
         ];
       case 'session_start':
+        turns.see(event.type);
         footer.reset();
         return [];
       case 'session_end': {
@@ -187,8 +195,17 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     reopened: async (id) => {
       const found = await setup.read(id);
       if (!found) return view.notice(`no session matches "${inertLine(id)}"`, 'error');
+      turns = new TurnCounter();
       out(style.dim(`── session ${found.row.id} (${found.row.mode}) ──`));
       conv.open(found.row, found.events, !setup.modeGiven);
+    },
+    sending: (shown, sent) => {
+      lastSent = sent;
+      out(`› ${inertLine(shown)}`);
+    },
+    cleared: () => {
+      turns = new TurnCounter();
+      out(style.dim('── a new session ──'));
     },
     exit: () => void leave(),
   };

@@ -14,6 +14,24 @@ export const COMMANDS = [
     args: '[ID|--all]',
     summary: "go on with another session (no id: this project's recent ones; --all: every project's)",
   },
+  { name: 'clear', args: '', summary: 'a new session with the same settings (this one stays resumable)' },
+  {
+    name: 'status',
+    args: '',
+    summary: 'model, server, mode, scope, sandbox, context window, spend, session',
+  },
+  {
+    name: 'rewind',
+    args: 'N',
+    summary: 'back to the start of turn N: conversation and files (asks first when files change)',
+  },
+  { name: 'export', args: '[md|html]', summary: 'write this session as a readable transcript to a file' },
+  {
+    name: 'init',
+    args: '',
+    summary:
+      'keel reads the repository and drafts AGENTS.md (the write is asked first; nothing else may change)',
+  },
   { name: 'fork', args: '[SEQ]', summary: 'branch this session (at an event) and go on in the branch' },
   { name: 'compact', args: '', summary: "fold this session's older turns into a summary" },
   { name: 'undo', args: '', summary: 'put back the files this session changed (asks first)' },

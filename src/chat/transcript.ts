@@ -15,6 +15,7 @@ import {
 import type { SessionEvent } from '../agent/events.js';
 import { cutOffSentence } from '../agent/terminal.js';
 import { inert, inertLine } from '../term/inert.js';
+import { TurnCounter } from '../term/turns.js';
 import { clip, decisionWords, diffFor, outcomeWords, tokens, toolHeadline } from './describe.js';
 import { colorDiff, fileDiff } from './diff.js';
 import { color as style } from './style.js';
@@ -166,17 +167,32 @@ export class Transcript extends Container {
   /** Each call's arguments as the model sent them, for a call the gate stops before it starts. */
   private readonly calls = new Map<string, unknown>();
   private readonly footer = new TurnFooter();
+  /** The turns as numbered on screen (`/rewind N` counts the same way). */
+  private turns = new TurnCounter();
 
   constructor(private readonly root: string) {
     super();
   }
 
-  /** The person's message, shown as typed (made inert); `sent`: the text the log will hold (with @files attached). */
-  user(text: string, sent = text): void {
+  /**
+   * The person's message that opens turn `n` (default: the next), shown as typed (made inert); `sent`:
+   * the text the log will hold (with @files attached).
+   */
+  user(text: string, sent = text, n = this.turns.count + 1): void {
     this.endAnswer();
     this.pending = sent;
     const shown = inert(text).split('\n').slice(0, 20).join('\n');
-    this.addChild(new Text(style.bold(style.cyan('› ')) + shown, 0, 0));
+    this.addChild(new Text(style.dim(`${n} `) + style.bold(style.cyan('› ')) + shown, 0, 0));
+  }
+
+  /** An empty screen for another session (/clear, /rewind, /resume): its turns are numbered from 1. */
+  restart(clear: boolean): void {
+    if (clear) this.clear();
+    this.endAnswer();
+    this.tools.clear();
+    this.calls.clear();
+    this.pending = undefined;
+    this.turns = new TurnCounter();
   }
 
   text(chunk: string): void {
@@ -225,16 +241,21 @@ export class Transcript extends Container {
 
   event(event: SessionEvent, live: boolean): void {
     switch (event.type) {
-      case 'user_message':
+      case 'user_message': {
+        const opens = this.turns.see(event.type);
         if (live && event.text === this.pending) return;
-        if (live) {
+        if (live || !opens) {
           this.endAnswer();
           this.addChild(
             new Text(`${style.magenta('↳ steering delivered: ')}${inertLine(clip(event.text, 200))}`, 1, 0),
           );
           return;
         }
-        this.user(event.text);
+        this.user(event.text, event.text, this.turns.count);
+        return;
+      }
+      case 'session_resume':
+        this.turns.see(event.type);
         return;
       case 'assistant_message': {
         for (const call of event.tool_calls) this.calls.set(call.id, parseArgs(call.arguments));
@@ -291,6 +312,7 @@ export class Transcript extends Container {
         this.notice(`── forked from ${inertLine(event.from)} at event ${event.at} ──`);
         return;
       case 'session_start':
+        this.turns.see(event.type);
         this.footer.reset();
         return;
       case 'session_end': {

@@ -153,9 +153,19 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
     reopened: async (id) => {
       const found = await setup.read(id);
       if (!found) return view.notice(`no session matches "${inertLine(id)}"`, 'error');
+      transcript.restart(false);
       transcript.notice(`── session ${found.row.id} (${found.row.mode}) ──`);
       conv.open(found.row, found.events, !setup.modeGiven);
       tui.requestRender();
+    },
+    sending: (shown, sent) => {
+      transcript.user(shown, sent);
+      tui.requestRender();
+    },
+    cleared: () => {
+      transcript.restart(true);
+      // a full redraw: the old session's lines leave the screen and its scrollback
+      tui.requestRender(true);
     },
     exit: () => void leave(),
   };

@@ -289,6 +289,18 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       const { showSession } = await import('./sessions-command.js');
       setExit(await showSession(id, opts));
     });
+  sessions
+    .command('export')
+    .description(
+      'a readable transcript of a session with its diffs (Markdown or one self-contained HTML page)',
+    )
+    .argument('<id>', 'session id or a unique prefix of it')
+    .option('--format <format>', 'md or html', 'md')
+    .option('-o, --output <file>', 'write it to this file (default: standard output)')
+    .action(async (id: string, opts) => {
+      const { exportCommand } = await import('./sessions-command.js');
+      setExit(await exportCommand(id, opts));
+    });
   addSessionOptions(
     sessions
       .command('resume')

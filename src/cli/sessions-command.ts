@@ -1,4 +1,4 @@
-/** `keel sessions list|show|fork`: read sessions back from the event log, and branch them. */
+/** `keel sessions list|show|fork|export`: read sessions back from the event log, and branch them. */
 import { distinctCallIds } from '../agent/call-ids.js';
 import type { Runtime } from '../agent/runtime.js';
 import { alive } from '../agent/session.js';
@@ -142,6 +142,33 @@ export async function showSession(id: string, flags: { json?: boolean; tree?: bo
     process.stdout.write(
       `${dim(`${String(e.seq).padStart(4)} ${e.ts.slice(11, 23)}`)} ${inertLine(describe(e))}\n`,
     );
+  return EXIT.ok;
+}
+
+/** `keel sessions export ID`: the transcript on standard output, or in a file (-o). */
+export async function exportCommand(id: string, flags: { format: string; output?: string }): Promise<number> {
+  const { EXPORT_FORMATS, exportSession } = await import('../term/session-export.js');
+  const format = EXPORT_FORMATS.find((f) => f === flags.format);
+  if (!format) {
+    process.stderr.write(`keel: --format must be md or html, got "${inertLine(flags.format)}"\n`);
+    return EXIT.usage;
+  }
+  const made = await exportSession(id, format);
+  if ('error' in made) return reportError(false, 'CONFIG_ERROR', made.error);
+  if (!flags.output) {
+    process.stdout.write(made.text);
+    return EXIT.ok;
+  }
+  const { writeFileSync } = await import('node:fs');
+  try {
+    writeFileSync(flags.output, made.text);
+  } catch (err) {
+    process.stderr.write(
+      `keel: cannot write ${inertLine(flags.output)}: ${inertLine((err as Error).message)}\n`,
+    );
+    return EXIT.environment;
+  }
+  process.stderr.write(`exported session ${made.id} to ${inertLine(flags.output)}\n`);
   return EXIT.ok;
 }
 

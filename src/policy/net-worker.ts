@@ -6,6 +6,8 @@ import { type PreparedNet, prepareSafetyNet } from './safety-net.js';
 export interface NetWorkerInput {
   root: string;
   sessionId: string;
+  /** A later run snapshots again (SafetyNetOptions.everyRun). */
+  everyRun?: boolean;
 }
 
 export type NetWorkerMessage = { type: 'done'; prepared: PreparedNet } | { type: 'error'; message: string };

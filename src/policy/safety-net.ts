@@ -77,6 +77,11 @@ export interface SafetyNetOptions {
   undoDir: string;
   /** What a snapshot or a copy may take on (default: 64 MB a file, 256 MB in all). */
   limits?: SnapshotLimits;
+  /**
+   * A later run of a session snapshots again, under a ref of its own beside the session's (the chat's
+   * /rewind goes back to the start of a turn with it); undo still returns to the session's first snapshot.
+   */
+  everyRun?: boolean;
 }
 
 /**
@@ -105,6 +110,8 @@ export class SafetyNet {
       // that first snapshot, already logged, is still the state to return to)
       const state = repoState(this.opts.root, sessionRef(this.opts.sessionId));
       if (state && !state.hasRef) records.push(takeSnapshot(state, this.opts.sessionId, this.limits()));
+      else if (state && this.opts.everyRun)
+        records.push(takeSnapshot(state, this.opts.sessionId, this.limits(), runSuffix()));
       this.repo = state?.repo ?? null;
     }
     const untracked = this.repo ? this.outsideGit(this.repo, paths) : paths;
@@ -270,12 +277,16 @@ export function prepareSafetyNet(opts: {
   root: string;
   sessionId: string;
   limits?: SnapshotLimits;
+  everyRun?: boolean;
 }): PreparedNet {
   const state = repoState(opts.root, sessionRef(opts.sessionId));
   if (!state) return { repo: null };
-  const record = state.hasRef
-    ? undefined
-    : takeSnapshot(state, opts.sessionId, opts.limits ?? DEFAULT_SNAPSHOT_LIMITS);
+  const limits = opts.limits ?? DEFAULT_SNAPSHOT_LIMITS;
+  const record = !state.hasRef
+    ? takeSnapshot(state, opts.sessionId, limits)
+    : opts.everyRun
+      ? takeSnapshot(state, opts.sessionId, limits, runSuffix())
+      : undefined;
   // a tracked file is never ignored: its first write needs no check-ignore
   const tracked = git(state.repo, ['-c', 'core.fsmonitor=false', 'ls-files', '-z', '--cached'])
     .split('\0')
@@ -324,8 +335,13 @@ export function moveLegacyPreTags(repo: string): number {
   return tags.length;
 }
 
-function sessionRef(sessionId: string): string {
-  return `refs/keel/sessions/${sessionId}`;
+/** A later run's snapshot ref: the session's, with the time it was taken. */
+function runSuffix(): string {
+  return `.run-${Date.now().toString(36)}`;
+}
+
+function sessionRef(sessionId: string, run = ''): string {
+  return `refs/keel/sessions/${sessionId}${run}`;
 }
 
 /** The snapshot commit of the work tree, under the session's ref (and HEAD marked under refs/keel/pre/). */
@@ -333,8 +349,9 @@ function takeSnapshot(
   { repo, head, branch }: RepoState,
   sessionId: string,
   limits: SnapshotLimits,
+  run = '',
 ): GitRecord {
-  const ref = sessionRef(sessionId);
+  const ref = sessionRef(sessionId, run);
   const { tree, skipped } = snapshotTree(repo, head, limits);
   // the commit only keel's ref holds, so keel commits it: no need to look up the user's identity
   const message = `keel: work tree before session ${sessionId}`;

@@ -195,6 +195,19 @@ function realOrSelf(path: string): string {
   }
 }
 
+/** Which sandbox a session's commands would run in here, in words ("bwrap (/usr/bin/bwrap)", "none: why"). */
+export async function sandboxInUse(kind: SandboxKind, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (kind === 'none') return 'none (sandbox = "none")';
+  if (kind === 'bwrap' || kind === 'auto') {
+    const bwrap = await findBwrap(env);
+    if (bwrap.bin) return `bwrap (${bwrap.bin})`;
+    if (kind === 'bwrap') return `none: sandbox = "bwrap" is required but ${bwrap.why}`;
+  }
+  const docker = await findDocker(env);
+  if (docker.bin) return `docker (${docker.bin})`;
+  return kind === 'docker' ? `none: sandbox = "docker" is required but ${docker.why}` : `none: ${docker.why}`;
+}
+
 interface Found {
   bin?: string;
   why: string;

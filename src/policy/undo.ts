@@ -171,7 +171,8 @@ function planReset(record: GitRecord, now: string | null): UndoStep {
   }
   const commits = commitsSince(repo, record.head, now);
   // keel's own commits: authored by keel (older --commit), or naming this very session in their trailer
-  const session = record.ref.replace('refs/keel/sessions/', '');
+  // a later run's snapshot is under <id>.run-…: its commits name the session itself
+  const session = record.ref.replace('refs/keel/sessions/', '').replace(/\.run-[0-9a-z]+$/, '');
   const foreign = commits.filter(
     (c) => (c.name !== KEEL_IDENT.name || c.email !== KEEL_IDENT.email) && c.session !== session,
   );

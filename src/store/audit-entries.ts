@@ -98,6 +98,9 @@ export function auditEntryFor(
     case 'undo':
       // what `keel undo` did to a session's changes: its steps name paths, never contents
       return { ...base, ...pick(event, ['applied', 'steps', 'kept', 'cwd', 'error']) };
+    case 'rewind':
+      // the chat's /rewind: back to which turn, the fork that goes on, the file steps (paths, no contents)
+      return { ...base, ...pick(event, ['turn', 'at', 'fork', 'applied', 'steps', 'kept', 'error']) };
     case 'compaction':
       // which part of the history the model now sees as a summary; the summary's text stays in the log
       return {

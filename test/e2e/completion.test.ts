@@ -55,6 +55,7 @@ describe('keel completion bash', () => {
     expect(bashComplete(script, ['keel', 'sessions', ''])).toEqual([
       'list',
       'show',
+      'export',
       'resume',
       'compact',
       'fork',
@@ -142,7 +143,7 @@ describe('keel completion zsh and fish', () => {
   it('zsh: the script names the same verbs and subverbs', async () => {
     const home = keelHome();
     const { stdout } = await keel(['completion', 'zsh'], { cwd: home, home });
-    expect(stdout).toContain('"sessions") echo "list show resume compact fork" ;;');
+    expect(stdout).toContain('"sessions") echo "list show export resume compact fork" ;;');
     expect(stdout).toContain("'sessions:read recorded sessions'");
   });
 
@@ -183,7 +184,7 @@ describe('keel completion zsh and fish', () => {
       spawnSync('zsh', ['-f', driver, line, expect], { encoding: 'utf8', timeout: 20_000 }).stdout;
     expect(complete('keel ses', 'keel sessions ')).toContain('keel sessions ');
     const subs = complete('keel sessions ', 'show');
-    for (const sub of ['compact', 'fork', 'list', 'resume', 'show']) expect(subs).toContain(sub);
+    for (const sub of ['compact', 'export', 'fork', 'list', 'resume', 'show']) expect(subs).toContain(sub);
     expect(subs).toContain('recent sessions, newest first');
     expect(complete('keel ask --provider ', 'scripted')).toMatch(/ollama\s+openai\s+scripted/);
     expect(complete('keel trust check --b', '--base ')).toContain('keel trust check --base ');
@@ -216,7 +217,7 @@ describe('keel completion zsh and fish', () => {
         .split('\n')
         .map((l) => l.split('\t')[0]);
     expect(complete('keel se')).toEqual(['serve', 'sessions']);
-    expect(complete('keel sessions ')).toEqual(['compact', 'fork', 'list', 'resume', 'show']);
+    expect(complete('keel sessions ')).toEqual(['compact', 'export', 'fork', 'list', 'resume', 'show']);
     expect(complete('keel ask --provider ')).toEqual(['ollama', 'openai', 'scripted']);
     expect(complete('keel trust check --b')).toEqual(['--base']);
     expect(complete('keel completion ')).toEqual(['bash', 'fish', 'zsh']);
