@@ -3,7 +3,7 @@
  * the project and stays inside it after every link is followed (a symlink out of the project, a folder
  * linked out of it, `..`, an absolute path: refused); git's metadata and credential files are never listed
  * or read, nor a file whose text holds what the secret scan takes for a credential; files are read up to a
- * size cap, and binary files are refused. The file that is read is the one that was checked: it is opened
+ * size cap, and binary files and hard-linked files (a second name may be of a file outside) are refused. The file that is read is the one that was checked: it is opened
  * without following a last link and its real path is checked again through the open descriptor.
  */
 import {
@@ -118,6 +118,9 @@ export function readProjectFile(project: string, path: string): { path: string; 
     if (opened !== real) inside(root, relative(root, opened));
     const st = fstatSync(fd);
     if (!st.isFile()) throw new FileRefused(400, 'NOT_A_FILE', `${path} is not a file`);
+    // a second name of a file is no proof of where the file lives: it may be one outside the project
+    if (st.nlink > 1)
+      throw new FileRefused(403, 'HARD_LINK', `${path} has ${st.nlink} names (a hard link); it is not shown`);
     if (st.size > MAX_VIEW_BYTES)
       throw new FileRefused(
         413,

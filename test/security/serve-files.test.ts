@@ -2,11 +2,11 @@
  * The browser workspace's file viewer reads the project through `keel serve` (GET /v1/files and
  * /v1/files/content). Through the real binary: nothing without the token, and with it nothing outside the
  * project however the path is spelled (`..`, escaped `..`, absolute, a symlink to /etc/passwd, a folder
- * linked out of the project, a link to a credential file), nothing of git's metadata, no credential file
+ * linked out of the project, a link to a credential file, a hard link to a file outside), nothing of git's metadata, no credential file
  * (.env, a private key), no file whose text holds a credential, no binary and nothing over the size cap;
  * and the tree lists none of them.
  */
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { keelHome, model, modelFlags } from '../e2e/harness.js';
@@ -25,6 +25,7 @@ describe('keel serve: the project files, read-only', () => {
     writeFileSync(join(repo, 'settings.py'), `AWS_ACCESS_KEY_ID = "${AWS}"\n`);
     writeFileSync(join(repo, 'blob.bin'), Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0, 1, 2]));
     writeFileSync(join(repo, 'big.txt'), 'x'.repeat(1024 * 1024 + 1));
+    linkSync(join(outside, 'loot.txt'), join(repo, 'hard.txt'));
     symlinkSync('/etc/passwd', join(repo, 'passwd-link'));
     symlinkSync(outside, join(repo, 'out-dir'));
     symlinkSync(join(repo, '.env'), join(repo, 'innocent.txt'));
@@ -46,7 +47,16 @@ describe('keel serve: the project files, read-only', () => {
     const top = await s.api('GET', '/v1/files');
     expect(top.status).toBe(200);
     const names = top.body.entries.map((e: { name: string }) => e.name);
-    expect(names).toEqual(['docs', 'src', 'a-link.ts', 'big.txt', 'blob.bin', 'README.md', 'settings.py']);
+    expect(names).toEqual([
+      'docs',
+      'src',
+      'a-link.ts',
+      'big.txt',
+      'blob.bin',
+      'hard.txt',
+      'README.md',
+      'settings.py',
+    ]);
     expect((await s.api('GET', '/v1/files?dir=src')).body.entries).toEqual([
       { name: 'a.ts', path: 'src/a.ts', kind: 'file', size: 20 },
     ]);
@@ -67,6 +77,7 @@ describe('keel serve: the project files, read-only', () => {
       [encodeURIComponent(join(repo, 'src/a.ts')), 400, 'BAD_PATH'],
       ['passwd-link', 403, 'OUTSIDE'],
       ['out-dir/loot.txt', 403, 'OUTSIDE'],
+      ['hard.txt', 403, 'HARD_LINK'],
       ['.git/config', 403, 'HIDDEN'],
       ['.git/HEAD', 403, 'HIDDEN'],
       ['.GIT./config', 404, 'NOT_FOUND'],
