@@ -104,6 +104,20 @@ export function isConfigFile(path: string): boolean {
   return CONFIG_NAMES.test(name) || CONFIG_EXT.test(name);
 }
 
+/**
+ * Files that hold credentials by their name: environment and package-registry credential files, SSH and
+ * TLS private keys, git's stored credentials. (`Dockerfile` is a config file, not a credential file.)
+ */
+export function isCredentialFile(path: string): boolean {
+  const name = basename(path).toLowerCase();
+  return (
+    (CONFIG_NAMES.test(name) && !/dockerfile$/.test(name)) ||
+    /^id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?$/.test(name) ||
+    /\.(?:pem|key|p12|pfx|jks|keystore)$/.test(name) ||
+    name === '.git-credentials'
+  );
+}
+
 const keyed = (ctx: MatchContext) => isSecretName(nameAround(ctx.text, ctx.matchStart));
 
 /** Rules in priority order: when two findings overlap, the earlier (more specific) rule wins. */

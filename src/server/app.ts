@@ -15,6 +15,7 @@ import { keelPaths } from '../config/paths.js';
 import { MODES } from '../config/schema.js';
 import { readRuns, recordedIn, runReport, summarizeRun } from '../fix/runs.js';
 import { openMemory } from '../memory/open.js';
+import { mountFiles } from './files.js';
 import type { FixRuns } from './fixes.js';
 import type { Metrics } from './metrics.js';
 import { guard } from './security.js';
@@ -130,6 +131,19 @@ export const ROUTES: Route[] = [
     query: { q: 'the query', k: 'how many' },
   },
   { method: 'post', path: '/v1/memory', summary: 'add a note to memory', body: MemoryAddBody },
+  {
+    method: 'get',
+    path: '/v1/files',
+    summary: 'one folder of the project, read-only (no .git, no credential files, no links out)',
+    query: { dir: 'a folder relative to the project (the top when absent)' },
+  },
+  {
+    method: 'get',
+    path: '/v1/files/content',
+    summary:
+      'one text file of the project, read-only (refused: outside, .git, credentials, binary, over 1 MiB)',
+    query: { path: 'a file relative to the project' },
+  },
   { method: 'get', path: '/v1/openapi.json', summary: 'this document' },
   { method: 'get', path: '/health', summary: 'the process is up' },
   { method: 'get', path: '/ready', summary: 'the store answers' },
@@ -448,6 +462,7 @@ export function createApp(opts: AppOptions): Hono {
     return c.text(metrics.render(counts), 200, { 'content-type': 'text/plain; version=0.0.4' });
   });
 
+  mountFiles(app, opts.project);
   opts.mount?.(app);
 
   // the browser workspace: static files from dist/web, never a path outside it

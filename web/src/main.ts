@@ -1,7 +1,9 @@
 /** The browser workspace: a hash router over the views; each view returns how to stop it. */
+import { watchApprovals } from './alerts.js';
 import { takeToken, token } from './api.js';
 import { el, replace } from './dom.js';
 import { sessionDiff } from './views/diff.js';
+import { fileView } from './views/files.js';
 import { fixForm, sessionForm } from './views/forms.js';
 import { runList, runView } from './views/runs.js';
 import { sessionView } from './views/session.js';
@@ -18,6 +20,8 @@ const routes: Array<[RegExp, (m: RegExpExecArray) => View]> = [
   [/^#\/new$/, () => sessionForm],
   [/^#\/fix$/, () => fixForm],
   [/^#\/runs$/, () => runList],
+  [/^#\/files\/?$/, () => fileView('')],
+  [/^#\/files\/(.+)$/, (m) => fileView(m[1] ?? '')],
   [/^#\/runs\/([\w.-]+)$/, (m) => runView(m[1] ?? '')],
   [/^#\/s\/([\w.-]+)\/diff$/, (m) => sessionDiff(m[1] ?? '')],
   [/^#\/s\/([\w.-]+)$/, (m) => sessionView(m[1] ?? '')],
@@ -48,7 +52,11 @@ function route(): void {
 function markCurrent(hash: string): void {
   for (const a of document.querySelectorAll<HTMLAnchorElement>('nav a')) {
     const target = a.getAttribute('href') ?? '';
-    if (target === hash || (target === '#/' && (hash === '' || hash === '#/')))
+    if (
+      target === hash ||
+      (target === '#/' && (hash === '' || hash === '#/')) ||
+      (target === '#/files' && hash.startsWith('#/files/'))
+    )
       a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
@@ -61,5 +69,5 @@ if (!token()) {
   document
     .getElementById('conn')
     ?.replaceChildren('no token: open the address keel serve printed (it carries #token=…)');
-}
+} else watchApprovals();
 route();

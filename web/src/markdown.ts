@@ -26,6 +26,8 @@ hljs.registerLanguage('rust', rust);
 hljs.registerLanguage('typescript', typescript);
 hljs.registerAliases(['shell', 'console', 'sh'], { languageName: 'bash' });
 
+export { hljs };
+
 /** Where a link may point: the web and mail, nothing the page would run or open as itself. */
 const SAFE_URL = /^(?:https?:|mailto:)/i;
 

@@ -1,5 +1,6 @@
 /** A session's transcript: logged events and live deltas folded into DOM, in seq order, each event once. */
 import { badge, count, diffBlock, el, money, short } from './dom.js';
+import { linkFileRefs } from './file-links.js';
 import { markdown } from './markdown.js';
 import type { Delta, LogEvent } from './types.js';
 
@@ -171,7 +172,7 @@ export class Transcript {
       );
     }
     if (typeof ev.text === 'string' && ev.text) {
-      li.appendChild(el('div', { class: 'text md' }, markdown(ev.text)));
+      li.appendChild(el('div', { class: 'text md' }, answer(ev.text)));
       this.lastAnswer = ev.text.trim();
     }
     const calls = Array.isArray(ev.tool_calls) ? (ev.tool_calls as Array<Record<string, unknown>>) : [];
@@ -274,7 +275,7 @@ export class Transcript {
       'li',
       { class: 'msg end' },
       el('h3', null, 'Run ended ', badge(code)),
-      summary && summary !== this.lastAnswer ? el('div', { class: 'text md' }, markdown(summary)) : null,
+      summary && summary !== this.lastAnswer ? el('div', { class: 'text md' }, answer(summary)) : null,
       ev.finish === 'length'
         ? el(
             'p',
@@ -318,4 +319,11 @@ export function argsLine(args: unknown): string {
     .filter(([, v]) => v !== undefined && v !== null)
     .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
   return short(pairs.join(' · '), 140);
+}
+
+/** An answer's Markdown, with its "path:line" references linked to the file viewer. */
+function answer(text: string): DocumentFragment {
+  const fragment = markdown(text);
+  linkFileRefs(fragment);
+  return fragment;
 }

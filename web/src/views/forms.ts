@@ -1,6 +1,7 @@
 /** Forms that start work: a session (prompt, mode) or a fix (task, test command). */
 import { api } from '../api.js';
 import { el } from '../dom.js';
+import { takeDraft } from '../draft.js';
 import type { Stop } from '../main.js';
 
 const MODES = ['ask', 'plan', 'edit', 'auto'] as const;
@@ -53,7 +54,8 @@ export function sessionForm(main: HTMLElement): Stop {
     }
   });
   main.append(el('h1', null, 'New session'), form);
-  prompt.focus();
+  // a selection the person sent from the file viewer, when no session was open
+  if (!takeDraft(prompt)) prompt.focus();
   return () => {};
 }
 

@@ -2,6 +2,7 @@
 import { Activity } from '../activity.js';
 import { api } from '../api.js';
 import { diffBlock, el, money, replace, short, stateBadge, when } from '../dom.js';
+import { takeDraft, visitSession } from '../draft.js';
 import type { Stop } from '../main.js';
 import { poll } from '../poll.js';
 import { openStream } from '../stream.js';
@@ -34,6 +35,7 @@ export function shownState(
 
 export function sessionView(id: string) {
   return (main: HTMLElement): Stop => {
+    visitSession(id);
     const conn = document.getElementById('conn');
     const title = el('h1', { class: 'session-title' }, 'Session');
     // not a live region: a count that changes every second would be read out every second
@@ -315,6 +317,8 @@ function messageForm(id: string, fail: (msg: string) => void): HTMLElement {
       form.requestSubmit();
     }
   });
+  // a selection the person sent from the file viewer: in the box once the form is on the page
+  queueMicrotask(() => takeDraft(text));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     if (!text.value.trim()) return;

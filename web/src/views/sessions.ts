@@ -14,6 +14,26 @@ export function sessionList(main: HTMLElement): Stop {
   const error = el('p', { class: 'error', attrs: { role: 'alert' } });
   // keel serve serves one project: the list is that project's, and says which
   const project = el('p', { class: 'project muted' });
+  const search = el('input', {
+    attrs: {
+      id: 'session-search',
+      type: 'search',
+      autocomplete: 'off',
+      placeholder: 'words of the first message',
+    },
+  });
+  const state = el(
+    'select',
+    { attrs: { id: 'session-state' } },
+    el('option', { attrs: { value: '' } }, 'any state'),
+    ...STATES.map((s) => el('option', { attrs: { value: s } }, s === 'waiting' ? 'waiting for approval' : s)),
+  );
+  const filters = el(
+    'div',
+    { class: 'session-filters', attrs: { role: 'search', 'aria-label': 'Sessions' } },
+    el('div', null, el('label', { attrs: { for: 'session-search' } }, 'Search sessions'), search),
+    el('div', null, el('label', { attrs: { for: 'session-state' } }, 'State'), state),
+  );
   main.append(
     el(
       'div',
@@ -22,23 +42,45 @@ export function sessionList(main: HTMLElement): Stop {
       el('a', { class: 'button', attrs: { href: '#/new' } }, 'New session'),
     ),
     project,
+    filters,
     error,
     body,
   );
   let last = '';
+  let all: Session[] | null = null;
+  const show = () => {
+    if (!all) return;
+    const q = search.value.trim().toLowerCase();
+    const shown = all.filter(
+      (s) =>
+        (!state.value || s.state === state.value) &&
+        (!q || `${s.prompt}\n${s.session_id}`.toLowerCase().includes(q)),
+    );
+    const key = JSON.stringify([
+      q,
+      state.value,
+      shown.map((s) => [s.session_id, s.state, s.cost_usd, s.children.length]),
+    ]);
+    if (key === last) return;
+    last = key;
+    replace(
+      body,
+      all.length === 0
+        ? el('p', { class: 'muted' }, 'No sessions yet.')
+        : shown.length === 0
+          ? el('p', { class: 'muted' }, 'No session matches.')
+          : table(shown),
+    );
+  };
+  search.addEventListener('input', show);
+  state.addEventListener('change', show);
   return poll(
     async (signal) => {
       const res = await api<{ project?: string; sessions: Session[] }>('/v1/sessions', { signal });
-      const { sessions } = res;
       error.textContent = '';
       if (res.project) project.textContent = `This project's sessions: ${res.project}`;
-      const key = JSON.stringify(sessions.map((s) => [s.session_id, s.state, s.cost_usd, s.children.length]));
-      if (key === last) return;
-      last = key;
-      replace(
-        body,
-        sessions.length === 0 ? el('p', { class: 'muted' }, 'No sessions yet.') : table(sessions),
-      );
+      all = res.sessions;
+      show();
     },
     2000,
     (err) => {
@@ -46,6 +88,8 @@ export function sessionList(main: HTMLElement): Stop {
     },
   );
 }
+
+const STATES = ['running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
 
 function table(sessions: Session[]): HTMLElement {
   const byId = new Map(sessions.map((s) => [s.session_id, s]));
