@@ -1,36 +1,25 @@
-/**
- * The agent loop: a fold over events. Each round streams the model, gates and runs its tool calls;
- * every event is recorded and folded into the session state (history.ts), and the next request is
- * built from that state alone, so a session reopened from its log goes on exactly where it stopped.
- */
-import { createHash } from 'node:crypto';
-import { realpathSync } from 'node:fs';
-import { isAbsolute, relative, sep } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { costUsd } from '../model/cost.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
 import { ESTIMATE_MARGIN, estimateRequestTokens } from '../model/tokens.js';
-import type { ChatMessage, Delta, ModelError, ToolCall, ToolSpec } from '../model/types.js';
-import { type Ask, type Decision, decide } from '../policy/gate.js';
-import { type HookEvent, type HookSpec, matchingHooks, runHooks } from '../policy/hooks.js';
+import type { ChatMessage, Delta, ModelError, ToolSpec } from '../model/types.js';
+import { type HookEvent, runHooks } from '../policy/hooks.js';
 import { modeAllows } from '../policy/modes.js';
 import type { Policy } from '../policy/policy.js';
-import { ScopeError } from '../policy/scope.js';
 import { catalogueTool } from '../tools/catalogue.js';
-import { isFamily, resolveAction } from '../tools/family.js';
-import { effectsOf, parseArgs, type ToolRegistry, toolSpec } from '../tools/registry.js';
-import { capResult } from '../tools/truncate.js';
-import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
+import { effectsOf, type ToolRegistry, toolSpec } from '../tools/registry.js';
+import type { Tool, ToolContext } from '../tools/types.js';
 import { streamAnswer } from './answer.js';
-import { type ApprovalRequest, type Approver, newQuestionId } from './approvals.js';
+import type { Approver } from './approvals.js';
 import { exceeded, Spend, type Spent } from './budgets.js';
 import { numberCalls } from './call-ids.js';
 import { compact, isContextOverflow, requestTokensFromError, windowFromError } from './compaction.js';
 import type { SessionEvent, TokenCount } from './events.js';
 import { initialState, reduce, type SessionState } from './history.js';
-import { loadInstructions } from './instructions.js';
-import { systemPrompt } from './prompt.js';
-import { type BudgetName, RunError, type TerminalCode } from './terminal.js';
+import { startRun } from './opening.js';
+import { classify, Stop } from './stop.js';
+import type { BudgetName, TerminalCode } from './terminal.js';
+import { type CallRun, runCall } from './tool-call.js';
 
 export interface StreamHooks {
   onRetry?(info: { attempt: number; error: ModelError; delayMs: number; model: string }): void;
@@ -132,16 +121,6 @@ const MAX_STOP_HOOK_RETRIES = 3;
 /** How many times a run asks the model to go on after an answer cut at the output limit. */
 const MAX_CUT_OFF_RETRIES = 2;
 
-class Stop extends Error {
-  constructor(
-    readonly code: TerminalCode,
-    readonly reason: string,
-    readonly budget?: BudgetName,
-  ) {
-    super(reason);
-  }
-}
-
 /** Run one session to its terminal code. Never throws for a run that ends badly: the code says it. */
 export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   const { config, tools, policy } = opts;
@@ -214,38 +193,21 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           wall * 1000,
         );
 
-  if (opts.resume) resumeRun(opts, record, state);
-  else {
-    const instructions = loadInstructions(scope.root);
-    record({
-      type: 'session_start',
-      mode: mode,
-      provider: opts.model.provider,
-      model: opts.model.currentModel(),
-      cwd: scope.root,
-      scope: scope.writable.map((p) => scope.display(p)),
-      instructions: instructions.files,
-      ...(instructions.skipped.length ? { instructions_skipped: instructions.skipped } : {}),
-      tools: initial,
-      system_prompt: systemPrompt({
-        mode: mode,
-        root: scope.root,
-        instructions: instructions.text,
-        ...(opts.memory ? { memory: opts.memory } : {}),
-        ...userFolder(scope.root),
-      }),
-      pid: process.pid,
-      // null cost, not 0, when the user gave no price for this model: keel never invents a cost
-      priced:
-        costUsd(
-          opts.model.currentModel(),
-          { inputTokens: 0, outputTokens: 0, reported: true },
-          config.pricing,
-        ) !== null,
-    });
-    for (const event of opts.context ?? []) record(event);
-  }
+  startRun(opts, record, state, initial);
   const hookBase = { session_id: opts.sessionId, cwd: scope.root, mode: mode };
+  /** What each of the model's calls runs with (tool-call.ts). */
+  const callRun: CallRun = {
+    opts,
+    state,
+    catalogue,
+    allowed,
+    offered: () => offered,
+    hooks,
+    hookBase,
+    record,
+    run,
+    filesChanged,
+  };
   /** Run the hooks for a tool-less event; every verdict is recorded. */
   const hook = async (event: HookEvent, extra: { prompt?: string; result?: unknown } = {}) => {
     if (!hooks.some((h) => h.event === event)) return { decision: 'allow' as const };
@@ -466,7 +428,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       }
       for (const call of calls) {
         throwIfAborted();
-        await runCall(call, round, cutOff);
+        await runCall(callRun, call, round, cutOff);
         checkBudgets();
       }
     }
@@ -515,288 +477,6 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     filesChanged: files,
     ...(lastCut ? { finish: 'length' as const } : {}),
   };
-
-  function matchingPostHooks(name: string): HookSpec[] {
-    return matchingHooks(hooks, 'PostToolUse', name);
-  }
-
-  /**
-   * Answer an ask: the person sees the file and its diff, or the exact command, and a yes resumes the
-   * chain where it stopped (the same paths and sandbox). With no one to ask, a hook's question is a no,
-   * and keel's own `approvals` question is not asked: the policy already allows the call.
-   */
-  async function settle(ask: Ask, tool: Tool, args: unknown, call: ToolCall, id: string): Promise<Decision> {
-    const approve = opts.approve;
-    if (!approve) {
-      if (!ask.hook) return ask.ifConfirmed;
-      return {
-        kind: 'deny',
-        deny: 'hook',
-        reason: `${ask.question} (no one to ask in an unattended session)`,
-      };
-    }
-    const request: ApprovalRequest = {
-      id,
-      callId: call.id,
-      tool: tool.name,
-      kind: ask.hook ? 'hook' : (ask.approval ?? 'hook'),
-      reason: ask.question,
-      args,
-    };
-    if (tool.preview) {
-      try {
-        Object.assign(request, await tool.preview(args, baseContext()));
-      } catch (err) {
-        // the call would fail the same way when it runs: no question about a change that cannot happen
-        if (err instanceof ToolError || err instanceof ScopeError || isFsError(err)) return ask.ifConfirmed;
-        throw err;
-      }
-    }
-    if (tool.effect === 'exec') {
-      const a = (args ?? {}) as { command?: unknown; filter?: unknown };
-      request.command =
-        typeof a.command === 'string'
-          ? a.command
-          : `${tool.name}${typeof a.filter === 'string' ? ` ${a.filter}` : ''}`;
-      request.sandboxed = ask.ifConfirmed.sandboxed;
-    }
-    const answer = await approve(request);
-    if (answer.allow) return ask.ifConfirmed;
-    const said = answer.message?.trim();
-    return {
-      kind: 'deny',
-      deny: 'user',
-      reason: said ? `the user declined: ${said}` : 'the user declined',
-    };
-  }
-
-  function baseContext(): ToolContext {
-    return { cwd: scope.root, signal: run.signal, resolve: (path, access) => scope.resolve(path, access) };
-  }
-
-  async function runCall(call: ToolCall, round: number, cutOff: boolean): Promise<string> {
-    const own = catalogue && call.name === catalogue.name;
-    const named = own ? catalogue : tools.get(call.name);
-    const unit = own ? catalogue : tools.unit(call.name);
-    if (!named || !unit || !allowed(unit)) {
-      const error = named
-        ? `${call.name} is not available in ${mode} mode`
-        : `unknown tool "${call.name}"; available: ${offered.join(', ')}`;
-      record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error });
-      if (named)
-        record({
-          type: 'gate_decision',
-          call_id: call.id,
-          tool: call.name,
-          decision: 'deny',
-          deny: 'mode',
-          reason: error,
-        });
-      return `Error: ${error}`;
-    }
-    // a tool the mode allows but not offered yet (a small model that knows its name): activated, then gated as usual
-    if (!offered.includes(unit.name))
-      record({ type: 'tools_activated', tools: [unit.name], call_id: call.id });
-    // a family's call is its action's tool from here on: the gate, hooks and the log see that tool
-    let tool: Tool = named;
-    let raw = call.arguments;
-    if (isFamily(named)) {
-      const action = resolveAction(named, raw);
-      if (!action.ok) {
-        record({ type: 'tool_call_invalid', round, call_id: call.id, tool: call.name, error: action.error });
-        return `Error: ${action.error}`;
-      }
-      ({ tool, raw } = action);
-    }
-    const name = tool.name;
-    const parsed = parseArgs(tool, raw);
-    if (!parsed.ok) {
-      const error = cutOff
-        ? `your reply was cut off at the output token limit (finish_reason: length) before this call's arguments were complete (${parsed.error}); make the call again with shorter arguments`
-        : parsed.error;
-      record({ type: 'tool_call_invalid', round, call_id: call.id, tool: name, error });
-      return `Error: ${error}`;
-    }
-    const fingerprint = createHash('sha256')
-      .update(`${name}:${stableJson(parsed.args)}`)
-      .digest('hex')
-      .slice(0, 16);
-    const seen = (state.seen.get(fingerprint) ?? 0) + 1;
-    if (seen >= config.loop_threshold) {
-      throw new Stop(
-        'LOOP_DETECTED',
-        `the same ${name} call was made ${seen} times with no change to the files in between`,
-      );
-    }
-    let decision = await decide(tool, parsed.args, { policy, hookBase, signal: run.signal });
-    // a question has keel's own id, never the model's call id (a subagent and its parent may share one)
-    let asked: { question_id: string } | Record<string, never> = {};
-    if (decision.kind === 'ask') {
-      asked = { question_id: newQuestionId() };
-      record({
-        type: 'gate_decision',
-        call_id: call.id,
-        tool: name,
-        decision: 'ask',
-        reason: decision.question,
-        ...asked,
-      });
-      decision = await settle(decision, tool, parsed.args, call, asked.question_id);
-    }
-    if (decision.kind === 'deny') {
-      record({
-        type: 'gate_decision',
-        call_id: call.id,
-        tool: name,
-        decision: 'deny',
-        reason: decision.reason,
-        deny: decision.deny,
-        ...asked,
-        fingerprint,
-      });
-      if (decision.deny === 'scope' && config.stop_on_violation)
-        throw new Stop('SCOPE_VIOLATION', decision.reason);
-      return `Error: denied: ${decision.reason}`;
-    }
-    if (decision.kind !== 'allow') throw new Error('unreachable: gate decision not settled');
-    record({
-      type: 'gate_decision',
-      call_id: call.id,
-      tool: name,
-      decision: 'allow',
-      ...asked,
-      fingerprint,
-    });
-    if (tool.effect === 'write' || tool.effect === 'exec') {
-      // no safety net, no write: a snapshot that fails ends the run before anything is touched
-      let saved: Array<{ [key: string]: unknown }> = [];
-      try {
-        saved = (await opts.beforeWrite?.(decision.paths)) ?? [];
-      } catch (err) {
-        throw new RunError(
-          'ENVIRONMENT_ERROR',
-          `safety net failed before ${name}: ${(err as Error).message}`,
-        );
-      }
-      for (const r of saved) record({ type: 'safety_net', ...r });
-    }
-    const sandboxed = tool.effect === 'exec' ? decision.sandboxed : undefined;
-    record({
-      type: 'tool_start',
-      call_id: call.id,
-      tool: name,
-      args: parsed.args,
-      ...(sandboxed === undefined ? {} : { sandboxed }),
-    });
-    const t0 = Date.now();
-    const ctx: ToolContext = { ...baseContext(), ...(decision.child ? { granted: decision.child } : {}) };
-    const onToolOutput = opts.onToolOutput;
-    if (onToolOutput) ctx.onOutput = (text, stream) => onToolOutput(call.id, text, stream);
-    const exec = sandboxed ? opts.sandboxExec : opts.plainExec;
-    if (exec) ctx.exec = exec;
-    const runTests = opts.runTests;
-    if (runTests) ctx.runTests = (filter, signal) => runTests(filter, signal, sandboxed === true);
-    let output: string;
-    let isError = false;
-    let changed: string[] = [];
-    let lines = 0;
-    let violations: string[] = [];
-    let diff: string | undefined;
-    let outcome: ToolResult['outcome'];
-    try {
-      const res = await tool.execute(parsed.args, ctx);
-      output = res.output;
-      isError = res.isError ?? false;
-      changed = res.filesChanged ?? [];
-      lines = res.diffLines ?? 0;
-      violations = res.violations ?? [];
-      diff = res.diff;
-      outcome = res.outcome;
-    } catch (err) {
-      if (run.signal.aborted) throw run.signal.reason;
-      if (!(err instanceof ToolError || err instanceof ScopeError || isFsError(err))) throw err;
-      output = `Error: ${(err as Error).message}`;
-      isError = true;
-      if (err instanceof ScopeError) {
-        record({
-          type: 'gate_decision',
-          call_id: call.id,
-          tool: name,
-          decision: 'deny',
-          deny: 'scope',
-          reason: err.message,
-        });
-        if (config.stop_on_violation) throw new Stop('SCOPE_VIOLATION', err.message);
-      }
-    }
-    // whatever the tool (an MCP server may answer with megabytes), the model and the log get the capped result
-    output = capResult(output);
-    for (const f of changed) filesChanged.add(f);
-    const post = matchingPostHooks(name);
-    if (post.length) {
-      const verdict = await runHooks(
-        post,
-        {
-          ...hookBase,
-          event: 'PostToolUse',
-          tool: name,
-          args: parsed.args,
-          result: { output, is_error: isError },
-        },
-        { cwd: scope.root, signal: run.signal },
-      );
-      record({
-        type: 'hook',
-        event: 'PostToolUse',
-        tool: name,
-        decision: verdict.decision,
-        ...(verdict.decision !== 'allow' ? { reason: verdict.reason, hook: verdict.hook } : {}),
-      });
-      // the tool already ran; a PostToolUse objection becomes feedback the model must read (its end is kept)
-      if (verdict.decision !== 'allow')
-        output = capResult(`${output}\n\n[hook ${verdict.hook}]: ${verdict.reason}`);
-    }
-    record({
-      type: 'tool_result',
-      call_id: call.id,
-      tool: name,
-      output,
-      is_error: isError,
-      files_changed: changed,
-      diff_lines: lines,
-      duration_ms: Date.now() - t0,
-      ...(outcome ? { outcome } : {}),
-      ...(diff ? { diff } : {}),
-    });
-    if (violations.length) {
-      record({ type: 'violation', call_id: call.id, tool: name, removed: violations });
-      if (config.stop_on_violation)
-        throw new Stop('SCOPE_VIOLATION', `${name} created protected names: ${violations.join(', ')}`);
-    }
-    throwIfAborted();
-    return output;
-  }
-}
-
-function classify(
-  err: unknown,
-  signal: AbortSignal,
-): { code: TerminalCode; reason: string; budget?: BudgetName } {
-  const cause = signal.aborted && !(err instanceof Stop) ? signal.reason : err;
-  if (cause instanceof Stop)
-    return { code: cause.code, reason: cause.reason, ...(cause.budget ? { budget: cause.budget } : {}) };
-  if (cause instanceof RunError) return { code: cause.code, reason: cause.message };
-  if (cause instanceof Error && cause.name === 'ModelError')
-    return { code: 'MODEL_ERROR', reason: cause.message };
-  // a fault of keel or of this machine (a bug, a full disk): the run still ends with one terminal code,
-  // and the log says what threw and where
-  const stack = cause instanceof Error ? (cause.stack ?? cause.message) : String(cause);
-  const where = stack
-    .split('\n')
-    .find((line) => line.trim().startsWith('at '))
-    ?.trim();
-  const what = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
-  return { code: 'ENVIRONMENT_ERROR', reason: `unexpected error: ${what}${where ? ` (${where})` : ''}` };
 }
 
 /** What an event records as spent on the model: an answer's usage, a compaction's summary request. */
@@ -810,63 +490,4 @@ function spentBy(event: SessionEvent): Spent | undefined {
       costUsd: event.cost_usd === undefined ? 0 : event.cost_usd,
     };
   return undefined;
-}
-
-function isFsError(err: unknown): boolean {
-  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && 'syscall' in err;
-}
-
-/**
- * Open a new run of a reopened session. Calls the last run left without an answer are answered
- * now, from the log, and never run again: one that started may have done part of its work, and
- * the model is told so; one that never started is reported as not run.
- */
-function resumeRun(opts: SessionOptions, record: (event: SessionEvent) => number, state: SessionState): void {
-  const pending = [...state.open.entries()];
-  record({
-    type: 'session_resume',
-    run: state.run.number + 1,
-    mode: opts.policy.mode,
-    provider: opts.model.provider,
-    model: opts.model.currentModel(),
-    pid: process.pid,
-  });
-  for (const [callId, call] of pending) {
-    record({
-      type: 'tool_result',
-      call_id: callId,
-      tool: call.tool,
-      output: call.started
-        ? `Error: interrupted: the session stopped while this ${call.tool} call was running, and keel did not run it again. It may have done part of its work; check before repeating it.`
-        : `Error: not run: the session stopped before this ${call.tool} call ran.`,
-      is_error: true,
-      files_changed: [],
-      diff_lines: 0,
-      duration_ms: 0,
-      interrupted: true,
-    });
-  }
-}
-
-/** JSON with sorted keys, so the same arguments in another order count as the same call. */
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as { [k: string]: unknown }).sort(([a], [b]) => a.localeCompare(b));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-/** The user's folder (the process's), when it is a subfolder of the workspace: the model is told. */
-function userFolder(root: string): { here?: string } {
-  let cwd: string;
-  try {
-    cwd = realpathSync(process.cwd());
-  } catch {
-    return {};
-  }
-  const here = relative(root, cwd);
-  if (!here || here.startsWith('..') || isAbsolute(here)) return {};
-  return { here: here.split(sep).join('/') };
 }
