@@ -1,91 +1,21 @@
 /** The `keel` command line: verbs, flags and help. Each verb's module is loaded only when it runs. */
-import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { closest } from '../config/closest.js';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { keelPaths } from '../config/paths.js';
 import { EXIT } from '../term/exit-codes.js';
 import { reportError, wantsJson } from './errors.js';
 import { mcpCommand } from './mcp-command.js';
 import { listToolsCommand } from './mcp-list-tools.js';
-
-const SESSION_VERBS = [
-  { name: 'ask', mode: 'ask', summary: 'answer a question about the code (read-only)' },
-  { name: 'plan', mode: 'plan', summary: 'investigate and write a plan (read-only)' },
-  { name: 'edit', mode: 'edit', summary: 'change files inside the scope (shell gated)' },
-  { name: 'run', mode: 'auto', summary: 'do a task unattended (budgets enforced, shell gated)' },
-] as const;
-
-/** Which model to talk to: the same flags on every verb that calls one. */
-function addModelOptions(cmd: Command): Command {
-  return cmd
-    .option('--provider <name>', 'openai | ollama | scripted')
-    .option('--model <name>', 'model name as the server knows it')
-    .option(
-      '--base-url <url>',
-      'server URL (http://host:8000/v1 for OpenAI-compatible, http://host:11434 for ollama)',
-    )
-    .option('--script <file>', 'script file for the scripted provider')
-    .option('--context-window <n>', 'context window in tokens', parseIntArg);
-}
-
-/** Budgets for a session; `per` says what one budget covers (a session, an attempt, a round). */
-function addBudgetOptions(cmd: Command, per: string): Command {
-  return cmd
-    .option('--max-rounds <n>', `budget ${per}: model rounds`, parseIntArg)
-    .option('--max-tokens <n>', `budget ${per}: tokens in and out`, parseIntArg)
-    .option('--max-cost <usd>', `budget ${per}: cost in USD (needs pricing)`, parseFloatArg)
-    .option('--max-wall <s>', `budget ${per}: wall-clock seconds`, parseFloatArg)
-    .option('--max-diff-lines <n>', `budget ${per}: lines changed`, parseIntArg);
-}
-
-/** Flags shared by every verb that starts a session. */
-export function addSessionOptions(cmd: Command, opts: { reopen?: boolean } = {}): Command {
-  cmd
-    .argument('[prompt...]', 'the task or question (or use -m, or pipe it on stdin)')
-    .option('-m, --message <text>', 'the task or question')
-    .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
-    .option('--profile <name>', 'use [profiles.NAME] from the config over the base settings')
-    .option('--json', 'print one JSON document on stdout and nothing else');
-  if (opts.reopen !== false)
-    cmd
-      .option(
-        '-c, --continue',
-        "go on with this project's newest session (a new message, or where it was killed)",
-      )
-      .option('--resume <id>', 'go on with this session (id or unique prefix)');
-  return addBudgetOptions(addModelOptions(cmd), 'per session')
-    .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
-    .option('--commit', "commit the session's own files when it completes")
-    .option('--skip-approvals', 'without a terminal, go on although `approvals` asks a person first');
-}
-
-function parseIntArg(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0)
-    throw new InvalidArgumentError(`expected a positive integer, got "${value}"`);
-  return n;
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
-/** Tags as people type them: `--tag a --tag b`, `--tags a,b` or `--tag "a, b"`. */
-function collectTags(value: string, previous: string[]): string[] {
-  return [
-    ...previous,
-    ...value
-      .split(',')
-      .map((t) => t.trim())
-      .filter(Boolean),
-  ];
-}
-
-function parseFloatArg(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0)
-    throw new InvalidArgumentError(`expected a positive number, got "${value}"`);
-  return n;
-}
+import {
+  addBudgetOptions,
+  addModelOptions,
+  addSessionOptions,
+  collect,
+  collectTags,
+  parseFloatArg,
+  parseIntArg,
+} from './options.js';
+import { addSessionVerbs } from './session-verbs.js';
+import { showHelp } from './usage.js';
 
 /** The whole command tree (exported so `keel completion` and tests can walk it). */
 export function buildProgram(version: string, setExit: (code: number) => void, json = false): Command {
@@ -102,53 +32,8 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       writeOut: (s) => process.stdout.write(s),
     });
 
-  // `keel TASK`, `keel -m TEXT` or a prompt on stdin (no verb): a session in the configured `permission` mode (default ask)
-  addSessionOptions(program).action(async (words: string[], opts) => {
-    // loaded only for a session: bare `keel` printing help stays cheap
-    const runVerb: typeof import('./session-command.js').runVerb = async (...args) =>
-      (await import('./session-command.js')).runVerb(...args);
-    if (opts.continue || opts.resume) {
-      setExit(await runVerb(undefined, words, opts));
-      return;
-    }
-    if (!opts.message && words.length === 0) {
-      // bare `keel` at a terminal is a conversation; with output redirected it prints what keel can do
-      if (process.stdin.isTTY) {
-        if (!process.stdout.isTTY || opts.json) {
-          program.help({ error: false });
-          return;
-        }
-        const { runChat } = await import('../chat/chat-command.js');
-        setExit(await runChat(opts));
-        return;
-      }
-      const { readStdin } = await import('./prompt-input.js');
-      const piped = await readStdin();
-      // a non-TTY stdin with nothing on it (cron, `< /dev/null`) is no task: show what keel can do
-      if (!piped) {
-        program.help({ error: false });
-        return;
-      }
-      setExit(await runVerb(undefined, [], { ...opts, message: piped }));
-      return;
-    }
-    // `keel edt`, `keel sesions list`: a first word that is nearly a verb is a typo, not a task
-    const typo = verbTypo(program, words[0]);
-    if (!opts.message && typo) {
-      setExit(usageError(opts.json, `unknown command "${words[0]}" (did you mean ${typo}?)`));
-      return;
-    }
-    setExit(await runVerb(undefined, words, opts));
-  });
-
-  for (const verb of SESSION_VERBS) {
-    addSessionOptions(program.command(verb.name).description(verb.summary)).action(
-      async (words: string[], opts) => {
-        const { runVerb } = await import('./session-command.js');
-        setExit(await runVerb(verb.mode, words, opts));
-      },
-    );
-  }
+  // bare `keel` and keel ask|plan|edit|run (session-verbs.ts)
+  addSessionVerbs(program, setExit);
 
   program
     .command('demo')
@@ -721,46 +606,6 @@ needs KEEL_SERVE_TOKEN. Only this project's sessions and runs are served.`,
     });
 
   return program;
-}
-
-/** `keel help [VERB...]`: the help of the command the words name, or a usage error naming the word that matches none. */
-function showHelp(program: Command, path: string[]): number {
-  let cmd = program;
-  for (const word of path) {
-    const next = cmd.commands.find((c) => c.name() === word || c.aliases().includes(word));
-    if (!next) {
-      const near = closest(
-        word,
-        cmd.commands.map((c) => c.name()),
-      );
-      const words = [...path.slice(0, path.indexOf(word)), word].join(' ');
-      return usageError(
-        false,
-        `unknown command "${words}"${near ? ` (did you mean ${near}?)` : ''}; see keel help`,
-      );
-    }
-    cmd = next;
-  }
-  cmd.outputHelp();
-  return EXIT.ok;
-}
-
-/**
- * The verb a mistyped first word was meant to be: one word, one edit (or a swap) from a verb. A task
- * may well start with a word two edits from one ("test the parser" is not "trust"), so no further.
- */
-function verbTypo(program: Command, word: string | undefined): string | undefined {
-  if (!word || /\s/.test(word)) return undefined;
-  return closest(
-    word,
-    program.commands.map((c) => c.name()),
-    1,
-  );
-}
-
-/** A usage error: exit 2, as one --json document or a line on stderr. */
-function usageError(json: boolean | undefined, message: string): number {
-  return reportError(json, 'CONFIG_ERROR', message);
 }
 
 /** Run the CLI with `argv` (as process.argv) and return the exit status. */
