@@ -7,23 +7,18 @@ import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
 import { count, RunError, type TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
-import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
 import { GitError } from '../policy/git.js';
 import { type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { EventLog, StoredEvent } from '../store/event-log.js';
-import { readOnlyWrite } from '../verify/environment.js';
-import { describeRun, findSuite, importableForm, type TestSuite } from '../verify/suite.js';
+import { describeRun, findSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
-import {
-  collectionError,
-  baseline as summarizeBaseline,
-  type Verdict,
-  verify,
-  withTestEdits,
-} from '../verify/verifier.js';
+import { baseline as summarizeBaseline, type Verdict, verify, withTestEdits } from '../verify/verifier.js';
+import { runBaseline } from './baseline.js';
+import { sessionRunner } from './fix-session.js';
 import { observeFix } from './observe.js';
+import { attemptPrompt, planPrompt, testEditFeedback } from './prompts.js';
 import { writeReport } from './report.js';
 import { openRunLog } from './run-log.js';
 import {
@@ -31,12 +26,10 @@ import {
   commitAttempt,
   createSnapshot,
   discardSnapshot,
-  refreshDependencies,
   removeWorktree,
   rollback,
   type Snapshot,
   slugify,
-  writablePackage,
 } from './snapshot.js';
 import { baselineDoctestModules, baselineTestPaths, guardTests } from './test-guard.js';
 import { testSandbox } from './test-sandbox.js';
@@ -191,62 +184,25 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         'no test command found (looked at package.json, pytest, go.mod, Cargo.toml); pass --test-command',
       );
     }
-    let suite = found;
-    userCommand = suite.detected.command;
+    userCommand = found.detected.command;
     sandbox = await testSandbox(snapshot, reportsDir, opts.loaded);
-    const box = sandbox;
-    const exec = (command: string, o: { timeoutS: number; signal: AbortSignal }) => box.run(command, o);
-    // each run starts from the user's dependencies as they are, whatever an attempt left in node_modules
-    const shot = snapshot;
-    const runTests = () => {
-      refreshDependencies(shot);
-      return suite.run({ signal: opts.signal, exec });
-    };
-    progress(
-      `baseline: running \`${suite.detected.command}\` (${suite.detected.source}) ${sandbox.kind === 'none' ? 'without a sandbox' : `in ${sandbox.kind}`}`,
-    );
-    if (suite.detected.steps !== undefined) {
-      const steps = suite.detected.steps.map(
-        (step) => `${step.name} (${step.runner === 'unknown' ? 'check' : step.runner}: \`${step.command}\`)`,
-      );
-      progress(`baseline: \`${suite.detected.command}\` runs ${steps.join(', ')}`);
-    }
-    const baselineDone = waiting(`baseline: running \`${suite.detected.command}\``);
-    let before: SuiteRun;
-    try {
-      before = await runTests();
-    } catch (err) {
-      baselineDone();
-      throw err;
-    }
-    const importable = opts.signal.aborted ? undefined : importableForm(suite, before, reportsDir);
-    if (importable !== undefined) {
-      progress(
-        `baseline: \`${suite.detected.command}\` cannot import the project (${firstLine(collectionError(before) ?? '')}); trying \`${importable.detected.command}\`, which puts the project's folder on sys.path`,
-      );
-      const previous = suite;
-      suite = importable;
-      const again = await runTests();
-      if (collectionError(again) === undefined && again.environmentProblem === undefined) {
-        before = again;
-        userCommand = suite.detected.command;
-      } else suite = previous;
-    }
-    // a tool that writes into its own package (vitest --typecheck's .tsbuildinfo) gets a throw-away copy
-    for (
-      let copies = 0;
-      copies < 3 && before.environmentProblem !== undefined && !opts.signal.aborted;
-      copies++
-    ) {
-      const path = readOnlyWrite([before.output, ...before.results.map((r) => r.message ?? '')].join('\n'));
-      const name = path === undefined ? undefined : writablePackage(snapshot, path);
-      if (name === undefined) break;
-      progress(
-        `baseline: a tool writes into ${name} (${path}); the tests get a throw-away copy of it, your node_modules is not changed`,
-      );
-      before = await runTests();
-    }
-    const baselineTook = baselineDone();
+    const {
+      suite,
+      before,
+      runTests,
+      took: baselineTook,
+    } = await runBaseline({
+      opts,
+      found,
+      snapshot,
+      sandbox,
+      reportsDir,
+      progress,
+      waiting,
+      chose: (command) => {
+        userCommand = command;
+      },
+    });
     if (opts.signal.aborted)
       return result({
         code: 'CANCELLED',
@@ -526,122 +482,11 @@ function seconds(ms: number): string {
   return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
 }
 
-type SessionRun = (
-  mode: 'plan' | 'edit',
-  prompt: string,
-  maxRounds: number,
-) => Promise<{ code: TerminalCode; reason: string; summary: string; budgetSpent?: true }>;
-
-/** What the run has used so far, which the next session's budgets are taken from. */
-type Spent = () => { tokens: number; cost: number | null; wallS: number };
-
-/**
- * Each plan and attempt is an ordinary session in the snapshot, sharing one model client. The token,
- * cost and wall budgets are the run's: each session gets what the sessions before it left.
- */
-function sessionRunner(
-  opts: FixOptions,
-  runtime: Runtime,
-  model: ModelClient,
-  runId: string,
-  snapshot: Snapshot,
-  suite: TestSuite,
-  tokens: { input: number; output: number },
-  spent: Spent,
-  add: (rounds: number, cost: number | null) => void,
-): SessionRun {
-  return async (mode, prompt, maxRounds) => {
-    const base = opts.loaded.config;
-    const left = remainingBudgets(base.budgets, spent());
-    if ('spent' in left)
-      return { code: 'BUDGET_EXCEEDED', reason: left.spent, summary: '', budgetSpent: true };
-    const config = {
-      ...base,
-      scope: ['.'],
-      test_command: suite.detected.command,
-      budgets: { ...base.budgets, ...left, max_rounds: maxRounds },
-    };
-    const outcome = await runtime.start({
-      mode,
-      prompt,
-      loaded: { ...opts.loaded, config },
-      cwd: snapshot.dir,
-      signal: opts.signal,
-      model,
-      parentId: runId,
-      safetyNet: false,
-      // the linked dependency folders live in the user's checkout: visible, never writable
-      readOnlyDirs: snapshot.linkedFrom,
-      ...(opts.onText ? { onText: opts.onText } : {}),
-      ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
-    });
-    tokens.input += outcome.tokens.input;
-    tokens.output += outcome.tokens.output;
-    add(outcome.rounds, outcome.costUsd);
-    return outcome;
-  };
-}
-
-/** The run's token, cost and wall budgets less what it has used, or which one is used up. */
-function remainingBudgets(
-  budgets: LoadedConfig['config']['budgets'],
-  used: ReturnType<Spent>,
-): { max_tokens?: number; max_cost_usd?: number; max_wall_s?: number } | { spent: string } {
-  const left: { max_tokens?: number; max_cost_usd?: number; max_wall_s?: number } = {};
-  if (budgets.max_tokens !== undefined) {
-    const rest = budgets.max_tokens - used.tokens;
-    if (rest < 1)
-      return { spent: `max_tokens: the run has used ${used.tokens} of ${budgets.max_tokens} tokens` };
-    left.max_tokens = rest;
-  }
-  if (budgets.max_cost_usd !== undefined && used.cost !== null) {
-    const rest = budgets.max_cost_usd - used.cost;
-    if (rest <= 0)
-      return {
-        spent: `max_cost_usd: the run has spent $${used.cost.toFixed(4)} of $${budgets.max_cost_usd}`,
-      };
-    left.max_cost_usd = rest;
-  }
-  if (budgets.max_wall_s !== undefined) {
-    const rest = budgets.max_wall_s - used.wallS;
-    if (rest <= 0)
-      return { spent: `max_wall_s: the run has taken ${Math.round(used.wallS)} of ${budgets.max_wall_s} s` };
-    left.max_wall_s = rest;
-  }
-  return left;
-}
-
 function resolveTargetIds(run: SuiteRun, requested: string[], failing: string[]): string[] {
   if (!requested.length) return failing;
   const resolved = resolveTargets(run, requested);
   if (!resolved.ok) throw new RunError('CONFIG_ERROR', `--target-test: ${resolved.error}`);
   return resolved.ids;
-}
-
-function planPrompt(issue: string, before: SuiteRun, targets: string[]): string {
-  return [
-    'Investigate this issue in the repository and write a short plan (at most 6 steps) for the smallest fix.',
-    '',
-    `Issue:\n${issue}`,
-    '',
-    `Failing tests to make pass:\n${targets.map((t) => `- ${t}`).join('\n')}`,
-    '',
-    `Test results now:\n${describeRun(before)}`,
-  ].join('\n');
-}
-
-function attemptPrompt(issue: string, plan: string, targets: string[], feedback: string): string {
-  return [
-    'Fix this issue by editing the code. Do not edit the tests unless they are wrong.',
-    'Use run_tests to check your change. When you are done, reply with one paragraph: what was wrong and what you changed.',
-    '',
-    `Issue:\n${issue}`,
-    '',
-    `Plan:\n${plan}`,
-    '',
-    `These tests must pass, and every test that passes now must still pass:\n${targets.map((t) => `- ${t}`).join('\n')}`,
-    ...(feedback ? ['', feedback] : []),
-  ].join('\n');
 }
 
 /** The run's own events and its sessions', in time order: the trace. */
@@ -651,11 +496,6 @@ function traceEvents(log: EventLog, runId: string): StoredEvent[] {
   return all.sort(
     (a, b) => a.ts.localeCompare(b.ts) || a.session_id.localeCompare(b.session_id) || a.seq - b.seq,
   );
-}
-
-/** Tell the model its test edits did not count, so its next attempt fixes the code instead. */
-function testEditFeedback(edits: string[]): string {
-  return `\nYour edits to existing tests (${edits.join(', ')}) were set aside: the verdict uses the repository's tests as they were before your change. Fix the code, not the tests.`;
 }
 
 function firstLine(text: string): string {
