@@ -1,0 +1,185 @@
+/**
+ * The HTTP API's contract: every route with its request body's zod schema, which routes need no
+ * token, and the OpenAPI document generated from the same table, so the two cannot drift.
+ */
+import { z } from 'zod';
+import { MODES } from '../config/schema.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export const StartBody = z
+  .object({
+    prompt: z.string().min(1).max(200_000),
+    mode: z.enum(MODES).default('ask'),
+    scope: z.string().min(1).optional(),
+    model: z.string().min(1).optional(),
+    profile: z.string().min(1).optional(),
+    parent: z.string().min(1).optional(),
+  })
+  .strict();
+export const MessageBody = z.object({ text: z.string().min(1).max(200_000) }).strict();
+export const ApprovalBody = z
+  .object({ decision: z.enum(['allow', 'deny']), reason: z.string().max(2000).optional() })
+  .strict();
+export const ForkBody = z
+  .object({ prompt: z.string().min(1).optional(), at: z.number().int().positive().optional() })
+  .strict();
+export const FixBody = z
+  .object({ task: z.string().min(1).max(200_000), test_command: z.string().min(1).optional() })
+  .strict();
+export const MemoryAddBody = z
+  .object({
+    text: z.string().min(1).max(20_000),
+    tags: z.array(z.string().min(1).max(64)).max(20).optional(),
+  })
+  .strict();
+
+interface Route {
+  method: 'get' | 'post';
+  path: string;
+  summary: string;
+  body?: z.ZodType;
+  query?: Record<string, string>;
+  stream?: boolean;
+}
+
+/**
+ * What answers without the token: the process is up, the A2A agent card (discovery is public; it names
+ * keel and its skills, nothing of the project) and the page's own files (keel's, not the project's; the
+ * page reads the API with the token its address carries).
+ */
+export function isPublic(method: string, path: string): boolean {
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  return (
+    path === '/health' ||
+    path === '/.well-known/agent-card.json' ||
+    path === '/' ||
+    path === '/index.html' ||
+    /^\/assets\/[\w-][\w.-]*$/.test(path)
+  );
+}
+
+/** Every route the server answers, for the OpenAPI document (a test checks it against the app's own). */
+export const ROUTES: Route[] = [
+  { method: 'post', path: '/v1/sessions', summary: 'start a session', body: StartBody },
+  {
+    method: 'get',
+    path: '/v1/sessions',
+    summary: "this project's sessions",
+    query: {
+      state: 'running|waiting|completed|failed|cancelled',
+      project: 'this project only (another folder is a 400)',
+    },
+  },
+  { method: 'get', path: '/v1/sessions/:id', summary: 'one session' },
+  {
+    method: 'get',
+    path: '/v1/sessions/:id/events',
+    summary: 'the session as a stream (SSE): stored events from Last-Event-ID or ?after=, then live',
+    query: { after: 'a seq' },
+    stream: true,
+  },
+  { method: 'get', path: '/v1/sessions/:id/diff', summary: 'unified diffs of the files the session changed' },
+  {
+    method: 'post',
+    path: '/v1/sessions/:id/messages',
+    summary: 'steer a running turn, or start the next one',
+    body: MessageBody,
+  },
+  {
+    method: 'post',
+    path: '/v1/sessions/:id/approvals/:question',
+    summary:
+      "answer a question the session waits on, named by its id (pending_approvals[].id, not the model's call_id)",
+    body: ApprovalBody,
+  },
+  { method: 'post', path: '/v1/sessions/:id/cancel', summary: 'cancel the running turn' },
+  {
+    method: 'post',
+    path: '/v1/sessions/:id/fork',
+    summary: 'branch the session (and go on in the branch with prompt)',
+    body: ForkBody,
+  },
+  { method: 'post', path: '/v1/fix', summary: 'start a fix run', body: FixBody },
+  {
+    method: 'get',
+    path: '/v1/runs',
+    summary: "this project's fix and loop runs",
+    query: { project: 'this project only (another folder is a 400)' },
+  },
+  { method: 'get', path: '/v1/runs/:id', summary: 'one run: verdict, attempts, rationale, PR text, diff' },
+  {
+    method: 'get',
+    path: '/v1/memory/search',
+    summary: "search the project's memory",
+    query: { q: 'the query', k: 'how many' },
+  },
+  { method: 'post', path: '/v1/memory', summary: 'add a note to memory', body: MemoryAddBody },
+  {
+    method: 'get',
+    path: '/v1/files',
+    summary: 'one folder of the project, read-only (no .git, no credential files, no links out)',
+    query: { dir: 'a folder relative to the project (the top when absent)' },
+  },
+  {
+    method: 'get',
+    path: '/v1/files/content',
+    summary:
+      'one text file of the project, read-only (refused: outside, .git, credentials, binary, over 1 MiB)',
+    query: { path: 'a file relative to the project' },
+  },
+  { method: 'get', path: '/v1/openapi.json', summary: 'this document' },
+  { method: 'get', path: '/health', summary: 'the process is up' },
+  { method: 'get', path: '/ready', summary: 'the store answers' },
+  { method: 'get', path: '/metrics', summary: 'Prometheus text' },
+];
+
+export function openApiDocument(version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of ROUTES) {
+    const path = r.path.replace(/:([a-z]+)/g, '{$1}');
+    const params = [...r.path.matchAll(/:([a-z]+)/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    const query = Object.entries(r.query ?? {}).map(([name, description]) => ({
+      name,
+      in: 'query',
+      required: false,
+      description,
+      schema: { type: 'string' },
+    }));
+    paths[path] ??= {};
+    (paths[path] as Record<string, unknown>)[r.method] = {
+      summary: r.summary,
+      ...(params.length || query.length ? { parameters: [...params, ...query] } : {}),
+      ...(r.body
+        ? {
+            requestBody: {
+              required: true,
+              content: {
+                'application/json': {
+                  schema: z.toJSONSchema(r.body, { io: 'input', target: 'draft-2020-12' }),
+                },
+              },
+            },
+          }
+        : {}),
+      responses: {
+        [r.method === 'post' && !r.path.includes('/approvals/') ? '2XX' : '200']: {
+          description: r.stream ? 'text/event-stream' : 'application/json',
+        },
+        '4XX': { description: '{code, error}' },
+      },
+      ...(isPublic(r.method.toUpperCase(), r.path) ? {} : { security: [{ bearer: [] }] }),
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'keel serve', version },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    paths,
+  };
+}
