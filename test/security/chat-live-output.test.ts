@@ -18,9 +18,13 @@ const COMMAND =
   'while [ ! -f go ]; do sleep 0.1; done; echo live-three';
 
 function paneTitle(pane: Pane): string {
-  return execFileSync('tmux', ['-L', paneSocket(), 'display-message', '-p', '-t', pane.name, '#{pane_title}'], {
-    encoding: 'utf8',
-  }).trim();
+  return execFileSync(
+    'tmux',
+    ['-L', paneSocket(), 'display-message', '-p', '-t', pane.name, '#{pane_title}'],
+    {
+      encoding: 'utf8',
+    },
+  ).trim();
 }
 
 describe('keel chat: live shell output', () => {
@@ -52,6 +56,8 @@ describe('keel chat: live shell output', () => {
     expect(paneTitle(pane)).not.toContain('pwned');
     // the model's tool result is the command's exact output, escapes and all
     const result = requestMessages(chatBodies(server).at(-1)).find((m) => m.role === 'tool');
-    expect(result?.content).toContain('live-one\nlive-two\ntitle \x1b]2;pwned\x07 cleared \x1b[2J\nlive-three');
+    expect(result?.content).toContain(
+      'live-one\nlive-two\ntitle \x1b]2;pwned\x07 cleared \x1b[2J\nlive-three',
+    );
   });
 });
