@@ -114,6 +114,17 @@ export class Conversation {
     this.opts.view.status();
   }
 
+  /** A command rule saved by /permissions, in force from the next call (the config file has it for later chats). */
+  addCommandRule(key: 'allow_commands' | 'deny_commands', rule: string, file: string): void {
+    const { config, sources } = this.loaded;
+    if (config[key].includes(rule)) return;
+    this.loaded = {
+      ...this.loaded,
+      config: { ...config, [key]: [...config[key], rule] },
+      sources: { ...sources, [key]: file },
+    };
+  }
+
   /** A compaction made between turns (/compact): the next request is the compacted history's size. */
   compacted(event: Extract<SessionEvent, { type: 'compaction' }>): void {
     this.count(event);
