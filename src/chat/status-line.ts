@@ -22,13 +22,14 @@ export function statusLine(conv: Conversation, style: Style): string {
         ? `sandboxed (${conv.config.sandbox})`
         : `sandbox ${conv.config.sandbox}`;
   const mode = acting ? style.yellow(conv.mode) : style.green(conv.mode);
+  // the last answer's speed after the settings: a narrow terminal cuts it before them
   const parts = [
     inertLine(conv.model),
     mode,
     ctx,
-    ...(s.lastAnswer ? [speed(s.lastAnswer)] : []),
     cost,
     sandbox,
+    ...(s.lastAnswer ? [speed(s.lastAnswer)] : []),
   ];
   return `${style.dim(' ')}${parts.join(style.dim(' · '))}${conv.sessionId ? style.dim(` · ${conv.sessionId}`) : ''}`;
 }
