@@ -16,6 +16,8 @@ export interface Answer {
   finishReason: string;
   usage: TokenCount & { reported: boolean };
   model: string;
+  /** From the start of the request that answered (after any retry or fallback): to its first token, to its end. */
+  timing: { first_token_ms: number; total_ms: number };
 }
 
 /** Stream the model's answer to a request and collect its text, reasoning, tool calls and usage. */
@@ -30,8 +32,12 @@ export async function streamAnswer(
   let finishReason = '';
   const calls: ToolCall[] = [];
   let usage: (TokenCount & { reported: boolean }) | undefined;
+  // the answer's own request: a retry or a fallback starts the clock again
+  let start = Date.now();
+  let first: number | undefined;
   const hooks: StreamHooks = {
-    onRetry: (info) =>
+    onRetry: (info) => {
+      start = Date.now() + info.delayMs;
       opts.record({
         type: 'model_retry',
         round,
@@ -39,11 +45,17 @@ export async function streamAnswer(
         attempt: info.attempt,
         error: info.error.message,
         delay_ms: info.delayMs,
-      }),
-    onFallback: (info) =>
-      opts.record({ type: 'model_fallback', round, from: info.from, to: info.to, error: info.error.message }),
+      });
+    },
+    onFallback: (info) => {
+      start = Date.now();
+      opts.record({ type: 'model_fallback', round, from: info.from, to: info.to, error: info.error.message });
+    },
   };
   for await (const delta of opts.model.stream(request, signal, hooks)) {
+    const token =
+      delta.type === 'tool_call' || ((delta.type === 'text' || delta.type === 'reasoning') && delta.text);
+    if (first === undefined && token) first = Date.now();
     if (delta.type === 'text') {
       text += delta.text;
       opts.onText?.(delta.text);
@@ -76,5 +88,15 @@ export async function streamAnswer(
     output: estimateTokens(reasoning + text + calls.map((c) => c.name + c.arguments).join('')),
     reported: false,
   };
-  return { text, reasoning: reasoning.trim(), calls, finishReason, usage, model: opts.model.currentModel() };
+  const end = Date.now();
+  const timing = { first_token_ms: Math.max(0, (first ?? end) - start), total_ms: Math.max(0, end - start) };
+  return {
+    text,
+    reasoning: reasoning.trim(),
+    calls,
+    finishReason,
+    usage,
+    model: opts.model.currentModel(),
+    timing,
+  };
 }

@@ -89,6 +89,8 @@ export type SessionEvent =
       recovered: number;
       usage: TokenCount & { reported: boolean };
       cost_usd: number | null;
+      /** Milliseconds from the request to the answer's first token and to its end (the status line's ttft and tok/s). */
+      timing?: { first_token_ms: number; total_ms: number };
     }
   | { type: 'tool_call_invalid'; round: number; call_id: string; tool: string; error: string }
   | {

@@ -391,6 +391,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         recovered: recoveredCount,
         usage: { ...answer.usage },
         cost_usd: roundCost,
+        timing: answer.timing,
       });
       if (text.trim()) lastText = text.trim();
       for (const [i, m] of malformed.entries()) {

@@ -151,6 +151,11 @@ export async function runCommand(
       ]);
       return;
     }
+    case 'permissions': {
+      const { permissionsCommand } = await import('./permissions.js');
+      permissionsCommand(arg, conv, screen);
+      return;
+    }
     case 'status': {
       const [{ createModelClient }, { sandboxInUse }] = await Promise.all([
         import('../model/create.js'),

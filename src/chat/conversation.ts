@@ -41,6 +41,8 @@ export interface Stats {
   cost: number | null;
   /** Whether shell ran sandboxed, once a command ran. */
   sandboxed?: boolean;
+  /** The last model answer's timing and output tokens, as its assistant_message logged them. */
+  lastAnswer?: { first_token_ms: number; total_ms: number; output: number };
 }
 
 export interface ConversationOptions {
@@ -112,6 +114,17 @@ export class Conversation {
     this.opts.view.status();
   }
 
+  /** A command rule saved by /permissions, in force from the next call (the config file has it for later chats). */
+  addCommandRule(key: 'allow_commands' | 'deny_commands', rule: string, file: string): void {
+    const { config, sources } = this.loaded;
+    if (config[key].includes(rule)) return;
+    this.loaded = {
+      ...this.loaded,
+      config: { ...config, [key]: [...config[key], rule] },
+      sources: { ...sources, [key]: file },
+    };
+  }
+
   /** A compaction made between turns (/compact): the next request is the compacted history's size. */
   compacted(event: Extract<SessionEvent, { type: 'compaction' }>): void {
     this.count(event);
@@ -150,6 +163,7 @@ export class Conversation {
     this.stats.tokens = 0;
     this.stats.cost = null;
     delete this.stats.sandboxed;
+    delete this.stats.lastAnswer;
     this.lastExit = EXIT.ok;
     this.opts.view.status();
   }
@@ -288,6 +302,7 @@ export class Conversation {
       case 'assistant_message':
         this.stats.tokens += event.usage.input + event.usage.output;
         if (event.cost_usd !== null) this.stats.cost = (this.stats.cost ?? 0) + event.cost_usd;
+        if (event.timing) this.stats.lastAnswer = { ...event.timing, output: event.usage.output };
         return;
       case 'compaction':
         // the next request carries the compacted history: what the summary left is the context now

@@ -25,6 +25,11 @@ export const COMMANDS = [
     args: 'N',
     summary: 'back to the start of turn N: conversation and files (asks first when files change)',
   },
+  {
+    name: 'permissions',
+    args: '[allow|deny [--project] CMD]',
+    summary: 'the rules in force; always allow or never run a command (saved to your config)',
+  },
   { name: 'export', args: '[md|html]', summary: 'write this session as a readable transcript to a file' },
   {
     name: 'init',

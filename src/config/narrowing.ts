@@ -93,6 +93,20 @@ function names(key: string): Rule {
   };
 }
 
+/**
+ * Command rules: a new allowed command widens (fewer questions), a new denied one narrows; removing
+ * one does the opposite. Each rule is its own change, so `keel trust diff` names it.
+ */
+function commandRules(key: string, addingWidens: boolean): Rule {
+  return (before, after, push) => {
+    const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+    const a = list(before[key]);
+    const b = list(after[key]);
+    for (const rule of b) if (!a.includes(rule)) push([key], addingWidens, `${key}: adds ${show(rule)}`);
+    for (const rule of a) if (!b.includes(rule)) push([key], !addingWidens, `${key}: removes ${show(rule)}`);
+  };
+}
+
 /** A key that changes neither what keel may do nor what it may spend. */
 const free: Rule = () => {};
 
@@ -297,6 +311,8 @@ const RULES: Record<keyof Config, Rule> = {
   scope,
   test_command: free, // the repository's tests are the repository's code anyway, and run gated
   allow_shell: flag('allow_shell', true),
+  allow_commands: commandRules('allow_commands', true),
+  deny_commands: commandRules('deny_commands', false),
   approvals,
   hooks,
   mcp_servers: mcpServers,

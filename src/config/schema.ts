@@ -135,6 +135,13 @@ export const configSchema = z.strictObject({
   scope: z.array(z.string().min(1)).default(['.']),
   test_command: z.string().optional(),
   allow_shell: z.boolean().default(false),
+  /**
+   * Commands keel runs without its `approvals` question (src/policy/command-rules.ts): `npm test` is that
+   * command, alone or with more plain arguments. Never wider than mode, scope and sandbox: still sandboxed.
+   */
+  allow_commands: z.array(z.string().trim().min(1)).default([]),
+  /** Commands the gate always denies: `git push` is any git push, wherever it sits in a command line. */
+  deny_commands: z.array(z.string().trim().min(1)).default([]),
   /** When keel asks a person before a call (src/policy/approvals.ts); unset: shell outside the sandbox. */
   approvals: z.enum(APPROVALS).optional(),
   hooks: z.array(hookSchema).default([]),

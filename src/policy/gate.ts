@@ -5,6 +5,7 @@
  */
 import { approvalFor } from './approvals.js';
 import { approversOf } from './approvers.js';
+import { allowedBy, commandLine, deniedBy } from './command-rules.js';
 import type { Effect, PathAccess } from './effects.js';
 import { type HookPayload, matchingHooks, runHook } from './hooks.js';
 import { modeAllows } from './modes.js';
@@ -77,6 +78,14 @@ export async function decide(tool: Gated, args: unknown, ctx: GateContext): Prom
       reason: `${tool.name} is not allowed in ${policy.mode} mode (it ${does}); this session is read-only`,
     };
   }
+  const line = tool.effect === 'exec' ? commandLine(args) : undefined;
+  const denied = line === undefined ? undefined : deniedBy(line, policy.denyCommands);
+  if (denied !== undefined)
+    return {
+      kind: 'deny',
+      deny: 'policy',
+      reason: `the command holds "${denied}", which deny_commands says never to run; do without it`,
+    };
   const paths: string[] = [];
   for (const access of tool.paths?.(args) ?? []) {
     try {
@@ -105,7 +114,9 @@ export async function decide(tool: Gated, args: unknown, ctx: GateContext): Prom
   if (run.kind === 'deny') return run;
   // an approver hook that let a command run unsandboxed has reviewed it: that is the user's word already
   const reviewed = run.sandboxed || approversOf([...policy.hooks], tool.name).length > 0;
-  const approval = approvalFor(policy.approvals, tool.effect, reviewed);
+  // an allowed command skips keel's own question about a sandboxed command, never the sandbox or a hook's
+  const allowed = run.sandboxed && line !== undefined && allowedBy(line, policy.allowCommands) !== undefined;
+  const approval = allowed ? undefined : approvalFor(policy.approvals, tool.effect, reviewed);
   if (!asks.length && !approval) return run;
   const own =
     approval === 'write'

@@ -21,6 +21,9 @@ export interface Policy {
   readonly approvals: Approvals;
   /** Run commands without a sandbox when none can run (the user's explicit word). */
   readonly allowShell: boolean;
+  /** Commands run without the approvals question (still sandboxed), and commands always denied (command-rules.ts). */
+  readonly allowCommands: readonly string[];
+  readonly denyCommands: readonly string[];
   /** Whether a working sandbox is set up: commands run inside it. */
   readonly sandbox: boolean;
   /** The `sandbox` setting asked for, so a denial can say why there is none (the user chose "none", or none could start). */
@@ -52,6 +55,8 @@ export function policyFor(input: PolicyInput): Policy {
     scope: input.scope,
     approvals: config.approvals,
     allowShell: config.allow_shell,
+    allowCommands: Object.freeze([...config.allow_commands]),
+    denyCommands: Object.freeze([...config.deny_commands]),
     sandbox: input.sandbox,
     sandboxSetting: config.sandbox,
     network: config.sandbox_network,
@@ -144,6 +149,8 @@ export function isWithin(child: Policy, parent: Policy): boolean {
   if (!child.scope.writable.every((p) => parent.scope.writable.some((dir) => isInside(p, dir)))) return false;
   if (child.network && !parent.network) return false;
   if (child.allowShell && !parent.allowShell) return false;
+  if (child.allowCommands.some((c) => !parent.allowCommands.includes(c))) return false;
+  if (parent.denyCommands.some((c) => !child.denyCommands.includes(c))) return false;
   if (!asksAtLeast(child.approvals, parent.approvals)) return false;
   if (child.sandbox !== parent.sandbox && !child.sandbox) return false;
   if (parent.hooks.some((h) => !child.hooks.includes(h))) return false;

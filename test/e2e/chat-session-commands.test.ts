@@ -29,14 +29,20 @@ function sessions(home: string) {
 }
 
 describe('keel chat: /status, /rewind, /clear, /export, /init', () => {
-  it('/status names the settings and spend, /rewind 2 puts the file and the conversation back to turn 2 after asking, /clear starts a new session with the same settings, /export writes the transcript, /init drafts AGENTS.md through an approval', async () => {
+  it('/status names the settings and spend, /rewind 2 puts the file and the conversation back to turn 2 after asking, /clear starts a new session with the same settings, /export writes the transcript, /init drafts AGENTS.md through an approval; the status line shows the last answer’s ttft and tok/s as logged', async () => {
     const server = await model([
       write('v1\n'),
       { text: 'wrote one' },
       write('v2\n'),
       { text: 'wrote two' },
       write('v3\n'),
-      { text: 'wrote three' },
+      // a slow first token and a slow stream: the status line's ttft and tok/s are this answer's
+      {
+        text: 'wrote three',
+        delay_ms: 300,
+        chunk_delay_ms: 100,
+        usage: { prompt_tokens: 900, completion_tokens: 42 },
+      },
       { text: 'after the rewind' },
       { text: 'a clean slate' },
       // /init: a write beside AGENTS.md is outside that turn's scope; AGENTS.md itself is asked first
@@ -66,6 +72,17 @@ describe('keel chat: /status, /rewind, /clear, /export, /init', () => {
     expect(readFileSync(join(repo, 'a.txt'), 'utf8')).toBe('v3\n');
     const [first] = sessions(home);
     const old = first?.row.id as string;
+    // the status line's ttft and tok/s are the last answer's, as its assistant_message logged them
+    const last = first?.events.findLast((e) => e.type === 'assistant_message')?.data as {
+      usage: { output: number };
+      timing: { first_token_ms: number; total_ms: number };
+    };
+    expect(last.usage.output).toBe(42);
+    expect(last.timing.first_token_ms).toBeGreaterThanOrEqual(300);
+    const perSecond = Math.round((1000 * 42) / (last.timing.total_ms - last.timing.first_token_ms));
+    expect(pane.screen()).toContain(
+      `ttft ${(last.timing.first_token_ms / 1000).toFixed(1)} s · ${perSecond} tok/s`,
+    );
 
     pane.type('/status', 'Enter');
     const status = await pane.waitFor(/session\s+\S+\n/);
