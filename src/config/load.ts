@@ -166,12 +166,18 @@ function isPlainObject(v: unknown): v is Raw {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 }
 
-/** Deep-merge `over` into `base` (arrays replace), recording each leaf's source. */
+/** Lists every layer adds to: a "never" rule a layer below set stays, whatever a layer above lists. */
+const ADDED_UP = new Set(['deny_commands']);
+
+/** Deep-merge `over` into `base` (arrays replace, except ADDED_UP's, which join), recording each leaf's source. */
 function mergeInto(base: Raw, over: Raw, source: string, sources: Record<string, string>, prefix = ''): void {
   for (const [key, value] of Object.entries(over)) {
     const path = prefix ? `${prefix}.${key}` : key;
     const current = base[key];
-    if (isPlainObject(value) && isPlainObject(current)) {
+    if (ADDED_UP.has(key) && Array.isArray(value) && Array.isArray(current)) {
+      base[key] = [...new Set([...current, ...value])];
+      sources[path] = source;
+    } else if (isPlainObject(value) && isPlainObject(current)) {
       mergeInto(current, value, source, sources, path);
     } else if (isPlainObject(value)) {
       base[key] = {};

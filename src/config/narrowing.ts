@@ -103,7 +103,9 @@ function commandRules(key: string, addingWidens: boolean): Rule {
     const a = list(before[key]);
     const b = list(after[key]);
     for (const rule of b) if (!a.includes(rule)) push([key], addingWidens, `${key}: adds ${show(rule)}`);
-    for (const rule of a) if (!b.includes(rule)) push([key], !addingWidens, `${key}: removes ${show(rule)}`);
+    // deny_commands joins across layers (config/load.ts): a layer above cannot remove a "never" rule below it
+    if (addingWidens)
+      for (const rule of a) if (!b.includes(rule)) push([key], false, `${key}: removes ${show(rule)}`);
   };
 }
 

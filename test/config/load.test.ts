@@ -45,6 +45,19 @@ describe('layered config', () => {
     expect(join(home, 'config.toml')).toContain(home);
   });
 
+  it("adds a project's deny_commands to the user's, untrusted or not, and never drops the user's", () => {
+    const { cwd, env } = setup({
+      'home/config.toml': 'deny_commands = ["git push"]\n',
+      'keel.toml': 'deny_commands = ["rm -rf"]\n',
+    });
+    const { config, warnings } = loadConfig({ cwd, env });
+    expect(config.deny_commands).toEqual(['git push', 'rm -rf']);
+    expect(warnings.join('\n')).not.toContain('deny_commands');
+    // a project that lists none takes none of the user's away
+    const bare = setup({ 'home/config.toml': 'deny_commands = ["git push"]\n', 'keel.toml': 'deny_commands = []\n' });
+    expect(loadConfig({ cwd: bare.cwd, env: bare.env }).config.deny_commands).toEqual(['git push']);
+  });
+
   it('reads .keel/config.toml when there is no keel.toml', () => {
     const { cwd, env } = setup({ '.keel/config.toml': 'model = "from-dot-keel"\n' });
     expect(loadConfig({ cwd, env }).config.model).toBe('from-dot-keel');
