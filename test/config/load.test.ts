@@ -54,7 +54,10 @@ describe('layered config', () => {
     expect(config.deny_commands).toEqual(['git push', 'rm -rf']);
     expect(warnings.join('\n')).not.toContain('deny_commands');
     // a project that lists none takes none of the user's away
-    const bare = setup({ 'home/config.toml': 'deny_commands = ["git push"]\n', 'keel.toml': 'deny_commands = []\n' });
+    const bare = setup({
+      'home/config.toml': 'deny_commands = ["git push"]\n',
+      'keel.toml': 'deny_commands = []\n',
+    });
     expect(loadConfig({ cwd: bare.cwd, env: bare.env }).config.deny_commands).toEqual(['git push']);
   });
 
