@@ -5,7 +5,7 @@
  * branch stays: it is the result. Processes are ended only when they are still the ones recorded (their
  * command line says so), never by name.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type KeelPaths, keelPaths } from '../config/paths.js';
@@ -40,6 +40,7 @@ export async function cleanProblem(store: Store, runId: string): Promise<string 
 
 export async function cleanRun(store: Store, runId: string): Promise<CleanResult> {
   const queue = new RunQueue(store);
+  const createdAt = (await queue.run(runId))?.createdAt ?? 0;
   // a verified task's branch is the one its finishing attempt recorded; an earlier attempt's is not the result
   const verified = new Map<string, string>();
   const specs = new Map<string, BatchTask>();
@@ -82,6 +83,20 @@ export async function cleanRun(store: Store, runId: string): Promise<CleanResult
     for (const { fixRun, taskId, fixPid } of fixes) {
       const row = log.getSession(fixRun);
       if (!row) continue; // the fix died before it opened its log: it made nothing
+      // the journal may be a shared database's: only a fix of this task's repository, started after the
+      // run, is taken for one of its fixes (never another fix run of this machine it happens to name)
+      const spec = specs.get(taskId);
+      if (
+        row.mode !== 'fix' ||
+        !spec ||
+        !sameFolder(row.cwd, spec.repo) ||
+        Date.parse(row.created_at) < createdAt
+      ) {
+        kept.push(
+          `fix ${fixRun} of task ${taskId}: not a fix of ${spec?.repo ?? 'its repository'} in this run`,
+        );
+        continue;
+      }
       const summary = summarizeRun(log, paths, row);
       // a fix that is a zombie (its stuck worker never reaped it) still answers a signal 0, but runs no more
       const run =
@@ -124,6 +139,14 @@ function namedLeftovers(run: RunSummary, paths: KeelPaths, spec: BatchTask | und
       out.branch = branch;
   }
   return { ...out, repo };
+}
+
+function sameFolder(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
+  }
 }
 
 /** SIGKILL a process that is still alive and still the one recorded; true when it was ended. */

@@ -1,8 +1,11 @@
 /** `keel batch report`, `keel batch clean` and a --run-id given another tasks file, through the real binary. */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/engine.js';
+import { appendEvent } from '../../src/store/queue.js';
 import { editTurns, fixtureRepo, planTurns } from '../e2e/fix-harness.js';
 import { keel, keelHome } from '../e2e/harness.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -144,6 +147,28 @@ describe('keel batch report and clean', () => {
     }
     const branchesBefore = git(repo, 'branch', '--list', 'keel/fix-*').split('\n').filter(Boolean);
     expect(branchesBefore).toHaveLength(2);
+    // a journal line naming another fix run of this machine (a shared store anyone of the team writes)
+    const mine = fixtureRepo('stats');
+    const own = JSON.parse(
+      (await keel(['fix', '--repo', mine, '--issue', 'mean() is wrong', '--json'], { cwd: mine, home }))
+        .stdout,
+    );
+    const store = await openStore({ engine: 'sqlite', path: join(home, 'keel.db') });
+    try {
+      await store.transaction((tx) =>
+        appendEvent(
+          tx,
+          'c',
+          Date.now(),
+          'fix_started',
+          { fix_run: own.session_id, host: hostname() },
+          'c0',
+          1,
+        ),
+      );
+    } finally {
+      await store.close();
+    }
     const clean = await keel(['batch', 'clean', 'c', '--json'], { cwd: dir, home });
     expect(clean.code, clean.stderr).toBe(0);
     const doc = JSON.parse(clean.stdout) as { removed: string[]; kept: string[] };
@@ -156,7 +181,11 @@ describe('keel batch report and clean', () => {
       expect.stringMatching(new RegExp(`^worktree ${join(home, 'worktrees')}/`)),
       `branch ${stuckBranch} in ${repo}`,
     ]);
-    expect(doc.kept).toEqual([`branch ${verifiedBranch} in ${repo} (task c0, verified)`]);
+    expect(doc.kept).toEqual([
+      `branch ${verifiedBranch} in ${repo} (task c0, verified)`,
+      `fix ${own.session_id} of task c0: not a fix of ${repo} in this run`,
+    ]);
+    expect(git(mine, 'branch', '--list', own.branch).trim()).not.toBe('');
     for (const pid of [...fix, ...worker]) expect(alive(pid)).toBe(false);
     expect(
       git(repo, 'branch', '--list', 'keel/fix-*')
