@@ -6,6 +6,8 @@
  * write names (task, attempt), so a worker whose lease was taken over writes nothing.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
 import type { Store } from '../store/engine.js';
@@ -14,6 +16,9 @@ import { Ledger } from '../store/ledger.js';
 import { type Lease, RENEW_EVERY_MS, RunQueue } from '../store/queue.js';
 import { ledgerEntriesOf } from './ledger-from-log.js';
 import type { BatchTask } from './tasks-file.js';
+
+/** The variable that hands `keel fix` the run id its worker chose (fix-command.ts reads it). */
+export const FIX_RUN_ENV = 'KEEL_BATCH_FIX_RUN_ID';
 
 /** What a worker's task came to, as stored in the queue. */
 export interface TaskResult {
@@ -48,7 +53,15 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   const task = (await queue.tasks(lease.runId)).find((t) => t.id === lease.taskId);
   if (task?.state !== 'running' || task.attempt !== lease.attempt) return 'lost';
   const spec = task.spec as BatchTask;
-  const child = startFix(spec, opts);
+  // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends
+  const fixRun = newFixRunId();
+  const child = startFix(spec, fixRun, opts);
+  await queue.note(lease, 'fix_started', {
+    fix_run: fixRun,
+    host: hostname(),
+    worker_pid: process.pid,
+    fix_pid: child.pid ?? null,
+  });
   let stopping: 'lost' | 'cancelled' | 'released' | undefined;
   const stop = (why: 'lost' | 'cancelled' | 'released') => {
     if (stopping) return;
@@ -106,14 +119,20 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   return (await queue.finish(lease, verified ? 'done' : 'failed', result)) ? 'finished' : 'lost';
 }
 
-function startFix(task: BatchTask, opts: WorkerOptions): ChildProcess {
+/** A run id as `keel fix` makes its own (`20261205-024000-1a2b3c`): also the worktree's folder name. */
+function newFixRunId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+function startFix(task: BatchTask, fixRun: string, opts: WorkerOptions): ChildProcess {
   const [node, ...bin] = opts.keel;
   const args = [...bin, 'fix', '--repo', task.repo, '--issue', task.issue, '--json'];
   if (task.test_command) args.push('--test-command', task.test_command);
   if (task.model) args.push('--model', task.model);
   return spawn(node ?? process.execPath, args, {
     cwd: task.repo,
-    env: opts.env ?? process.env,
+    env: { ...(opts.env ?? process.env), [FIX_RUN_ENV]: fixRun },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }

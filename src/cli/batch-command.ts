@@ -1,5 +1,7 @@
 /** `keel batch FILE`, `keel batch status [RUN]`, `keel batch cancel RUN`: many fixes on the run queue. */
 import { randomBytes } from 'node:crypto';
+import { cleanProblem, cleanRun } from '../batch/clean.js';
+import { reportRun } from '../batch/report.js';
 import { type BatchEnd, supervise } from '../batch/supervisor.js';
 import { readTasksFile, TasksFileError } from '../batch/tasks-file.js';
 import { runWorker } from '../batch/worker.js';
@@ -149,11 +151,29 @@ export async function runBatch(
       spec: { file },
       tasks: tasks.map((t) => ({ id: t.id, spec: t })),
     });
-    // the same --run-id again resumes: also a run paused for its provider, now that it is asked again
-    if (!created) await queue.resume(runId);
+    if (!created) {
+      // the same --run-id resumes the run it names: a different tasks file is another run, not this one
+      const differing = differingTasks(await queue.tasks(runId), tasks);
+      if (differing.length)
+        return reportError(
+          flags.json,
+          'CONFIG_ERROR',
+          `run ${runId} was started with other tasks: ${differing.map((d) => inertLine(d)).join(', ')} differ from ${file}; use another --run-id, or \`keel batch resume ${runId}\``,
+        );
+      // the same --run-id again resumes: also a run paused for its provider, now that it is asked again
+      await queue.resume(runId);
+    }
     if (!flags.json) process.stderr.write(dim(`keel batch: run ${runId} (${created ? 'new' : 'resumed'})\n`));
     return superviseAndReport(store, runId, flags);
   });
+}
+
+/** The ids of tasks that the stored run and the file do not hold alike (added, missing, or changed). */
+function differingTasks(stored: TaskView[], given: ReturnType<typeof readTasksFile>): string[] {
+  const was = new Map(stored.map((t) => [t.id, JSON.stringify(t.spec)]));
+  const now = new Map(given.map((t) => [t.id, JSON.stringify(t)]));
+  const ids = [...new Set([...was.keys(), ...now.keys()])];
+  return ids.filter((id) => was.get(id) !== now.get(id));
 }
 
 /** Supervise a queued run to its end, then print it; returns the exit status. */
@@ -276,5 +296,87 @@ export async function batchWorker(runId: string, taskId: string, attempt: string
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
     }
+  });
+}
+
+/** `keel batch report RUN`: each task's verdict, attempts and spend, recomputed from the stored journal and ledger. */
+export async function batchReport(runId: string, flags: Flags): Promise<number> {
+  return withStore(flags, false, async (store, opened) => {
+    const report = store && (await reportRun(store, runId));
+    if (!report)
+      return reportError(
+        flags.json,
+        'CONFIG_ERROR',
+        `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
+      );
+    const { totals } = report;
+    const code = totals.verified === totals.tasks ? EXIT.ok : EXIT.failed;
+    if (flags.json) {
+      process.stdout.write(
+        `${JSON.stringify(
+          {
+            run_id: runId,
+            exit_code: code,
+            tasks: report.tasks.map((t) => ({
+              id: t.id,
+              verdict: t.verdict,
+              attempts: t.attempts,
+              calls: t.calls,
+              cost_usd: t.costUsd,
+              unknown_cost_calls: t.unknownCostCalls,
+              branch: t.branch,
+              error: t.error,
+            })),
+            totals: {
+              tasks: totals.tasks,
+              verified: totals.verified,
+              calls: totals.calls,
+              cost_usd: totals.costUsd,
+              unknown_cost_calls: totals.unknownCostCalls,
+            },
+          },
+          null,
+          2,
+        )}\n`,
+      );
+      return code;
+    }
+    const spend = (usd: number, unknown: number) =>
+      `$${usd.toFixed(4)}${unknown ? ` + ${unknown} call${unknown === 1 ? '' : 's'} of unknown cost` : ''}`;
+    for (const t of report.tasks) {
+      const detail = t.error ?? t.branch ?? '';
+      process.stdout.write(
+        `${inertLine(t.id)}  ${t.verdict}  ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}  ${spend(t.costUsd, t.unknownCostCalls)}${detail ? `  ${dim(inertLine(detail))}` : ''}\n`,
+      );
+    }
+    process.stdout.write(
+      `batch ${inertLine(runId)}: ${totals.verified}/${totals.tasks} verified, ${totals.calls} calls, ${spend(totals.costUsd, totals.unknownCostCalls)}\n`,
+    );
+    return code;
+  });
+}
+
+/** `keel batch clean RUN`: the run's worktrees, unverified branches and leftover processes on this machine. */
+export async function batchClean(runId: string, flags: Flags): Promise<number> {
+  return withStore(flags, false, async (store, opened) => {
+    const run = store && (await new RunQueue(store).run(runId));
+    if (!store || !run)
+      return reportError(
+        flags.json,
+        'CONFIG_ERROR',
+        `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
+      );
+    const problem = await cleanProblem(store, runId);
+    if (problem) return reportError(flags.json, 'CONFIG_ERROR', problem);
+    const { removed, kept } = await cleanRun(store, runId);
+    if (flags.json) process.stdout.write(`${JSON.stringify({ run_id: runId, removed, kept }, null, 2)}\n`);
+    else {
+      for (const r of removed) process.stdout.write(`removed ${inertLine(r)}\n`);
+      for (const k of kept) process.stdout.write(dim(`kept ${inertLine(k)}\n`));
+      process.stdout.write(
+        `batch ${inertLine(runId)}: ${removed.length ? `${removed.length} removed` : 'nothing to remove'}\n`,
+      );
+    }
+    return EXIT.ok;
   });
 }

@@ -1,6 +1,7 @@
 /** `keel config show`: the effective config, where each value came from, secrets masked. */
 import { keelPaths } from '../config/paths.js';
 import { configSchema } from '../config/schema.js';
+import { redact } from '../store/redact.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
 import { ConfigError, load } from '../term/options.js';
@@ -35,7 +36,11 @@ export async function showConfig(flags: { cwd?: string; json?: boolean; profile?
     if (!(err instanceof ConfigError)) throw err;
     return reportError(flags.json, 'CONFIG_ERROR', err.message);
   }
-  const { config, sources, projectFile } = setup.loaded;
+  const { sources, projectFile } = setup.loaded;
+  // a store URL may hold a password: shown masked, as keel's store errors show it
+  const config = setup.loaded.config.store
+    ? { ...setup.loaded.config, store: redact(setup.loaded.config.store) }
+    : setup.loaded.config;
   const keyVar = process.env.KEEL_API_KEY ? 'KEEL_API_KEY' : config.api_key_env;
   const keySet = Boolean(process.env[keyVar]);
   const apiKey = { env: keyVar, set: keySet, value: keySet ? '********' : null };

@@ -83,6 +83,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       targetTests: flags.targetTest ?? [],
       ...(flags.testCommand ? { testCommand: flags.testCommand } : {}),
       maxAttempts: flags.maxAttempts ?? 3,
+      ...batchFixRun(),
       allowTestEdits: flags.allowTestEdits === true,
       loaded,
       signal: controller.signal,
@@ -103,6 +104,15 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
   if (process.stdout.isTTY && result.paths) await printRationale(result.paths.rationale);
   printVerdict(result);
   return exit;
+}
+
+/**
+ * The run id a `keel batch` worker chose for this fix (KEEL_BATCH_FIX_RUN_ID), so its journal names the
+ * fix's worktree and branch before the fix ends. Only keel's own id shape is taken: it names a folder.
+ */
+function batchFixRun(): { runId?: string } {
+  const id = process.env.KEEL_BATCH_FIX_RUN_ID;
+  return id && /^\d{8}-\d{6}-[0-9a-f]{6}$/.test(id) ? { runId: id } : {};
 }
 
 /**

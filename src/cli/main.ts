@@ -388,6 +388,28 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       const { batchCancel } = await import('./batch-command.js');
       setExit(await batchCancel(run, opts));
     });
+  batch
+    .command('report')
+    .description(
+      "each task's verdict, attempts and spend, from the stored journal and ledger (nothing re-run)",
+    )
+    .argument('<run>', 'run id')
+    .option('--json', 'print one JSON document')
+    .action(async (run: string, opts) => {
+      const { batchReport } = await import('./batch-command.js');
+      setExit(await batchReport(run, opts));
+    });
+  batch
+    .command('clean')
+    .description(
+      "remove a run's worktrees, unverified branches and leftover processes (verified branches stay)",
+    )
+    .argument('<run>', 'run id')
+    .option('--json', 'print one JSON document')
+    .action(async (run: string, opts) => {
+      const { batchClean } = await import('./batch-command.js');
+      setExit(await batchClean(run, opts));
+    });
 
   // set-up: `keel init` (src/cli/init-command.ts) and `keel completion` (src/cli/completion.ts)
   program

@@ -263,12 +263,46 @@ export function runGitUnpinned(cwd: string, args: string[]): Buffer {
   return spawnGit(cwd, ['--no-pager', ...STATIC_OVERRIDES, ...args], gitEnv(), {}, args);
 }
 
+/**
+ * git's answer when another git process holds a lock it needs (a ref, the index, the config, packed-refs):
+ * `Unable to create '…/x.lock': File exists.` or `could not lock config file …`. git changed nothing
+ * then, so the same command may simply run again.
+ */
+const LOCK_BUSY = /\.lock'?:? File exists|could not lock config file/i;
+
+/** How long a command waits in all for another git's lock before its failure stands (a stale lock stays). */
+const LOCK_WAIT_MS = 10_000;
+
+/**
+ * Run git; when another git process holds a lock (concurrent fixes on one repository each add a worktree
+ * and a branch), wait with a growing, jittered backoff and run it again, up to LOCK_WAIT_MS in all.
+ */
 function spawnGit(
   cwd: string,
   argv: string[],
   env: NodeJS.ProcessEnv,
   opts: { input?: string | Buffer; tolerate?: number[] },
   shown: string[] = argv,
+): Buffer {
+  let waited = 0;
+  for (let pause = 25; ; pause = Math.min(pause * 2, 1_000)) {
+    try {
+      return spawnGitOnce(cwd, argv, env, opts, shown);
+    } catch (err) {
+      if (!(err instanceof GitError) || !LOCK_BUSY.test(err.message) || waited >= LOCK_WAIT_MS) throw err;
+      const ms = Math.round(pause * (0.5 + Math.random()));
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+      waited += ms;
+    }
+  }
+}
+
+function spawnGitOnce(
+  cwd: string,
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { input?: string | Buffer; tolerate?: number[] },
+  shown: string[],
 ): Buffer {
   try {
     return execFileSync('git', argv, {

@@ -9,6 +9,9 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { type Db, openDb } from './db.js';
 import { migrateTeamStore } from './migrations.js';
+import { redact } from './redact.js';
+
+export { redact };
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -52,17 +55,6 @@ export function storeTarget(value: string | undefined, sqlitePath: string): Stor
   throw new StoreUrlError(
     `store: expected "sqlite" or a postgres://user@host/db URL, got ${JSON.stringify(redact(value))}`,
   );
-}
-
-/** A URL with its password replaced, for messages and `where`. */
-export function redact(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url.replace(/:[^:@/]*@/, ':***@');
-  }
 }
 
 /** Open the team store and bring its schema up to date. */

@@ -268,6 +268,22 @@ export class RunQueue implements QueueStore {
     return ended;
   }
 
+  /** Add a line to the run's journal for a held attempt (what it started, where); false when the attempt lost the task. */
+  async note(lease: Lease, type: string, data: Record<string, unknown>): Promise<boolean> {
+    const now = this.now();
+    return this.store.transaction(async (tx) => {
+      const run = await lockRun(tx, lease.runId);
+      if (!run) return false;
+      const [held] = await tx.query<{ id: string }>(
+        `SELECT id FROM queue_tasks WHERE run_id = $1 AND id = $2 AND attempt = $3 AND state = 'running'`,
+        [lease.runId, lease.taskId, lease.attempt],
+      );
+      if (!held) return false;
+      await appendEvent(tx, lease.runId, now, type, data, lease.taskId, lease.attempt);
+      return true;
+    });
+  }
+
   /** Put back every task of a run whose lease ran out (its worker died or hangs); any process may. */
   async requeueExpired(runId: string): Promise<number> {
     const now = this.now();

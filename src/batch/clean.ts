@@ -1,0 +1,179 @@
+/**
+ * `keel batch clean RUN`: remove what a run left on this machine. The run's journal names every fix its
+ * workers started (`fix_started`: the fix's run id, host and process ids); from there, each fix's own log
+ * names its worktree and branch (fix/runs.ts prunes them as `keel runs prune` does). A verified task's
+ * branch stays: it is the result. Processes are ended only when they are still the ones recorded (their
+ * command line says so), never by name.
+ */
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { type KeelPaths, keelPaths } from '../config/paths.js';
+import { describeItem, pruneRun, type RunSummary, summarizeRun } from '../fix/runs.js';
+import { slugify } from '../fix/snapshot.js';
+import { findRepo, gitTry } from '../policy/git.js';
+import { AuditLog } from '../store/audit.js';
+import { auditEntryFor } from '../store/audit-entries.js';
+import { openDb } from '../store/db.js';
+import type { Store } from '../store/engine.js';
+import { EventLog } from '../store/event-log.js';
+import { RunQueue } from '../store/queue.js';
+import type { BatchTask } from './tasks-file.js';
+
+export interface CleanResult {
+  /** `process 123 (batch worker night-1 t0 1)`, `worktree /…/worktrees/ID`, `branch keel/fix-… in /repo`. */
+  removed: string[];
+  /** What stays, and why (a verified branch, a fix recorded on another machine). */
+  kept: string[];
+}
+
+/** Why a run cannot be cleaned now, or undefined. */
+export async function cleanProblem(store: Store, runId: string): Promise<string | undefined> {
+  const now = Date.now();
+  const live = (await new RunQueue(store).tasks(runId)).filter(
+    (t) => t.state === 'running' && (t.leaseUntil ?? 0) > now,
+  );
+  if (live.length)
+    return `run ${runId} still has running tasks (${live.map((t) => t.id).join(', ')}): wait for them, or keel batch cancel ${runId} first`;
+  return undefined;
+}
+
+export async function cleanRun(store: Store, runId: string): Promise<CleanResult> {
+  const queue = new RunQueue(store);
+  const createdAt = (await queue.run(runId))?.createdAt ?? 0;
+  // a verified task's branch is the one its finishing attempt recorded; an earlier attempt's is not the result
+  const verified = new Map<string, string>();
+  const specs = new Map<string, BatchTask>();
+  for (const t of await queue.tasks(runId)) {
+    specs.set(t.id, t.spec as BatchTask);
+    const branch = (t.result as { branch?: string | null } | undefined)?.branch;
+    if (t.state === 'done' && branch) verified.set(t.id, branch);
+  }
+  const here = hostname();
+  const removed: string[] = [];
+  const kept: string[] = [];
+  const fixes: Array<{ fixRun: string; taskId: string; fixPid: unknown }> = [];
+  for (const e of await queue.events(runId)) {
+    if (e.type !== 'fix_started' || e.taskId === undefined) continue;
+    const fixRun = String(e.data.fix_run ?? '');
+    if (e.data.host !== here) {
+      kept.push(`fix ${fixRun} of task ${e.taskId}: recorded on ${String(e.data.host)}, clean it there`);
+      continue;
+    }
+    // the fix first (it holds the worktree), then its worker
+    const attempt = `${runId} ${e.taskId} ${e.attempt}`;
+    const fixPid = e.data.fix_pid;
+    if (typeof fixPid === 'number' && ended(fixPid, (cmd) => cmd.includes(' fix --repo ')))
+      removed.push(`process ${fixPid} (keel fix of task ${e.taskId})`);
+    const workerPid = e.data.worker_pid;
+    if (typeof workerPid === 'number' && ended(workerPid, (cmd) => cmd.includes(`batch worker ${attempt}`)))
+      removed.push(`process ${workerPid} (batch worker ${attempt})`);
+    fixes.push({ fixRun, taskId: e.taskId, fixPid });
+  }
+  const paths = keelPaths();
+  const db = openDb(paths.db);
+  const audit = new AuditLog(paths.auditDir);
+  try {
+    const log = new EventLog(db);
+    const record = (id: string, type: string, data: Record<string, unknown>) => {
+      log.append(id, type, data);
+      const entry = auditEntryFor({ type, ...data }, id);
+      if (entry) audit.append(entry);
+    };
+    for (const { fixRun, taskId, fixPid } of fixes) {
+      const row = log.getSession(fixRun);
+      if (!row) continue; // the fix died before it opened its log: it made nothing
+      // the journal may be a shared database's: only a fix of this task's repository, started after the
+      // run, is taken for one of its fixes (never another fix run of this machine it happens to name)
+      const spec = specs.get(taskId);
+      if (
+        row.mode !== 'fix' ||
+        !spec ||
+        !sameFolder(row.cwd, spec.repo) ||
+        Date.parse(row.created_at) < createdAt
+      ) {
+        kept.push(
+          `fix ${fixRun} of task ${taskId}: not a fix of ${spec?.repo ?? 'its repository'} in this run`,
+        );
+        continue;
+      }
+      const summary = summarizeRun(log, paths, row);
+      // a fix that is a zombie (its stuck worker never reaped it) still answers a signal 0, but runs no more
+      const run =
+        summary.code === 'running' && typeof fixPid === 'number' && !alive(fixPid)
+          ? namedLeftovers({ ...summary, code: 'interrupted' }, paths, specs.get(taskId))
+          : summary.code === 'running'
+            ? summary
+            : namedLeftovers(summary, paths, specs.get(taskId));
+      if (run.branch && verified.get(taskId) === run.branch) {
+        kept.push(`branch ${run.branch} in ${run.repo} (task ${taskId}, verified)`);
+        // the verified fix's branch and report are its result: only scaffolding goes
+        const pruned = pruneRun(log, paths, { ...run, branch: null, runDir: null }, record);
+        removed.push(...pruned.removed.map(describeItem));
+        continue;
+      }
+      const pruned = pruneRun(log, paths, run, record);
+      removed.push(...pruned.removed.map(describeItem));
+      kept.push(...pruned.skipped.map((s) => `${describeItem(s)}: ${s.reason}`));
+    }
+  } finally {
+    audit.close();
+    db.close();
+  }
+  return { removed, kept };
+}
+
+/**
+ * A fix killed between making its worktree and recording it left them unnamed in its log: they are still
+ * found by the names keel gives them from the run id the worker chose (the folder `worktrees/<id>`, the
+ * branch `keel/fix-<slug>-<last 6 of the id>`), which no one else makes.
+ */
+function namedLeftovers(run: RunSummary, paths: KeelPaths, spec: BatchTask | undefined): RunSummary {
+  const out = { ...run };
+  const repo = run.repo ?? (spec && existsSync(spec.repo) ? (findRepo(spec.repo) ?? null) : null);
+  const dir = join(paths.worktreesDir, run.id);
+  if (!out.worktree && existsSync(dir)) out.worktree = dir;
+  if (!out.branch && repo && spec) {
+    const branch = `keel/fix-${slugify(spec.issue)}-${run.id.slice(-6)}`;
+    if (gitTry(repo, ['rev-parse', '--verify', '-q', `refs/heads/${branch}`]) !== undefined)
+      out.branch = branch;
+  }
+  return { ...out, repo };
+}
+
+function sameFolder(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
+  }
+}
+
+/** SIGKILL a process that is still alive and still the one recorded; true when it was ended. */
+function ended(pid: number, isIt: (commandLine: string) => boolean): boolean {
+  let cmd: string;
+  try {
+    cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return false; // gone
+  }
+  if (!isIt(` ${cmd}`)) return false; // the pid went to another process since
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return false;
+  }
+  // a killed process's worktree may still be open: wait until the kernel has let it go
+  for (let i = 0; i < 200 && alive(pid); i++)
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+  return true;
+}
+
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z/.test(stat); // a zombie holds nothing
+  } catch {
+    return false;
+  }
+}
