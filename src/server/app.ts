@@ -19,6 +19,7 @@ import { mountFiles } from './files.js';
 import type { FixRuns } from './fixes.js';
 import type { Metrics } from './metrics.js';
 import { guard } from './security.js';
+import { mountSessionSettings, SETTINGS_ROUTE } from './session-settings.js';
 import { Conflict, type Frame, NotFound, type SessionManager, type SessionState } from './sessions.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -116,6 +117,7 @@ export const ROUTES: Route[] = [
     summary: 'branch the session (and go on in the branch with prompt)',
     body: ForkBody,
   },
+  SETTINGS_ROUTE,
   { method: 'post', path: '/v1/fix', summary: 'start a fix run', body: FixBody },
   {
     method: 'get',
@@ -463,6 +465,7 @@ export function createApp(opts: AppOptions): Hono {
   });
 
   mountFiles(app, opts.project);
+  mountSessionSettings(app, opts);
   opts.mount?.(app);
 
   // the browser workspace: static files from dist/web, never a path outside it
