@@ -7,7 +7,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openDb } from '../../src/store/db.js';
+import { EventLog } from '../../src/store/event-log.js';
 import { gitRepo } from '../helpers/tmp.js';
+import { editTurns, fixtureRepo, planTurns } from './fix-harness.js';
 import { keelHome, lastSessionEvents, model, modelFlags } from './harness.js';
 import { type Served, startServe } from './serve-harness.js';
 
@@ -101,4 +104,60 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: charts and next-turn 
     await page.screenshot({ path: join(process.cwd(), 'test-results', 'web', 'charts.png'), fullPage: true });
     expect(errors).toEqual([]);
   }, 90_000);
+
+  it("charts a fix run's tests passed and failed per attempt with the log's numbers", async () => {
+    const buggy = '  return sum(values) / (values.length + 1);';
+    const server = await model([
+      ...planTurns('src/stats.js', '1. mean divides by one too many.'),
+      ...editTurns('src/stats.js', buggy, '  return sum(values) / (values.length - 1);', 'Fixed!'),
+      ...editTurns('src/stats.js', buggy, '  return sum(values) / values.length;', 'Fixed for real.'),
+    ]);
+    const home = keelHome();
+    const s = await startServe({ cwd: fixtureRepo('stats'), home, args: modelFlags(server) });
+    const id = (await s.api('POST', '/v1/fix', { task: 'mean() of [2, 4, 6] returns 3, not 4' })).body
+      .run_id as string;
+    await expect
+      .poll(async () => (await s.api('GET', `/v1/runs/${id}`)).body.status, { timeout: 60_000 })
+      .toBe('verified');
+    const db = openDb(join(home, 'keel.db'));
+    const events = new EventLog(db).events(id);
+    db.close();
+    const base = events.find((e) => e.type === 'fix_baseline')?.data as {
+      passing: string[];
+      failing: string[];
+    };
+    const verdicts = events
+      .filter((e) => e.type === 'fix_verdict')
+      .map((e) => e.data.tests as { passed: number; failed: number });
+    expect(verdicts).toHaveLength(2);
+    expect(verdicts[0]?.failed).toBeGreaterThan(0);
+    expect(verdicts[1]?.failed).toBe(0);
+    const expected = [
+      `${base.passing.length} passed`,
+      `${base.failing.length} failed`,
+      ...verdicts.flatMap((t) => [`${t.passed} passed`, `${t.failed} failed`]),
+    ];
+
+    browser ??= await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+    });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    await page.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
+    const chart = page.getByRole('img', { name: 'Tests per attempt' });
+    await expect
+      .poll(() => chart.locator('.bar .value').allTextContents(), { timeout: 20_000 })
+      .toEqual(expected);
+    expect(await chart.locator('.group .label').allTextContents()).toEqual([
+      'baseline',
+      'attempt 1',
+      'attempt 2',
+    ]);
+    await page.screenshot({
+      path: join(process.cwd(), 'test-results', 'web', 'run-chart.png'),
+      fullPage: true,
+    });
+  }, 120_000);
 });

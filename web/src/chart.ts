@@ -37,7 +37,9 @@ function node<K extends keyof SVGElementTagNameMap>(
 export function barChart(opts: { title: string; desc: string; groups: Group[] }): SVGSVGElement {
   const id = `chart-${++charts}`;
   const perGroup = Math.max(1, ...opts.groups.map((g) => g.bars.length));
-  const barW = 44;
+  // wide enough for the longest value text (about 6.5 px a character at 11 px)
+  const longest = Math.max(0, ...opts.groups.flatMap((g) => g.bars.map((b) => b.text.length)));
+  const barW = Math.max(44, Math.ceil(longest * 6.5) + 8);
   const gap = 14;
   const groupW = perGroup * barW + gap;
   const top = 22;
