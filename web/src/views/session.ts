@@ -233,8 +233,8 @@ export function sessionView(id: string) {
           'aside',
           { class: 'col-side', attrs: { 'aria-label': 'About this session' } },
           el('section', { class: 'card' }, el('h2', null, 'Facts'), facts, controls.root),
-          el('section', { class: 'card' }, el('h2', null, 'Next turn'), settings.root),
           charts.root,
+          el('section', { class: 'card' }, el('h2', null, 'Next turn'), settings.root),
           agents,
           el(
             'section',
