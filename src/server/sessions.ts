@@ -155,8 +155,14 @@ export class SessionManager {
       return 'steer';
     }
     const row = this.row(id);
-    // a session from before a restart (or the CLI) goes on under the server's config
-    const loaded = this.configs.get(id) ?? this.opts.configFor();
+    // a session from before a restart (or the CLI) goes on under the server's config, with the model
+    // a person chose for it (its log's session_settings)
+    let loaded = this.configs.get(id);
+    if (!loaded) {
+      const base = this.opts.configFor();
+      const chosen = this.tally(id).model;
+      loaded = chosen ? { ...base, config: { ...base.config, model: chosen } } : base;
+    }
     if (!['ask', 'plan', 'edit', 'auto'].includes(row.mode))
       throw new Conflict(`session ${id} is a ${row.mode} run, not a conversation`);
     const mode = (this.tally(id).mode ?? row.mode) as Mode;

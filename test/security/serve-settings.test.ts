@@ -2,7 +2,8 @@
  * Switching a session's mode and model (`POST /v1/sessions/:id/settings`) is never a way around what
  * `keel serve` allows: it needs the token, takes only the modes and the model check a new session has
  * (no `fix` session, no extra fields such as a scope), is refused while a turn runs (the turn keeps what
- * it started with), and another project's session is as unknown as no session.
+ * it started with), and another project's session is as unknown as no session. A model chosen
+ * for the next turn is still the one it runs with after the server restarts.
  */
 import { describe, expect, it } from 'vitest';
 import { keel, keelHome, lastSessionEvents, model, modelFlags } from '../e2e/harness.js';
@@ -10,8 +11,13 @@ import { startServe } from '../e2e/serve-harness.js';
 import { gitRepo } from '../helpers/tmp.js';
 
 describe('the next-turn settings route', () => {
-  it("refuses without the token, outside serve's modes, while a turn runs, and for another project's session", async () => {
-    const server = await model([{ text: 'other project' }, { text: 'first turn' }, { hang: true }]);
+  it("refuses without the token, outside serve's modes, while a turn runs, and for another project's session; a chosen model outlives a restart", async () => {
+    const server = await model([
+      { model: 'test-model', text: 'other project' },
+      { model: 'test-model', text: 'first turn' },
+      { model: 'other', text: 'after the restart' },
+      { model: 'other', hang: true },
+    ]);
     const home = keelHome();
     const other = gitRepo({ 'b.txt': 'b\n' });
     const run = await keel(['ask', ...modelFlags(server), '--json', 'in B'], { cwd: other, home });
@@ -19,7 +25,7 @@ describe('the next-turn settings route', () => {
     const foreign = (JSON.parse(run.stdout) as { session_id: string }).session_id;
 
     const repo = gitRepo({ 'a.txt': 'a\n' });
-    const s = await startServe({ cwd: repo, home, args: modelFlags(server) });
+    let s = await startServe({ cwd: repo, home, args: modelFlags(server) });
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'first' })).body.session_id as string;
     await expect
       .poll(async () => (await s.api('GET', `/v1/sessions/${id}`)).body.state, { timeout: 30_000 })
@@ -48,6 +54,16 @@ describe('the next-turn settings route', () => {
     expect(JSON.stringify(foreignAnswer.body)).not.toContain('in B');
     // nothing was recorded by the refusals
     expect(lastSessionEvents(home).some((e) => e.type === 'session_settings')).toBe(false);
+
+    // a model chosen before a restart is the one the next turn runs with after it
+    expect((await s.api('POST', path, { model: 'other' })).status).toBe(200);
+    await s.stop();
+    s = await startServe({ cwd: repo, home, args: modelFlags(server) });
+    expect((await s.api('POST', `/v1/sessions/${id}/messages`, { text: 'go on' })).status).toBe(202);
+    await expect
+      .poll(async () => (await s.api('GET', `/v1/sessions/${id}`)).body.state, { timeout: 30_000 })
+      .toBe('completed');
+    expect(lastSessionEvents(home).findLast((e) => e.type === 'session_resume')?.data.model).toBe('other');
 
     // while a turn runs: 409, and the turn's mode is not changed under it
     expect((await s.api('POST', `/v1/sessions/${id}/messages`, { text: 'hang' })).status).toBe(202);
