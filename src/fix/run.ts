@@ -353,7 +353,12 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         return finish('CANCELLED', 'failed', why, attempts - 1, last, before, plan, shown);
       }
       verdict = withTestEdits(verdict, guard.edits, countEdits, guard.unsafe);
-      record('fix_verdict', { attempt, ...verdict, files: diff.files });
+      // how many tests passed and failed after the attempt (the run page charts them per attempt)
+      const tests = {
+        passed: after.results.filter((r) => r.status === 'passed').length,
+        failed: after.results.filter((r) => r.status === 'failed').length,
+      };
+      record('fix_verdict', { attempt, ...verdict, files: diff.files, tests });
       last = {
         verdict,
         after,

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { MODES } from '../config/schema.js';
+import { SETTINGS_ROUTE } from './session-settings.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -100,6 +101,7 @@ export const ROUTES: Route[] = [
     summary: 'branch the session (and go on in the branch with prompt)',
     body: ForkBody,
   },
+  SETTINGS_ROUTE,
   { method: 'post', path: '/v1/fix', summary: 'start a fix run', body: FixBody },
   {
     method: 'get',

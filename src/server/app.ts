@@ -17,6 +17,7 @@ import type { Metrics } from './metrics.js';
 import { mountRuns } from './run-routes.js';
 import { guard } from './security.js';
 import { mountSessions } from './session-routes.js';
+import { mountSessionSettings } from './session-settings.js';
 import { Conflict, NotFound, type SessionManager } from './sessions.js';
 import { mountWorkspace } from './static.js';
 
@@ -92,6 +93,7 @@ export function createApp(opts: AppOptions): Hono {
   });
 
   mountFiles(app, opts.project);
+  mountSessionSettings(app, opts);
   opts.mount?.(app);
 
   // the browser workspace: static files from dist/web, never a path outside it

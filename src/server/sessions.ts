@@ -47,6 +47,8 @@ export interface Approval {
 export interface SessionView {
   session_id: string;
   mode: string;
+  /** The model a person chose for the next turns (absent: the one the server gives). */
+  model?: string;
   state: SessionState;
   code: string | null;
   prompt: string;
@@ -90,6 +92,9 @@ interface Tally {
   tokens: number;
   endedAt: string | null;
   files: Set<string>;
+  /** The mode and model the next turn takes, when a person changed them (a `session_settings` event). */
+  mode?: string;
+  model?: string;
 }
 
 export class NotFound extends Error {}
@@ -150,13 +155,45 @@ export class SessionManager {
       return 'steer';
     }
     const row = this.row(id);
-    // a session from before a restart (or the CLI) goes on under the server's config
-    const loaded = this.configs.get(id) ?? this.opts.configFor();
+    // a session from before a restart (or the CLI) goes on under the server's config, with the model
+    // a person chose for it (its log's session_settings)
+    let loaded = this.configs.get(id);
+    if (!loaded) {
+      const base = this.opts.configFor();
+      const chosen = this.tally(id).model;
+      loaded = chosen ? { ...base, config: { ...base.config, model: chosen } } : base;
+    }
     if (!['ask', 'plan', 'edit', 'auto'].includes(row.mode))
       throw new Conflict(`session ${id} is a ${row.mode} run, not a conversation`);
-    const started = this.turn(id, { prompt: text, mode: row.mode as Mode, loaded, fresh: false });
+    const mode = (this.tally(id).mode ?? row.mode) as Mode;
+    const started = this.turn(id, { prompt: text, mode, loaded, fresh: false });
     await started.stored;
     return 'turn';
+  }
+
+  /**
+   * The mode and model the session's next turn runs with (src/server/session-settings.ts), recorded in
+   * its log; refused while a turn runs (it runs with what it started with) and for a run that is not a
+   * conversation.
+   */
+  settings(id: string, change: { mode?: Mode; model?: string }): SessionView {
+    const row = this.row(id);
+    if (!['ask', 'plan', 'edit', 'auto'].includes(row.mode))
+      throw new Conflict(`session ${id} is a ${row.mode} run, not a conversation`);
+    if (this.active.has(id))
+      throw new Conflict(`session ${id} is running; change its mode or model when its turn has ended`);
+    if (change.model) {
+      // only the model changes: the scope, profile and budgets the session started with stay
+      const base = this.configs.get(id) ?? this.opts.configFor();
+      this.configs.set(id, { ...base, config: { ...base.config, model: change.model } });
+    }
+    const stored = this.log.append(id, 'session_settings', {
+      ...(change.mode ? { mode: change.mode } : {}),
+      ...(change.model ? { model: change.model } : {}),
+    });
+    // the pages that follow the session see it as they see every logged event
+    this.emit(id, { kind: 'event', seq: stored.seq, event: stored });
+    return this.view(id);
   }
 
   /** Branch a session after its last event (or `at`); the copy runs only when a message arrives. */
@@ -299,7 +336,8 @@ export class SessionManager {
 
   private describe(row: SessionRow): SessionView {
     const active = this.active.get(row.id);
-    const { rounds, tokens, endedAt, files } = this.tally(row.id);
+    const tally = this.tally(row.id);
+    const { rounds, tokens, endedAt, files } = tally;
     const pending = [...(active?.pending.values() ?? [])].map((p) => p.approval);
     const state: SessionState = active
       ? pending.length
@@ -312,7 +350,8 @@ export class SessionManager {
           : 'failed';
     return {
       session_id: row.id,
-      mode: row.mode,
+      mode: tally.mode ?? row.mode,
+      ...(tally.model ? { model: tally.model } : {}),
       state,
       code: active ? null : row.code,
       prompt: row.prompt,
@@ -352,6 +391,10 @@ export class SessionManager {
       if (e.type === 'tool_result' && e.data.is_error !== true && Array.isArray(e.data.files_changed))
         for (const f of e.data.files_changed) tally.files.add(String(f));
       if (e.type === 'session_end') tally.endedAt = e.ts;
+      if (e.type === 'session_settings') {
+        if (typeof e.data.mode === 'string') tally.mode = e.data.mode;
+        if (typeof e.data.model === 'string') tally.model = e.data.model;
+      }
     }
     this.tallies.set(id, tally);
     return tally;

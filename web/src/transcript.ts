@@ -118,6 +118,10 @@ export class Transcript {
         return meta(`resumed · ${s('mode')} · ${s('model')}`);
       case 'session_fork':
         return meta(`forked from ${s('from')}`);
+      case 'session_settings':
+        return meta(
+          `next turns: ${[ev.mode ? `mode ${s('mode')}` : '', ev.model ? `model ${s('model')}` : ''].filter(Boolean).join(', ')}`,
+        );
       case 'user_message':
         return el(
           'li',

@@ -16,6 +16,8 @@ export interface Approval {
 export interface Session {
   session_id: string;
   mode: string;
+  /** The model a person chose for the next turns (absent: the server's). */
+  model?: string;
   state: SessionState;
   code: string | null;
   prompt: string;

@@ -5,6 +5,7 @@ import type { Stop } from '../main.js';
 import { markdown } from '../markdown.js';
 import { poll } from '../poll.js';
 import type { Run } from '../types.js';
+import { AttemptChart } from './attempts.js';
 
 export function runList(main: HTMLElement): Stop {
   const body = el('div', { attrs: { 'aria-live': 'polite' } }, el('p', { class: 'muted' }, 'Loading…'));
@@ -74,7 +75,8 @@ export function runView(id: string) {
     const body = el('div', { attrs: { 'aria-live': 'polite' } }, el('p', { class: 'muted' }, 'Loading…'));
     const error = el('p', { class: 'error', attrs: { role: 'alert' } });
     main.classList.add('wide');
-    main.append(el('h1', null, 'Fix run ', el('code', null, id)), error, body);
+    const chart = new AttemptChart(id);
+    main.append(el('h1', null, 'Fix run ', el('code', null, id)), error, chart.root, body);
     let final = false;
     const stop = poll(
       async (signal) => {
@@ -118,6 +120,7 @@ export function runView(id: string) {
     );
     return () => {
       stop();
+      chart.close();
       main.classList.remove('wide');
     };
   };

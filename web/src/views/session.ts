@@ -8,6 +8,7 @@ import { poll } from '../poll.js';
 import { openStream } from '../stream.js';
 import { Transcript, toLogEvent } from '../transcript.js';
 import type { Approval, Delta, Session, SessionState } from '../types.js';
+import { RoundCharts } from './rounds.js';
 import { agentTree } from './sessions.js';
 
 export function tokenTotal(t: Session['tokens']): number {
@@ -50,6 +51,7 @@ export function sessionView(id: string) {
     });
     const transcript = new Transcript();
     const activity = new Activity();
+    const charts = new RoundCharts();
     const tree = el('div', null, el('p', { class: 'muted' }, 'Loading…'));
     // shown only when there are agents to show (never an empty "0 subagents")
     const agents = el(
@@ -59,6 +61,7 @@ export function sessionView(id: string) {
       tree,
     );
     const controls = actions(id, (msg) => (error.textContent = msg));
+    const settings = settingsForm(id, (msg) => (error.textContent = msg));
     let server: Session | null = null;
     const files = el('ul', { class: 'files' });
     // one card per question, keyed by the question's id (a subagent and its parent may share a call id)
@@ -101,6 +104,7 @@ export function sessionView(id: string) {
       status.textContent = line ?? '';
       status.hidden = line === null;
       controls.cancel.hidden = !live;
+      settings.show(server.mode, live);
     };
     const clock = setInterval(paint, 1000);
 
@@ -125,6 +129,7 @@ export function sessionView(id: string) {
     const showFacts = (s: Session) => {
       const rows: Array<[string, string]> = [
         ['Mode', s.mode],
+        ['Model', s.model ?? 'the server’s'],
         ['Code', s.code ?? '—'],
         ['Rounds', String(s.rounds)],
         ['Tokens', String(tokenTotal(s.tokens))],
@@ -166,6 +171,7 @@ export function sessionView(id: string) {
           const ev = toLogEvent(f.event, data, f.id);
           if (!ev || !transcript.apply(ev)) return;
           activity.apply(ev);
+          if (charts.apply(ev)) charts.paint();
           // a turn that starts is the server's news too (its state, its cancel)
           if (ev.type === 'session_start' || ev.type === 'session_resume')
             void refresh(false).catch(() => {});
@@ -227,6 +233,8 @@ export function sessionView(id: string) {
           'aside',
           { class: 'col-side', attrs: { 'aria-label': 'About this session' } },
           el('section', { class: 'card' }, el('h2', null, 'Facts'), facts, controls.root),
+          charts.root,
+          el('section', { class: 'card' }, el('h2', null, 'Next turn'), settings.root),
           agents,
           el(
             'section',
@@ -362,4 +370,64 @@ function actions(id: string, fail: (msg: string) => void): { root: HTMLElement; 
     }
   });
   return { root: el('div', { class: 'actions' }, cancel, fork), cancel };
+}
+
+/** The mode and model the next turn runs with: POST /v1/sessions/:id/settings, disabled while a turn runs. */
+function settingsForm(
+  id: string,
+  fail: (msg: string) => void,
+): { root: HTMLElement; show(mode: string, live: boolean): void } {
+  const mode = el(
+    'select',
+    { attrs: { id: 'next-mode' } },
+    ...['ask', 'plan', 'edit', 'auto'].map((m) => el('option', { attrs: { value: m } }, m)),
+  );
+  const model = el('input', {
+    attrs: { id: 'next-model', type: 'text', placeholder: 'unchanged', autocomplete: 'off' },
+  });
+  const apply = el('button', { class: 'secondary', attrs: { type: 'submit' } }, 'Apply');
+  const status = el('span', { class: 'muted', attrs: { role: 'status' } });
+  const form = el(
+    'form',
+    { class: 'settings-form' },
+    el('label', { attrs: { for: 'next-mode' } }, 'Mode'),
+    mode,
+    el('label', { attrs: { for: 'next-model' } }, 'Model'),
+    model,
+    el('div', { class: 'actions' }, apply, status),
+  );
+  let shown = '';
+  let running = false;
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    apply.disabled = true;
+    try {
+      const body: { mode: string; model?: string } = { mode: mode.value };
+      if (model.value.trim()) body.model = model.value.trim();
+      const r = await api<Session>(`/v1/sessions/${encodeURIComponent(id)}/settings`, {
+        method: 'POST',
+        body,
+      });
+      shown = r.mode;
+      model.value = '';
+      status.textContent = `the next turn runs in ${r.mode}${r.model ? ` with ${r.model}` : ''}`;
+    } catch (err) {
+      fail((err as Error).message);
+    } finally {
+      apply.disabled = running;
+    }
+  });
+  return {
+    root: form,
+    show(current, live) {
+      running = live;
+      apply.disabled = live;
+      apply.title = live ? 'the running turn keeps its mode; change it when it has ended' : '';
+      // the person's choice stays in the box until the server's mode changes
+      if (current !== shown) {
+        shown = current;
+        mode.value = current;
+      }
+    },
+  };
 }

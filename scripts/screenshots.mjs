@@ -1,0 +1,167 @@
+#!/usr/bin/env node
+/**
+ * Regenerate docs/screenshots/: the browser workspace's main states (the sessions list, a transcript
+ * with its per-round charts, the file viewer, a fix run with its per-attempt chart), taken in Debian's
+ * Chromium through playwright-core against the real `keel serve` and the scripted model, in a temporary
+ * copy of the `stats` fixture. Run after `npm run build`:
+ *
+ *   node scripts/screenshots.mjs            # needs /usr/bin/chromium (or CHROMIUM=path)
+ *
+ * The PNGs are 1000 px wide and one viewport high (40-90 KB each). Chromium's own PNGs are already tight:
+ * re-encoding them losslessly (best filter per row, deflate level 9) saved 2 bytes of 258 KB, so they are kept.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startScriptServer } from '../dist/model/script-server.js';
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+const OUT = join(ROOT, 'docs', 'screenshots');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const WIDTH = 1000;
+const HEIGHT = 760;
+
+if (!existsSync(join(ROOT, 'dist', 'web', 'index.html'))) throw new Error('run npm run build first');
+if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROMIUM)`);
+
+const temp = mkdtempSync(join(tmpdir(), 'keel-shots-'));
+const repo = join(temp, 'stats');
+const home = join(temp, 'home');
+cpSync(join(ROOT, 'test', 'fixtures', 'fix', 'stats'), repo, { recursive: true });
+mkdirSync(home);
+writeFileSync(join(home, 'config.toml'), '[pricing.demo]\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n');
+const gitEnv = {
+  PATH: process.env.PATH,
+  HOME: temp,
+  GIT_AUTHOR_NAME: 'demo',
+  GIT_AUTHOR_EMAIL: 'demo@example.com',
+  GIT_COMMITTER_NAME: 'demo',
+  GIT_COMMITTER_EMAIL: 'demo@example.com',
+};
+for (const args of [
+  ['init', '-q', '-b', 'main'],
+  ['add', '-A'],
+  ['commit', '-q', '-m', 'initial'],
+])
+  execFileSync('git', args, { cwd: repo, env: gitEnv });
+
+const buggy = '  return sum(values) / (values.length + 1);';
+const edit = (newString, claim) => [
+  {
+    tool_calls: [
+      { name: 'edit_file', arguments: { path: 'src/stats.js', old_string: buggy, new_string: newString } },
+    ],
+  },
+  { text: claim },
+];
+const model = await startScriptServer({
+  turns: [
+    // the session: a read, then an answer pointing at the line
+    {
+      tool_calls: [{ name: 'read_file', arguments: { path: 'src/stats.js' } }],
+      usage: { prompt_tokens: 1840, completion_tokens: 42 },
+    },
+    {
+      text: '`mean()` divides by `values.length + 1` in src/stats.js:10, so the mean of `[2, 4, 6]` is 3.\n\nDividing by `values.length` fixes it.',
+      usage: { prompt_tokens: 2310, completion_tokens: 96 },
+    },
+    // the fix run: a plan, a wrong attempt, the right one
+    { tool_calls: [{ name: 'read_file', arguments: { path: 'src/stats.js' } }] },
+    { text: '1. mean divides by one too many.' },
+    ...edit('  return sum(values) / (values.length - 1);', 'Fixed!'),
+    ...edit('  return sum(values) / values.length;', 'mean now divides by the length.'),
+  ],
+});
+
+const serve = spawn(
+  process.execPath,
+  [
+    join(ROOT, 'bin', 'keel.js'),
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--json',
+    '--provider',
+    'openai',
+    '--base-url',
+    model.url,
+    '--model',
+    'demo',
+  ],
+  {
+    cwd: repo,
+    env: { PATH: process.env.PATH, HOME: home, KEEL_HOME: home, NO_COLOR: '1', LANG: 'C.UTF-8' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
+const { port, token } = await new Promise((resolve, reject) => {
+  let out = '';
+  serve.stdout.on('data', (d) => {
+    out += d;
+    if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]));
+  });
+  serve.once('exit', (code) => reject(new Error(`keel serve exited ${code}`)));
+});
+const base = `http://127.0.0.1:${port}`;
+const api = async (method, path, body) => {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return res.json();
+};
+const until = async (read, done) => {
+  for (let i = 0; i < 300; i++) {
+    if (done(await read())) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('timed out waiting for keel serve');
+};
+
+let browser;
+try {
+  const { session_id: session } = await api('POST', '/v1/sessions', {
+    prompt: 'Why is mean() of [2, 4, 6] 3?',
+  });
+  await until(
+    () => api('GET', `/v1/sessions/${session}`),
+    (s) => s.state === 'completed',
+  );
+  const { run_id: run } = await api('POST', '/v1/fix', { task: 'mean() of [2, 4, 6] returns 3, not 4' });
+  await until(
+    () => api('GET', `/v1/runs/${run}`),
+    (r) => r.status !== 'running',
+  );
+
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+  });
+  const page = await browser.newPage({ viewport: { width: WIDTH, height: HEIGHT }, deviceScaleFactor: 1 });
+  await page.goto(`${base}/#token=${token}`);
+  mkdirSync(OUT, { recursive: true });
+  const shot = async (name, hash, ready, height = HEIGHT) => {
+    await page.setViewportSize({ width: WIDTH, height });
+    await page.goto(`${base}/${hash}`);
+    await page.locator(ready).first().waitFor();
+    await page.evaluate(() => document.fonts.ready);
+    const file = join(OUT, `${name}.png`);
+    const png = await page.screenshot();
+    writeFileSync(file, png);
+    console.log(`${file}: ${png.length} bytes`);
+  };
+  await shot('sessions', '#/', `a[href="#/s/${session}"]`);
+  await shot('transcript', `#/s/${session}`, 'svg.chart', 900);
+  await shot('files', '#/files/src/stats.js:10', 'pre.code #L10');
+  await shot('run', `#/runs/${run}`, 'svg.chart');
+} finally {
+  await browser?.close();
+  serve.kill('SIGTERM');
+  await model.close();
+  rmSync(temp, { recursive: true, force: true });
+}

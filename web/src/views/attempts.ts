@@ -1,0 +1,68 @@
+/** A fix run's tests passed and failed at its baseline and after each attempt, charted from the run's log. */
+import { barChart, describe, type Group } from '../chart.js';
+import { el, replace } from '../dom.js';
+import { openStream } from '../stream.js';
+import { toLogEvent } from '../transcript.js';
+
+const count = (v: unknown): number | null => (Array.isArray(v) ? v.length : typeof v === 'number' ? v : null);
+
+export class AttemptChart {
+  readonly root = el(
+    'section',
+    { class: 'card attempts', attrs: { hidden: '', 'aria-label': 'Tests per attempt' } },
+    el('h2', null, 'Tests per attempt'),
+  );
+  private readonly body = el('div', { class: 'charts' });
+  private readonly groups: Group[] = [];
+  private seq = 0;
+  private readonly stop: () => void;
+
+  constructor(id: string) {
+    this.root.append(this.body);
+    this.stop = openStream(id, () => this.seq, {
+      frame: (f) => {
+        let data: unknown;
+        try {
+          data = JSON.parse(f.data);
+        } catch {
+          return;
+        }
+        const ev = toLogEvent(f.event, data, f.id);
+        if (!ev || ev.seq <= this.seq) return;
+        this.seq = ev.seq;
+        if (ev.type === 'fix_baseline') this.add('baseline', count(ev.passing), count(ev.failing));
+        const tests = ev.tests as { passed?: number; failed?: number } | undefined;
+        if (ev.type === 'fix_verdict' && tests)
+          this.add(`attempt ${ev.attempt}`, tests.passed ?? null, tests.failed ?? null);
+      },
+      open: () => {},
+      retry: () => {},
+      fatal: () => {},
+    });
+  }
+
+  close(): void {
+    this.stop();
+  }
+
+  private add(label: string, passed: number | null, failed: number | null): void {
+    if (passed === null || failed === null) return;
+    this.groups.push({
+      label,
+      bars: [
+        { series: 'passed', value: passed, text: `${passed} passed` },
+        { series: 'failed', value: failed, text: `${failed} failed` },
+      ],
+    });
+    replace(
+      this.body,
+      el(
+        'figure',
+        null,
+        barChart({ title: 'Tests per attempt', desc: describe(this.groups), groups: this.groups }),
+        el('figcaption', null, 'Tests passed and failed at the baseline and after each attempt'),
+      ),
+    );
+    this.root.hidden = false;
+  }
+}
