@@ -67,14 +67,14 @@ export async function runChat(flags: ChatFlags): Promise<number> {
     }
   }
   let resume: string | undefined;
-  const store = () => import('./store-read.js');
+  const store = () => import('../agent/stored-sessions.js');
   if (flags.continue) {
-    const { withStore } = await store();
-    resume = withStore((log) => log.newestSession(cwd)?.id);
+    const { withLog } = await store();
+    resume = withLog((log) => log.newestSession(cwd)?.id);
     if (!resume) return fail(`no session to continue in ${cwd} (see keel sessions list)`);
   } else if (flags.resume !== undefined) {
-    const { withStore } = await store();
-    resume = withStore((log) => log.findSession(flags.resume ?? '')?.id);
+    const { withLog } = await store();
+    resume = withLog((log) => log.findSession(flags.resume ?? '')?.id);
     if (!resume) return fail(`no session matches "${flags.resume}" (see keel sessions list)`);
   }
   const setup: ChatSetup = {
@@ -84,7 +84,7 @@ export async function runChat(flags: ChatFlags): Promise<number> {
     modeGiven: flags.mode !== undefined,
     ...(resume ? { resume } : {}),
     read: async (id) =>
-      (await store()).withStore((log) => {
+      (await store()).withLog((log) => {
         const row = log.findSession(id);
         return row ? { row, events: distinctCallIds(log.events(row.id)) } : undefined;
       }),

@@ -118,20 +118,18 @@ export async function runCommand(
     case 'resume': {
       if (busy()) return;
       if (!arg || arg === '--all') {
-        const [{ withStore }, { resumeList }] = await Promise.all([
-          import('./store-read.js'),
+        const [{ withLog }, { resumeList }] = await Promise.all([
+          import('../agent/stored-sessions.js'),
           import('./resume-list.js'),
         ]);
         const all = arg === '--all';
         screen.lines(
-          withStore((log) => resumeList(log, { cwd: conv.cwd, all, limit: 15 }, style)) ?? [
-            'no sessions yet',
-          ],
+          withLog((log) => resumeList(log, { cwd: conv.cwd, all, limit: 15 }, style)) ?? ['no sessions yet'],
         );
         return;
       }
-      const { withStore } = await import('./store-read.js');
-      const row = withStore((log) => log.findSession(arg));
+      const { withLog } = await import('../agent/stored-sessions.js');
+      const row = withLog((log) => log.findSession(arg));
       if (!row) {
         screen.error(`no session matches "${inertLine(arg)}" (see /resume)`);
         return;
@@ -403,9 +401,9 @@ export async function runCommand(
         return;
       }
       const root = conv.sessionId;
-      const { withStore } = await import('./store-read.js');
+      const { withLog } = await import('../agent/stored-sessions.js');
       const lines =
-        withStore((log) => {
+        withLog((log) => {
           const out: string[] = [];
           const walk = (id: string, depth: number) => {
             if (depth > 16) return;

@@ -4,25 +4,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/engine.js';
 import { RunQueue } from '../../src/store/queue.js';
-import { editTurns, fixtureRepo, planTurns } from '../e2e/fix-harness.js';
+import { fixtureRepo } from '../e2e/fix-harness.js';
 import { keel, keelHome } from '../e2e/harness.js';
 import { freshPgDatabase, skipReason } from '../helpers/pg.js';
 import { git, tempDir } from '../helpers/tmp.js';
+import { EDIT, mostRunning, PLAN } from './batch-harness.js';
 
-const TURNS = [
-  // a slower plan keeps tasks running while the other supervisor looks for work
-  {
-    ...planTurns('src/stats.js', '1. mean divides by one too many.\n2. Divide by values.length.')[0],
-    delay_ms: 1_000,
-  },
-  ...planTurns('src/stats.js', '1. mean divides by one too many.\n2. Divide by values.length.').slice(1),
-  ...editTurns(
-    'src/stats.js',
-    '  return sum(values) / (values.length + 1);',
-    '  return sum(values) / values.length;',
-    'mean now divides by the length.',
-  ),
-];
+// a slower plan keeps tasks running while the other supervisor looks for work
+const TURNS = [{ ...PLAN[0], delay_ms: 1_000 }, ...PLAN.slice(1), ...EDIT];
 
 const pgUrl = await freshPgDatabase();
 
@@ -71,14 +60,7 @@ describe('two supervisors on one PostgreSQL queue', () => {
             .map((e) => e.taskId)
             .sort(),
         ).toEqual(['t0', 't1', 't2', 't3', 't4']);
-        let held = 0;
-        let most = 0;
-        for (const e of journal) {
-          if (e.type === 'claimed') held++;
-          if (e.type === 'finished') held--;
-          most = Math.max(most, held);
-        }
-        expect(most).toBeLessThanOrEqual(2);
+        expect(mostRunning(journal)).toBeLessThanOrEqual(2);
         expect(journal.filter((e) => e.type === 'run_created')).toHaveLength(1);
       } finally {
         await store.close();

@@ -1,50 +1,15 @@
-/** `keel batch` end to end: the real binary supervises real `keel fix` workers (scripted model) over the run queue. */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/engine.js';
 import { RunQueue } from '../../src/store/queue.js';
-import { editTurns, fixtureRepo, planTurns } from '../e2e/fix-harness.js';
-import { keel, keelHome } from '../e2e/harness.js';
+import { fixtureRepo } from '../e2e/fix-harness.js';
+import { keel } from '../e2e/harness.js';
 import { freshPgDatabase } from '../helpers/pg.js';
 import { git, tempDir } from '../helpers/tmp.js';
-
-const BUGGY_DIVISOR = '  return sum(values) / (values.length + 1);';
-const TURNS = [
-  ...planTurns('src/stats.js', '1. mean divides by one too many.\n2. Divide by values.length.'),
-  ...editTurns(
-    'src/stats.js',
-    BUGGY_DIVISOR,
-    '  return sum(values) / values.length;',
-    'mean now divides by the length.',
-  ),
-];
-
-/** A KEEL_HOME whose user config runs every worker on the scripted model (`turns`, written to `script`). */
-function scriptedHome(
-  script = join(tempDir('keel-script-'), 'script.json'),
-  turns: unknown[] = TURNS,
-): string {
-  writeFileSync(script, JSON.stringify({ turns }));
-  return keelHome(`provider = "scripted"\nmodel = "scripted"\nscript = "${script}"\n`);
-}
+import { line, mostRunning, pgrep, scriptedHome, TURNS } from './batch-harness.js';
 
 const pgUrl = await freshPgDatabase();
-
-const line = (task: Record<string, unknown>) => `${JSON.stringify(task)}\n`;
-
-/** Pids of the processes whose command line matches `pattern` (none: an empty list). */
-function pgrep(pattern: string): number[] {
-  try {
-    return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
 
 describe('keel batch', () => {
   it('runs one worker per task under the cap; a missing repo and a folder that is not git fail alone', async () => {
@@ -88,14 +53,7 @@ describe('keel batch', () => {
     const store = await openStore({ engine: 'sqlite', path: join(home, 'keel.db') });
     try {
       const journal = await new RunQueue(store).events('night-1');
-      let held = 0;
-      let most = 0;
-      for (const e of journal) {
-        if (e.type === 'claimed') held++;
-        if (e.type === 'finished') held--;
-        most = Math.max(most, held);
-      }
-      expect(most).toBe(2);
+      expect(mostRunning(journal)).toBe(2);
       expect(journal.filter((e) => e.type === 'claimed')).toHaveLength(5);
     } finally {
       await store.close();
