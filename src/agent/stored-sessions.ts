@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { keelPaths } from '../config/paths.js';
 import { type AuditEntry, AuditLog } from '../store/audit.js';
-import { auditEntryFor } from '../store/audit-entries.js';
+import { appendAudited, auditEntryFor } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';
 import { EventLog, SessionLookupError, type SessionRow } from '../store/event-log.js';
 import { newSessionId } from './session.js';
@@ -58,4 +58,20 @@ export function forkStored(id: string, at?: number): SessionRow | string {
     }
     return fork;
   });
+}
+
+/**
+ * Record what a person did to a session from outside its run (an undo, a rewind, a review's verdict) in the
+ * session's log and the audit chain: who put the work tree back is as much a fact as who changed it.
+ */
+export function recordEvent(sessionId: string, type: string, data: Record<string, unknown>): void {
+  const paths = keelPaths();
+  const db = openDb(paths.db);
+  const audit = new AuditLog(paths.auditDir);
+  try {
+    appendAudited(new EventLog(db), audit, sessionId, type, data);
+  } finally {
+    audit.close();
+    db.close();
+  }
 }

@@ -13,7 +13,7 @@ import { describeItem, pruneRun, type RunSummary, summarizeRun } from '../fix/ru
 import { slugify } from '../fix/snapshot.js';
 import { findRepo, gitTry } from '../policy/git.js';
 import { AuditLog } from '../store/audit.js';
-import { auditEntryFor } from '../store/audit-entries.js';
+import { appendAudited } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';
 import type { Store } from '../store/engine.js';
 import { EventLog } from '../store/event-log.js';
@@ -75,11 +75,8 @@ export async function cleanRun(store: Store, runId: string): Promise<CleanResult
   const audit = new AuditLog(paths.auditDir);
   try {
     const log = new EventLog(db);
-    const record = (id: string, type: string, data: Record<string, unknown>) => {
-      log.append(id, type, data);
-      const entry = auditEntryFor({ type, ...data }, id);
-      if (entry) audit.append(entry);
-    };
+    const record = (id: string, type: string, data: Record<string, unknown>) =>
+      appendAudited(log, audit, id, type, data);
     for (const { fixRun, taskId, fixPid } of fixes) {
       const row = log.getSession(fixRun);
       if (!row) continue; // the fix died before it opened its log: it made nothing

@@ -196,7 +196,10 @@ export async function runCommand(
         screen.error('nothing to rewind yet: send a message first');
         return;
       }
-      const { prepareRewind, recordRewind } = await import('./rewind.js');
+      const [{ prepareRewind }, { recordEvent }] = await Promise.all([
+        import('./rewind.js'),
+        import('../agent/stored-sessions.js'),
+      ]);
       const plan = prepareRewind(conv.sessionId, n);
       if ('error' in plan) {
         screen.error(plan.error);
@@ -223,7 +226,7 @@ export async function runCommand(
         try {
           steps = applyUndo(plan.undo);
         } catch (err) {
-          recordRewind(source, {
+          recordEvent(source, 'rewind', {
             turn: n,
             at: plan.at,
             fork: null,
@@ -240,13 +243,21 @@ export async function runCommand(
         const { forkStored } = await import('../agent/stored-sessions.js');
         const made = forkStored(source, plan.at);
         if (typeof made === 'string') {
-          recordRewind(source, { turn: n, at: plan.at, fork: null, applied: true, steps, kept, error: made });
+          recordEvent(source, 'rewind', {
+            turn: n,
+            at: plan.at,
+            fork: null,
+            applied: true,
+            steps,
+            kept,
+            error: made,
+          });
           screen.error(`files put back, but the conversation could not be forked: ${inertLine(made)}`);
           return;
         }
         fork = made.id;
       }
-      recordRewind(source, { turn: n, at: plan.at, fork, applied: true, steps, kept });
+      recordEvent(source, 'rewind', { turn: n, at: plan.at, fork, applied: true, steps, kept });
       screen.cleared();
       if (fork) await screen.reopened(fork);
       else conv.fresh();
@@ -356,7 +367,10 @@ export async function runCommand(
         screen.error('this chat has changed nothing yet');
         return;
       }
-      const { prepareUndo, recordUndo } = await import('../term/undo-target.js');
+      const [{ prepareUndo }, { recordEvent }] = await Promise.all([
+        import('../term/undo-target.js'),
+        import('../agent/stored-sessions.js'),
+      ]);
       const prepared = prepareUndo(conv.sessionId, conv.cwd);
       if ('error' in prepared) {
         screen.error(prepared.error);
@@ -371,10 +385,14 @@ export async function runCommand(
       try {
         const done = applyUndo(prepared.plan);
         const kept = prepared.plan.keep.map((k) => k.ref);
-        recordUndo(prepared.session.id, { applied: true, steps: done, kept, cwd: conv.cwd });
+        recordEvent(prepared.session.id, 'undo', { applied: true, steps: done, kept, cwd: conv.cwd });
         screen.lines([style.bold('undone:'), ...done.map((s) => `  ${inertLine(s)}`)]);
       } catch (err) {
-        recordUndo(prepared.session.id, { applied: false, steps: prepared.steps, error: errorLine(err) });
+        recordEvent(prepared.session.id, 'undo', {
+          applied: false,
+          steps: prepared.steps,
+          error: errorLine(err),
+        });
         screen.error(`undo stopped: ${inertLine(errorLine(err))}`);
       }
       return;

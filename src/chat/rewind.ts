@@ -7,8 +7,6 @@
 import { keelPaths } from '../config/paths.js';
 import { safetyNetRecordSchema } from '../policy/safety-net.js';
 import { describeStep, planUndo, type UndoPlan, UndoRefused } from '../policy/undo.js';
-import { AuditLog } from '../store/audit.js';
-import { auditEntryFor } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow } from '../store/event-log.js';
 import { turnsOf } from '../term/turns.js';
@@ -62,21 +60,6 @@ export function prepareRewind(sessionId: string, n: number): RewindPlan | { erro
       ...(undo && steps.length ? { undo } : {}),
     };
   } finally {
-    db.close();
-  }
-}
-
-/** Put the rewind in the rewound session's log and the audit chain. */
-export function recordRewind(sessionId: string, data: Record<string, unknown>): void {
-  const paths = keelPaths();
-  const db = openDb(paths.db);
-  const audit = new AuditLog(paths.auditDir);
-  try {
-    new EventLog(db).append(sessionId, 'rewind', data);
-    const entry = auditEntryFor({ type: 'rewind', ...data }, sessionId);
-    if (entry) audit.append(entry);
-  } finally {
-    audit.close();
     db.close();
   }
 }

@@ -101,9 +101,9 @@ export async function showLedger(runId: string | undefined, flags: Flags): Promi
       const routed = c.tier ? ` tier ${c.tier}${c.score !== undefined ? ` (score ${c.score})` : ''}` : '';
       const price = c.costUsd === undefined ? 'cost unknown' : `$${c.costUsd.toFixed(4)} ${c.costSource}`;
       process.stdout.write(
-        inertLine(
+        `${inertLine(
           `#${c.seq} ${c.taskId ? `${c.taskId} ` : ''}${c.provider}/${c.model}${routed}  ${c.promptTokens}+${c.completionTokens} tokens (${c.cachedTokens} cached)  ${c.latencyMs} ms  ${price}${c.reissued ? '  re-issued' : ''}`,
-        ) + '\n',
+        )}\n`,
       );
     }
     process.stdout.write(

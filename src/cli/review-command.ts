@@ -4,15 +4,11 @@
  */
 import { statSync } from 'node:fs';
 import type { SessionOutcome } from '../agent/session.js';
+import { recordEvent } from '../agent/stored-sessions.js';
 import { count, RunError } from '../agent/terminal.js';
-import { keelPaths } from '../config/paths.js';
 import { parseReview, type Review, reviewPrompt, VERDICT_FORMAT } from '../fix/review.js';
 import { createModelClient, createRoleModelClient } from '../model/create.js';
 import { emptyTree, findRepo, GitError, git, gitTry, noRepoReason, worktreeTree } from '../policy/git.js';
-import { AuditLog } from '../store/audit.js';
-import { auditEntryFor } from '../store/audit-entries.js';
-import { openDb } from '../store/db.js';
-import { EventLog } from '../store/event-log.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load } from '../term/options.js';
@@ -144,7 +140,7 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
     return exit;
   }
   const review: Omit<Review, 'model'> = parseReview(outcome.summary);
-  recordVerdict(outcome.sessionId, {
+  recordEvent(outcome.sessionId, 'review_verdict', {
     verdict: review.verdict,
     readable: review.readable,
     reasons: review.findings,
@@ -218,21 +214,6 @@ function currentChange(repo: string, flags: ReviewFlags): Change | string {
     kind: flags.since === undefined ? 'working-tree' : 'since',
     base,
   };
-}
-
-/** The verdict keel read from the answer, in the session's log and the audit chain: what decided the exit. */
-function recordVerdict(sessionId: string, data: Record<string, unknown>): void {
-  const paths = keelPaths();
-  const db = openDb(paths.db);
-  const audit = new AuditLog(paths.auditDir);
-  try {
-    new EventLog(db).append(sessionId, 'review_verdict', data);
-    const entry = auditEntryFor({ type: 'review_verdict', ...data }, sessionId);
-    if (entry) audit.append(entry);
-  } finally {
-    audit.close();
-    db.close();
-  }
 }
 
 function names(out: string): string[] {

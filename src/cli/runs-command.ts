@@ -17,7 +17,7 @@ import {
 } from '../fix/runs.js';
 import { findRepo } from '../policy/git.js';
 import { AuditLog } from '../store/audit.js';
-import { auditEntryFor } from '../store/audit-entries.js';
+import { appendAudited } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
 import { EXIT } from '../term/exit-codes.js';
@@ -202,11 +202,8 @@ async function prune(
   }
   const done = withLog((log) => {
     const audit = new AuditLog(paths.auditDir);
-    const record = (runId: string, type: string, data: Record<string, unknown>) => {
-      log.append(runId, type, data);
-      const entry = auditEntryFor({ type, ...data }, runId);
-      if (entry) audit.append(entry);
-    };
+    const record = (runId: string, type: string, data: Record<string, unknown>) =>
+      appendAudited(log, audit, runId, type, data);
     try {
       return picked.map(({ run }) => ({ run, ...pruneRun(log, paths, run, record) }));
     } finally {

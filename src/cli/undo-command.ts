@@ -1,10 +1,11 @@
 /** `keel undo [SESSION]`: put the workspace back as it was before a session's first write. */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { recordEvent } from '../agent/stored-sessions.js';
 import { applyUndo } from '../policy/undo.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
-import { canonical, codeOf, messageOf, prepareUndo, recordUndo } from '../term/undo-target.js';
+import { canonical, codeOf, messageOf, prepareUndo } from '../term/undo-target.js';
 import { confirmOrExit } from './ask-line.js';
 import { dim, red } from './render.js';
 
@@ -57,11 +58,11 @@ export async function runUndo(sessionId: string | undefined, flags: UndoFlags): 
   try {
     done = applyUndo(plan);
   } catch (err) {
-    recordUndo(session.id, { applied: false, steps, error: messageOf(err) });
+    recordEvent(session.id, 'undo', { applied: false, steps, error: messageOf(err) });
     return fail(`undo stopped: ${messageOf(err)}`, codeOf(err), { ...base, applied: false, steps });
   }
   const kept = plan.keep.map((k) => k.ref);
-  recordUndo(session.id, { applied: true, steps: done, kept, cwd });
+  recordEvent(session.id, 'undo', { applied: true, steps: done, kept, cwd });
   const keptNote = kept.length ? `the session's work is kept at ${[...new Set(kept)].join(', ')}\n` : '';
   return out(
     { ...base, applied: true, steps: done, kept },

@@ -7,7 +7,7 @@ import { openRuntime, type Runtime } from '../agent/runtime.js';
 import { newSessionId } from '../agent/session.js';
 import type { KeelPaths } from '../config/paths.js';
 import type { Config } from '../config/schema.js';
-import { auditEntryFor } from '../store/audit-entries.js';
+import { appendAudited } from '../store/audit-entries.js';
 import type { EventLog } from '../store/event-log.js';
 
 export interface RunLog {
@@ -45,11 +45,8 @@ export function openRunLog(opts: {
     model: opts.config.model || 'scripted',
     prompt: opts.prompt,
   });
-  const record = (type: string, data: Record<string, unknown>) => {
-    log.append(runId, type, data);
-    const entry = auditEntryFor({ type, ...data }, runId);
-    if (entry) audit.append(entry);
-  };
+  const record = (type: string, data: Record<string, unknown>) =>
+    appendAudited(log, audit, runId, type, data);
   record('run_start', {
     mode: opts.mode,
     cwd: opts.cwd,

@@ -2,7 +2,9 @@
  * Which session events the audit chain records, and with which fields: an allow-list of metadata, never
  * contents (src/store/audit.ts appends what this returns).
  */
+import type { AuditLog } from './audit.js';
 import { type AuditEntry, canonicalJson, sha256 } from './audit-chain.js';
+import type { EventLog } from './event-log.js';
 
 const PATH_TOOLS = new Set(['read_file', 'list_dir', 'glob', 'grep', 'edit_file', 'write_file']);
 
@@ -125,4 +127,17 @@ function pick(event: { readonly [k: string]: unknown }, keys: string[]): Record<
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Append an event to a session's (or run's) log and, through the allow-list above, its line to the audit chain. */
+export function appendAudited(
+  log: EventLog,
+  audit: AuditLog,
+  id: string,
+  type: string,
+  data: Record<string, unknown>,
+): void {
+  log.append(id, type, data);
+  const entry = auditEntryFor({ type, ...data }, id);
+  if (entry) audit.append(entry);
 }

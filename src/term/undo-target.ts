@@ -5,8 +5,6 @@ import { openRepoAt } from '../policy/git.js';
 import { GitError, type SafetyNetRecord, safetyNetRecordSchema } from '../policy/safety-net.js';
 import { isInside } from '../policy/scope.js';
 import { describeStep, planUndo, type UndoPlan, UndoRefused } from '../policy/undo.js';
-import { AuditLog } from '../store/audit.js';
-import { auditEntryFor } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';
 import { EventLog, type SessionRow } from '../store/event-log.js';
 import { EXIT } from './exit-codes.js';
@@ -151,22 +149,4 @@ export function codeOf(err: unknown): number {
   if (err instanceof UndoRefused) return EXIT.failed;
   if (err instanceof GitError || (err instanceof Error && 'syscall' in err)) return EXIT.environment;
   throw err;
-}
-
-/**
- * Put the undo in the undone session's log and, through the same allow-list as every event, in the audit
- * chain: who put the work tree back is as much a fact as who changed it.
- */
-export function recordUndo(sessionId: string, data: Record<string, unknown>): void {
-  const paths = keelPaths();
-  const db = openDb(paths.db);
-  const audit = new AuditLog(paths.auditDir);
-  try {
-    new EventLog(db).append(sessionId, 'undo', data);
-    const entry = auditEntryFor({ type: 'undo', ...data }, sessionId);
-    if (entry) audit.append(entry);
-  } finally {
-    audit.close();
-    db.close();
-  }
 }
