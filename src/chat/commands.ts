@@ -276,10 +276,10 @@ export async function runCommand(
         screen.error('nothing to export yet: send a message first');
         return;
       }
-      const [{ exportSession }, { join }, { writeFileSync }] = await Promise.all([
+      const [{ exportSession }, { join }, { writeAtomic }] = await Promise.all([
         import('../term/session-export.js'),
         import('node:path'),
-        import('node:fs'),
+        import('../tools/file-change.js'),
       ]);
       const made = await exportSession(conv.sessionId, format);
       if ('error' in made) {
@@ -287,7 +287,13 @@ export async function runCommand(
         return;
       }
       const file = join(conv.cwd, `keel-session-${made.id}.${format}`);
-      writeFileSync(file, made.text);
+      // the workspace is the model's too: a symlink put at this name is replaced, never written through
+      try {
+        await writeAtomic(file, made.text);
+      } catch (err) {
+        screen.error(`export failed: ${inertLine(errorLine(err))}`);
+        return;
+      }
       screen.lines([`exported the session to ${inertLine(file)}`]);
       return;
     }
