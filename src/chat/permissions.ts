@@ -50,7 +50,7 @@ export function permissionsCommand(arg: string, conv: Conversation, screen: Scre
     : keelPaths().userConfig;
   let added: boolean;
   try {
-    added = addCommandRule(file, key, rule);
+    added = addCommandRule(file, key, rule, project ? conv.cwd : undefined);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     screen.error(inertLine(err.message));

@@ -4,15 +4,30 @@
  * its comments and other keys kept; the result is parsed back before it is written, so a rule is never
  * half-saved and a file keel cannot edit safely is named instead of rewritten.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { parse } from 'smol-toml';
 import { ConfigError } from './load.js';
 
 export type RuleKey = 'allow_commands' | 'deny_commands';
 
-/** Add `rule` to `key` in `file` (created when missing); false when the rule is there already. */
-export function addCommandRule(file: string, key: RuleKey, rule: string): boolean {
+/**
+ * Add `rule` to `key` in `file` (created when missing); false when the rule is there already. With `within`
+ * (a project's root), the file is edited only where it stands: not through a symlink, not in a folder that
+ * leads outside the project (a hostile repository's keel.toml linked to the user's own config would put a
+ * rule in force that should wait for `keel trust`).
+ */
+export function addCommandRule(file: string, key: RuleKey, rule: string, within?: string): boolean {
+  if (within) standsInside(file, within);
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const before = parseOrThrow(text, file);
   const current = before[key];
@@ -41,8 +56,23 @@ export function addCommandRule(file: string, key: RuleKey, rule: string): boolea
       `${file}: ${key} spans lines or sits in a table; add ${JSON.stringify(rule)} to it by hand`,
     );
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, out);
+  // a new file beside it, renamed over it: a symlink put at the name meanwhile is replaced, not followed
+  const temp = join(dirname(file), `.${basename(file)}.keel-${randomBytes(4).toString('hex')}.tmp`);
+  writeFileSync(temp, out, { flag: 'wx' });
+  renameSync(temp, file);
   return true;
+}
+
+function standsInside(file: string, root: string): void {
+  const refuse = (why: string) => {
+    throw new ConfigError(`${file} ${why}: keel edits a project's config only where it stands`);
+  };
+  if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink()) refuse('is a symlink');
+  let folder = dirname(file);
+  while (!existsSync(folder)) folder = dirname(folder);
+  const rel = relative(realpathSync(root), realpathSync(folder));
+  if (rel === '..' || rel.startsWith(`..${sep}`) || rel.startsWith(sep))
+    refuse('is in a folder outside the project');
 }
 
 function parseOrThrow(text: string, file: string): Record<string, unknown> {
