@@ -71,6 +71,14 @@ export type SessionEvent =
       messages: number;
       est_tokens: number;
       bytes: number;
+      /** Routing by difficulty (src/model/routing.ts): the tier this call went to, its score, signals and why. */
+      route?: {
+        tier: string;
+        provider: string;
+        score: number;
+        signals: Record<string, number>;
+        reason: string;
+      };
     }
   | { type: 'model_retry'; round: number; model: string; attempt: number; error: string; delay_ms: number }
   | { type: 'model_fallback'; round: number; from: string; to: string; error: string }

@@ -1,5 +1,6 @@
 import type { Config } from '../config/schema.js';
 import { costUsd } from '../model/cost.js';
+import type { RouteDecision } from '../model/routing.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
 import { ESTIMATE_MARGIN, estimateRequestTokens } from '../model/tokens.js';
 import type { ChatMessage, Delta, ModelError, ToolSpec } from '../model/types.js';
@@ -30,6 +31,8 @@ export interface StreamHooks {
 export interface SessionModel {
   readonly provider: string;
   currentModel(): string;
+  /** Routing by difficulty: where the next call goes and why (undefined: no routing, the client's own model). */
+  route?(): RouteDecision | undefined;
   stream(
     request: { messages: ChatMessage[]; tools: ToolSpec[]; contextWindow?: number },
     signal: AbortSignal,
@@ -289,13 +292,26 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       const { messages } = state;
       const body = { messages, tools: specs, contextWindow: opts.contextWindow };
       const estimate = estimateRequestTokens(messages, specs);
+      // decided from the log as it stands before this request, so a resumed run decides the same
+      const route = opts.model.route?.();
       record({
         type: 'model_request',
         round,
-        model: opts.model.currentModel(),
+        model: route?.model ?? opts.model.currentModel(),
         messages: messages.length,
         est_tokens: estimate,
         bytes: Buffer.byteLength(JSON.stringify(body)),
+        ...(route
+          ? {
+              route: {
+                tier: route.tier,
+                provider: route.provider,
+                score: route.score,
+                signals: route.signals,
+                reason: route.reason,
+              },
+            }
+          : {}),
       });
       try {
         return await streamAnswer({ ...opts, record }, body, run.signal, round);
@@ -377,6 +393,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           reported: answer.usage.reported,
         },
         config.pricing,
+        answer.timing.total_ms / 1000,
       );
       const invalid = malformed.map((m, i) => ({ id: `malformed_${round}_${i}`, name: m.name }));
       record({

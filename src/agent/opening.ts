@@ -48,6 +48,7 @@ export function startRun(
           opts.model.currentModel(),
           { inputTokens: 0, outputTokens: 0, reported: true },
           config.pricing,
+          0,
         ) !== null,
     });
     for (const event of opts.context ?? []) record(event);

@@ -48,7 +48,14 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
   // a model keel cannot use is said before any snapshot: no branch or worktree is made for nothing
   try {
     const { createModelClient } = await import('../model/create.js');
-    createModelClient(loaded.config, process.env, { cwd: repo });
+    const { fixRouting } = await import('../fix/routing.js');
+    const { scoreDifficulty } = await import('../model/difficulty.js');
+    // routed: every tier must be usable, and a calibration file readable, before anything starts
+    const routed = fixRouting(loaded, process.env, () => scoreDifficulty(issue));
+    createModelClient(loaded.config, process.env, {
+      cwd: repo,
+      ...(routed ? { routing: routed.routing } : {}),
+    });
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     throw err;

@@ -197,7 +197,7 @@ const pricing: Rule = (before, after, push) => {
       push(['pricing', model], true, `pricing.${model}: ${show(a)} -> (unset)`);
       continue;
     }
-    for (const field of ['input_per_mtok', 'output_per_mtok']) {
+    for (const field of ['input_per_mtok', 'output_per_mtok', 'gpu_second']) {
       const x = a[field];
       const y = b[field];
       if (typeof x !== 'number' || typeof y !== 'number' || x === y) continue;
@@ -348,6 +348,8 @@ const RULES: Record<keyof Config, Rule> = {
   timeouts: limits<Config['timeouts']>('timeouts', { connect_s: true, first_token_s: true, idle_s: true }),
   retries: limit('retries', 'max'), // delays and cooldown only pace requests
   pricing,
+  // a tier names an endpoint and a key variable, as base_url and api_key_env do; its prices are budgets' inputs
+  routing: anyChange('routing'),
   // more injected memory is more of the user's stored notes in every request; the embedding model is on the same endpoint
   memory: limit('memory', 'inject_tokens'),
   max_output_tokens: free, // the size of one answer; budgets bound the total

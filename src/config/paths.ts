@@ -62,5 +62,7 @@ export function protectedStatePaths(paths: KeelPaths): string[] {
     paths.userConfig,
     // expired memory, moved out of the database (src/memory/archive.ts)
     join(paths.stateDir, 'memory-archive'),
+    // the bands routing uses (src/model/difficulty.ts): a model must not route itself
+    join(paths.stateDir, 'routing-calibration.json'),
   ];
 }

@@ -39,12 +39,89 @@ export const modelRefSchema = z.strictObject({
 });
 export type ModelRef = z.infer<typeof modelRefSchema>;
 
-export const priceSchema = z.strictObject({
-  /** USD per million input tokens. */
-  input_per_mtok: z.number().nonnegative(),
-  /** USD per million output tokens. */
-  output_per_mtok: z.number().nonnegative(),
-});
+export const priceSchema = z
+  .strictObject({
+    /** USD per million input tokens. */
+    input_per_mtok: z.number().nonnegative().optional(),
+    /** USD per million output tokens. */
+    output_per_mtok: z.number().nonnegative().optional(),
+    /** USD per second of a call: a model on your own hardware, priced by the time it holds the GPU. */
+    gpu_second: z.number().nonnegative().optional(),
+  })
+  .superRefine((price, ctx) => priceIssue(price, '', ctx));
+
+/** A price is input_per_mtok with output_per_mtok, or gpu_second alone. */
+function priceIssue(
+  price: { input_per_mtok?: number; output_per_mtok?: number; gpu_second?: number },
+  who: string,
+  ctx: z.RefinementCtx,
+): void {
+  const perToken = [price.input_per_mtok, price.output_per_mtok].filter((v) => v !== undefined).length;
+  if (perToken === 0 && price.gpu_second === undefined && who === '')
+    ctx.addIssue({ code: 'custom', message: 'expected input_per_mtok and output_per_mtok, or gpu_second' });
+  if (perToken === 1)
+    ctx.addIssue({ code: 'custom', message: `${who}input_per_mtok and output_per_mtok go together` });
+  if (perToken > 0 && price.gpu_second !== undefined)
+    ctx.addIssue({ code: 'custom', message: `${who}a price per token or gpu_second, not both` });
+}
+
+const variableName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name (letters, digits and _)');
+
+/**
+ * One tier of `[[routing.tiers]]` (src/model/routing.ts): a model a fix's calls may be routed to by
+ * their difficulty. Tiers are listed cheapest first. A tier without `base_url`, `api_key_env` or
+ * `provider` uses the top-level one. Its price is keel's pricing keys: per million tokens, or
+ * `gpu_second` (USD per second of a call) for a model on your own hardware.
+ */
+export const tierSchema = z
+  .strictObject({
+    name: z.string().regex(/^[a-z0-9_-]+$/, 'must be lowercase letters, digits, _ or -'),
+    provider: z.enum(PROVIDERS).optional(),
+    model: z.string().min(1),
+    base_url: serverUrl.optional(),
+    /** Name of the variable holding this tier's API key (never the key itself). */
+    api_key_env: variableName.optional(),
+    context_window: positiveInt.optional(),
+    input_per_mtok: z.number().nonnegative().optional(),
+    output_per_mtok: z.number().nonnegative().optional(),
+    gpu_second: z.number().nonnegative().optional(),
+  })
+  .superRefine((tier, ctx) => priceIssue(tier, `tier "${tier.name}": `, ctx));
+export type TierConfig = z.infer<typeof tierSchema>;
+
+/** What one call of a tier costs per million input plus output tokens, for the order check (undefined: not priced by token). */
+function tokenPrice(tier: TierConfig): number | undefined {
+  return tier.input_per_mtok === undefined || tier.output_per_mtok === undefined
+    ? undefined
+    : tier.input_per_mtok + tier.output_per_mtok;
+}
+
+export const routingSchema = z
+  .strictObject({
+    /** Cheapest first, strongest last; none: every call goes to the top-level model. */
+    tiers: z.array(tierSchema).default([]),
+  })
+  .superRefine(({ tiers }, ctx) => {
+    const seen = new Set<string>();
+    let before: TierConfig | undefined;
+    for (const [i, tier] of tiers.entries()) {
+      if (seen.has(tier.name))
+        ctx.addIssue({ code: 'custom', path: ['tiers', i], message: `tier "${tier.name}" is listed twice` });
+      seen.add(tier.name);
+      const price = tokenPrice(tier);
+      if (price === undefined) continue;
+      const last = before && tokenPrice(before);
+      if (before && last !== undefined && price < last)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tiers', i],
+          message: `tier "${tier.name}" costs less than "${before.name}" before it: list tiers cheapest first, strongest last`,
+        });
+      before = tier;
+    }
+  });
 
 export const hookSchema = z.strictObject({
   event: z.enum(['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'SessionStart', 'Stop']),
@@ -231,6 +308,8 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   pricing: z.record(z.string(), priceSchema).default({}),
+  /** Routing a fix's calls by difficulty (src/model/routing.ts); a project config needs trust to set it. */
+  routing: routingSchema.prefault({}),
   /** Memory across sessions (src/memory/): how much is injected at session start, and who embeds. */
   memory: z
     .strictObject({

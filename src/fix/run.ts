@@ -6,8 +6,10 @@ import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
 import { count, RunError, type TerminalCode } from '../agent/terminal.js';
-import type { LoadedConfig } from '../config/load.js';
+import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { createModelClient } from '../model/create.js';
+import { difficultyOfRun } from '../model/difficulty.js';
+import { routingInForce, withTierPrices } from '../model/routing.js';
 import { GitError } from '../policy/git.js';
 import { type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { EventLog, StoredEvent } from '../store/event-log.js';
@@ -20,6 +22,7 @@ import { sessionRunner } from './fix-session.js';
 import { observeFix } from './observe.js';
 import { attemptPrompt, planPrompt, testEditFeedback } from './prompts.js';
 import { writeReport } from './report.js';
+import { fixRouting } from './routing.js';
 import { openRunLog } from './run-log.js';
 import {
   attemptDiff,
@@ -82,7 +85,11 @@ export interface FixResult {
  * Run a fix to its verdict, and keep the verdict in the project's memory for later sessions.
  * Throws RunError only for problems before there is anything to report.
  */
-export async function runFix(opts: FixOptions): Promise<FixResult> {
+export async function runFix(given: FixOptions): Promise<FixResult> {
+  // a routed call is costed at its tier's price
+  const opts = routingInForce(given.loaded)
+    ? { ...given, loaded: { ...given.loaded, config: withTierPrices(given.loaded.config) } }
+    : given;
   const result = await runToVerdict(opts);
   const env = opts.env ?? process.env;
   await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
@@ -261,7 +268,13 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       : [`the whole suite: \`${before.command}\` exits ${before.exitCode} and must exit 0`];
     progress(`target: ${shown.join(', ')}`);
 
-    const model = createModelClient(config, env, { cwd: opts.repo });
+    // routed: each call's tier comes from the issue and the struggle this log shows when it is made
+    const routed = fixRouting(opts.loaded, env, () => difficultyOfRun(log, runId));
+    if (routed) record('fix_routing', routed.event);
+    const model = createModelClient(config, env, {
+      cwd: opts.repo,
+      ...(routed ? { routing: routed.routing } : {}),
+    });
     const spent = () => ({
       tokens: tokens.input + tokens.output,
       cost,
@@ -386,6 +399,9 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     return finish('VERIFICATION_FAILED', 'failed', last.why, attempts, last, before, plan, shown);
   } catch (err) {
     if (err instanceof RunError) return result({ code: err.code, status: 'failed', reason: err.message });
+    // a routing calibration that went bad since the run was checked
+    if (err instanceof ConfigError)
+      return result({ code: 'CONFIG_ERROR', status: 'failed', reason: err.message });
     if (err instanceof SandboxError)
       return result({ code: 'ENVIRONMENT_ERROR', status: 'failed', reason: err.message });
     // git refusing (a broken repository, a locked index) is the environment, said in one line

@@ -1,6 +1,7 @@
 /** The model client: a primary model and its fallbacks, each with retries, timeouts and a cooldown after failing. */
 import { DEFAULT_MAX_OUTPUT_TOKENS } from './answer-limit.js';
 import { type RetryInfo, type RetryPolicy, withRetry } from './retry.js';
+import type { RouteDecision } from './routing.js';
 import { abortReason, type StreamTimeouts, streamWithTimeouts } from './timeouts.js';
 import {
   ESTIMATE_MARGIN,
@@ -40,6 +41,12 @@ export interface StreamHooks {
   onFallback?: (info: FallbackInfo) => void;
 }
 
+/** Picks the models of the next call (routing by difficulty, src/model/routing.ts). */
+export interface Router {
+  /** The decision for the next call, and the models that carry it out (first the one chosen). */
+  route(): { decision: RouteDecision; entries: ModelEntry[] };
+}
+
 export interface ModelClientOptions {
   timeouts: StreamTimeouts;
   retries: RetryPolicy;
@@ -51,6 +58,8 @@ export interface ModelClientOptions {
   temperature?: number;
   /** For tests: the clock used for cooldowns. */
   now?: () => number;
+  /** Routing by difficulty: each call's models are the router's choice (route()), not `entries`. */
+  router?: Router;
 }
 
 /** A request's size for a window check, and how it was had: the server's tokenizer, or keel's estimate plus its margin. */
@@ -74,6 +83,8 @@ export class ModelClient {
   private readonly coolingUntil = new Map<string, number>();
   private readonly now: () => number;
   private last: ModelEntry;
+  /** The router's last decision, and the models it chose: what stream() uses until the next route(). */
+  private routed: { decision: RouteDecision; entries: ModelEntry[] } | undefined;
 
   constructor(
     readonly entries: readonly ModelEntry[],
@@ -83,6 +94,21 @@ export class ModelClient {
     if (!primary) throw new Error('ModelClient needs at least one model');
     this.last = primary;
     this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * With a router: decide where the next call goes (from the run's log as it stands), and send it
+   * there. Without one: undefined, and nothing changes.
+   */
+  route(): RouteDecision | undefined {
+    if (!this.options.router) return undefined;
+    this.routed = this.options.router.route();
+    return this.routed.decision;
+  }
+
+  /** The last routing decision (undefined before the first, or without a router). */
+  get lastRoute(): RouteDecision | undefined {
+    return this.routed?.decision;
   }
 
   /** The model that answered last (the primary before any call). */
@@ -142,8 +168,9 @@ export class ModelClient {
   /** Models in the order they will be tried: those not cooling down, or all when every one is. */
   candidates(): ModelEntry[] {
     const now = this.now();
-    const healthy = this.entries.filter((e) => (this.coolingUntil.get(entryKey(e)) ?? 0) <= now);
-    return healthy.length > 0 ? healthy : [...this.entries];
+    const entries = this.routed?.entries ?? this.entries;
+    const healthy = entries.filter((e) => (this.coolingUntil.get(entryKey(e)) ?? 0) <= now);
+    return healthy.length > 0 ? healthy : [...entries];
   }
 
   /** Stream an answer; usage is always reported (estimated when the server is silent), `done` comes last. */

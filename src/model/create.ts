@@ -2,10 +2,12 @@
 import { isAbsolute, resolve } from 'node:path';
 import { apiKeyFor, ConfigError } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
-import type { Config, ModelRef, ProviderName } from '../config/schema.js';
-import { ModelClient, type ModelEntry } from './chain.js';
+import type { Config, ModelRef } from '../config/schema.js';
+import { ModelClient, type ModelEntry, type Router } from './chain.js';
+import type { Difficulty } from './difficulty.js';
 import { createOllamaProvider } from './ollama.js';
 import { createOpenAiProvider } from './openai.js';
+import { DEFAULT_BASE_URLS, decideRoute, routingTiers } from './routing.js';
 import { loadScript, ScriptCursor, ScriptError } from './script.js';
 import { createScriptedProvider } from './scripted.js';
 import type { Provider } from './types.js';
@@ -15,14 +17,13 @@ export interface CreateModelClientOptions {
   cwd?: string;
   /** For tests: the clock used for cooldowns. */
   now?: () => number;
+  /**
+   * Route each call to a `[[routing.tiers]]` tier by this difficulty (read from the run's log when
+   * called) and these bands. Ignored without tiers; the caller decides whether routing is in force
+   * (`routingInForce`: never with `--model`).
+   */
+  routing?: { difficulty: () => Difficulty; thresholds: readonly number[] };
 }
-
-/** Where a fallback model on a different provider looks when it names no base_url. */
-const DEFAULT_BASE_URLS: Record<ProviderName, string> = {
-  openai: 'http://127.0.0.1:11434/v1',
-  ollama: 'http://127.0.0.1:11434',
-  scripted: 'script',
-};
 
 /** Build the client for the configured model and its `fallback_models`. Throws ConfigError on a config it cannot use. */
 export function createModelClient(
@@ -30,7 +31,8 @@ export function createModelClient(
   env: NodeJS.ProcessEnv = process.env,
   opts: CreateModelClientOptions = {},
 ): ModelClient {
-  if (!config.model && config.provider !== 'scripted') {
+  const tiers = opts.routing ? routingTiers(config) : [];
+  if (!config.model && config.provider !== 'scripted' && !tiers.length) {
     // the first thing a new user sees: say where the setting lives and the one command that writes it
     throw new ConfigError(
       `no model configured: run \`keel init\` to write ${keelPaths(env).userConfig}, or set \`model\` there or in keel.toml, KEEL_MODEL, or --model`,
@@ -63,7 +65,7 @@ export function createModelClient(
     api_key_env: config.api_key_env,
     context_window: config.context_window,
   };
-  const entries: ModelEntry[] = [primaryRef, ...config.fallback_models].map((ref) => {
+  const entryOf = (ref: ModelRef): ModelEntry => {
     const provider = ref.provider ?? config.provider;
     // a fallback on another provider must not inherit the primary's URL, which speaks a different format
     const baseUrl =
@@ -83,7 +85,29 @@ export function createModelClient(
       model: ref.model,
       ...(contextWindow !== undefined ? { contextWindow } : {}),
     };
-  });
+  };
+  // routed: each tier alone (a failing tier is the call's error; the next call's score decides again)
+  const tierEntries = tiers.map((tier) =>
+    entryOf({
+      provider: tier.provider,
+      model: tier.model,
+      base_url: tier.baseUrl,
+      api_key_env: tier.apiKeyEnv,
+      ...(tier.contextWindow !== undefined ? { context_window: tier.contextWindow } : {}),
+    }),
+  );
+  const routing = opts.routing;
+  const router: Router | undefined =
+    routing && tierEntries.length
+      ? {
+          route: () => {
+            const decision = decideRoute(tiers, routing.thresholds, routing.difficulty());
+            const index = tiers.findIndex((t) => t.name === decision.tier);
+            return { decision, entries: tierEntries.slice(index, index + 1) };
+          },
+        }
+      : undefined;
+  const entries = router ? tierEntries : [primaryRef, ...config.fallback_models].map(entryOf);
 
   return new ModelClient(entries, {
     timeouts: { firstTokenMs: config.timeouts.first_token_s * 1000, idleMs: config.timeouts.idle_s * 1000 },
@@ -92,6 +116,7 @@ export function createModelClient(
     ...(config.max_output_tokens !== undefined ? { maxOutputTokens: config.max_output_tokens } : {}),
     ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
     ...(opts.now ? { now: opts.now } : {}),
+    ...(router ? { router } : {}),
   });
 }
 
