@@ -78,6 +78,10 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 #   e.g. [pricing."gpt-4.1"]                # [trust] USD per million tokens, so cost budgets can count
 #   e.g. input_per_mtok = 2.0
 #   e.g. output_per_mtok = 8.0
+#   e.g. [[routing.tiers]]                  # keel fix sends each call to a tier by its difficulty; list them cheapest first
+#   e.g. name = "small"                     # and provider?, base_url?, api_key_env?, context_window? (default: the top level's)
+#   e.g. model = "qwen2.5-coder:7b"
+#   e.g. gpu_second = 0.0004                # its price: input_per_mtok and output_per_mtok, or USD per second on your own GPU
 
 # [budgets]                                 # [trust] per session; a run stops with BUDGET_EXCEEDED
 # max_rounds = 40                           # model rounds

@@ -3,10 +3,11 @@
  * key variable, so an untrusted project must not set one (nor the top-level endpoint and key a user's
  * tiers inherit), or keel fix would send the code and the user's secret to the repository's server.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { editTurns, planTurns } from '../e2e/fix-harness.js';
-import { keel, keelHome, model } from '../e2e/harness.js';
+import { keel, keelHome, lastSessionEvents, model, modelFlags } from '../e2e/harness.js';
 import { gitRepo } from '../helpers/tmp.js';
 
 const STATS = readFileSync(new URL('../fixtures/fix/stats/src/stats.js', import.meta.url), 'utf8');
@@ -76,5 +77,29 @@ tiers = [{ name = "cheap", model = "cheap-model", base_url = "${evil.url}/", api
     const posts = evil.requests.filter((r) => r.method === 'POST');
     expect(posts.length).toBeGreaterThan(0);
     expect(posts[0]?.headers.authorization).toBe('Bearer other-secret');
+  });
+});
+
+describe('the routing calibration', () => {
+  it('a model cannot write KEEL_HOME/routing-calibration.json to keep every call on the cheap tier, even with KEEL_HOME inside the workspace', async () => {
+    const work = gitRepo();
+    const home = join(work, 'state');
+    const cal = JSON.stringify({ version: 1, thresholds: [0.99], fitted_at: 'x', runs: 99, heldout: {} });
+    const server = await model([
+      {
+        tool_calls: [
+          { name: 'write_file', arguments: { path: 'state/routing-calibration.json', content: cal } },
+          { name: 'shell', arguments: { command: `echo '${cal}' > state/routing-calibration.json` } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const run = await keel(['edit', ...modelFlags(server), 'x'], { cwd: work, home });
+    expect(run.code, run.stderr).toBe(0);
+    expect(existsSync(join(home, 'routing-calibration.json'))).toBe(false);
+    const denied = lastSessionEvents(home).filter(
+      (e) => e.type === 'gate_decision' && e.data.decision === 'deny',
+    );
+    expect(denied.map((e) => e.data.tool)).toContain('write_file');
   });
 });
