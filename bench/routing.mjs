@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startScriptServer } from '../dist/model/script-server.js';
+import { openDb } from '../dist/store/db.js';
+import { EventLog } from '../dist/store/event-log.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -44,14 +46,14 @@ const TASKS = [
     wrong: 'a + b + 1, 0)',
   },
   {
-    id: 'easy-greet',
+    id: 'easy-last',
     hard: false,
-    issue: 'greet("Ada") should end with an exclamation mark.',
-    src: 'export function greet(name) {\n  return `Hello, ${name}`;\n}\n',
-    test: "import { greet } from '../src/lib.js';\ntest('greet', () => assert.equal(greet('Ada'), 'Hello, Ada!'));\n",
-    old: '${name}`',
-    right: '${name}!`',
-    wrong: '${name}?`',
+    issue: 'last([1, 2, 3]) returns 2; it should return 3.',
+    src: 'export function last(xs) {\n  return xs[xs.length - 2];\n}\n',
+    test: "import { last } from '../src/lib.js';\ntest('last', () => assert.equal(last([1, 2, 3]), 3));\n",
+    old: 'xs[xs.length - 2]',
+    right: 'xs[xs.length - 1]',
+    wrong: 'xs[0]',
   },
   {
     id: 'easy-clamp',
@@ -96,11 +98,11 @@ appear in any combination, each at most once, in that order; a bare number is se
 \`nextAttemptAt\` and \`withJitter\` rely on it, and so does \`formatEta\`. Failing runs print "Error: invalid
 duration" from \`validatePlan\` and the cron preview in docs/scheduling.md is wrong too. The same parser
 backs src/scheduler/cron.js and the tests in test/scheduler/plan.test.js, which pass only by luck.`,
-    src: "export function parseDuration(text) {\n  return parseInt(text, 10);\n}\n",
+    src: 'export function parseDuration(text) {\n  return parseInt(text, 10);\n}\n',
     test: "import { parseDuration } from '../src/lib.js';\ntest('parseDuration', () => {\n  assert.equal(parseDuration('1h30m'), 5400);\n  assert.equal(parseDuration('45'), 45);\n});\n",
     old: '  return parseInt(text, 10);',
     right:
-      "  const m = /^(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s?)?$/.exec(text);\n  return m ? (+(m[1] ?? 0)) * 3600 + (+(m[2] ?? 0)) * 60 + (+(m[3] ?? 0)) : NaN;",
+      '  const m = /^(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s?)?$/.exec(text);\n  return m ? (+(m[1] ?? 0)) * 3600 + (+(m[2] ?? 0)) * 60 + (+(m[3] ?? 0)) : NaN;',
     wrong: '  return parseInt(text, 10) * 60;',
   },
   {
@@ -119,7 +121,12 @@ backs src/scheduler/cron.js and the tests in test/scheduler/plan.test.js, which 
 function repoFor(task, base) {
   const dir = join(base, task.id);
   const files = {
-    'package.json': JSON.stringify({ name: task.id, private: true, type: 'module', scripts: { test: 'node --test' } }),
+    'package.json': JSON.stringify({
+      name: task.id,
+      private: true,
+      type: 'module',
+      scripts: { test: 'node --test' },
+    }),
     'src/lib.js': task.src,
     'test/lib.test.js': `import assert from 'node:assert/strict';\nimport test from 'node:test';\n${task.test}`,
   };
@@ -127,7 +134,11 @@ function repoFor(task, base) {
     mkdirSync(dirname(join(dir, path)), { recursive: true });
     writeFileSync(join(dir, path), text);
   }
-  for (const args of [['init', '-q', '-b', 'main'], ['add', '-A'], ['commit', '-q', '-m', 'initial']])
+  for (const args of [
+    ['init', '-q', '-b', 'main'],
+    ['add', '-A'],
+    ['commit', '-q', '-m', 'initial'],
+  ])
     spawnSync('git', args, { cwd: dir, env: gitEnv });
   return dir;
 }
@@ -138,13 +149,16 @@ function script(task, solves) {
   const attempt = 'Fix this issue';
   const edit = (to) => ({
     task: attempt,
-    tool_calls: [{ name: 'edit_file', arguments: { path: 'src/lib.js', old_string: task.old, new_string: to } }],
+    tool_calls: [
+      { name: 'edit_file', arguments: { path: 'src/lib.js', old_string: task.old, new_string: to } },
+    ],
   });
   const turns = [
     { task: plan, tool_calls: [{ name: 'read_file', arguments: { path: 'src/lib.js' } }] },
     { task: plan, text: '1. Find the bug in src/lib.js.\n2. Fix it.' },
   ];
-  for (let i = 0; i < 3; i++) turns.push(edit(solves ? task.right : task.wrong), { task: attempt, text: 'Fixed.' });
+  for (let i = 0; i < 3; i++)
+    turns.push(edit(solves ? task.right : task.wrong), { task: attempt, text: 'Fixed.' });
   return { turns };
 }
 
@@ -175,7 +189,17 @@ async function fixOnce(task, arm, base) {
       `[[routing.tiers]]\nname = "strong"\nmodel = "strong-model"\nbase_url = "${strong.url}"\n${price(PRICES.strong)}\n`,
   );
   const repo = repoFor(task, mkdtempSync(join(base, 'repo-')));
-  const args = [join(root, 'bin/keel.js'), 'fix', '--repo', repo, '--json', '--issue', task.issue, '--max-attempts', '3'];
+  const args = [
+    join(root, 'bin/keel.js'),
+    'fix',
+    '--repo',
+    repo,
+    '--json',
+    '--issue',
+    task.issue,
+    '--max-attempts',
+    '3',
+  ];
   if (arm === 'strong') args.push('--model', 'strong-model');
   const out = await run(args, {
     cwd: home,
@@ -190,6 +214,7 @@ async function fixOnce(task, arm, base) {
   }
   const posts = (s) => s.requests.filter((r) => r.method === 'POST').length;
   return {
+    firstScore: firstRoute(home, doc.session_id)?.score,
     verified: doc.status === 'verified',
     calls: doc.rounds,
     weakCalls: posts(weak),
@@ -197,6 +222,18 @@ async function fixOnce(task, arm, base) {
     tokens: doc.tokens.total,
     cost: doc.cost_usd ?? Number.NaN,
   };
+}
+
+/** The routing decision of a run's first call, from its log (undefined: unrouted). */
+function firstRoute(home, runId) {
+  const db = openDb(join(home, 'keel.db'));
+  try {
+    const log = new EventLog(db);
+    const [plan] = log.childSessions(runId);
+    return plan && log.events(plan.id).find((e) => e.type === 'model_request')?.data.route;
+  } finally {
+    db.close();
+  }
 }
 
 const base = mkdtempSync(join(tmpdir(), 'keel-bench-routing-'));
@@ -222,20 +259,24 @@ const totals = (arm) => {
     cost: mean(Object.values(results[arm]).map((xs) => mean(xs.map((x) => x.cost)))) * TASKS.length,
   };
 };
-console.log(`\nrouting bench: ${TASKS.length} scripted tasks x ${RUNS} runs per arm (sums per pass over the tasks, means over runs)\n`);
+console.log(
+  `\nrouting bench: ${TASKS.length} scripted tasks x ${RUNS} runs per arm (sums per pass over the tasks, means over runs)\n`,
+);
 console.log('| arm | verified | calls | tokens | cost |');
 console.log('| --- | ---: | ---: | ---: | ---: |');
 for (const arm of arms) {
   const t = totals(arm);
-  console.log(`| ${arm} | ${t.success}/${t.runs} | ${t.calls.toFixed(1)} | ${Math.round(t.tokens)} | ${usd(t.cost)} |`);
+  console.log(
+    `| ${arm} | ${t.success}/${t.runs} | ${t.calls.toFixed(1)} | ${Math.round(t.tokens)} | ${usd(t.cost)} |`,
+  );
 }
-console.log('\n| task | truth | arm | verified | calls (weak/strong) | tokens | cost |');
-console.log('| --- | --- | --- | ---: | ---: | ---: | ---: |');
+console.log('\n| task | truth | first score | arm | verified | calls (weak/strong) | tokens | cost |');
+console.log('| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |');
 for (const task of TASKS)
   for (const arm of arms) {
     const xs = results[arm][task.id];
     const split = `${mean(xs.map((x) => x.weakCalls)).toFixed(1)}/${mean(xs.map((x) => x.strongCalls)).toFixed(1)}`;
     console.log(
-      `| ${task.id} | ${task.hard ? 'hard' : 'easy'} | ${arm} | ${xs.filter((x) => x.verified).length}/${xs.length} | ${mean(xs.map((x) => x.calls)).toFixed(1)} (${split}) | ${Math.round(mean(xs.map((x) => x.tokens)))} | ${usd(mean(xs.map((x) => x.cost)))} |`,
+      `| ${task.id} | ${task.hard ? 'hard' : 'easy'} | ${arm === 'adaptive' ? xs[0].firstScore : '-'} | ${arm} | ${xs.filter((x) => x.verified).length}/${xs.length} | ${mean(xs.map((x) => x.calls)).toFixed(1)} (${split}) | ${Math.round(mean(xs.map((x) => x.tokens)))} | ${usd(mean(xs.map((x) => x.cost)))} |`,
     );
   }

@@ -335,6 +335,20 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await showLedger(run, opts));
     });
 
+  // keel analyze-history (issue 27): refit the routing bands from the verifier's verdicts of past fix runs
+  program
+    .command('analyze-history')
+    .description(
+      'refit the routing bands from past fix runs; --apply writes them when held-out runs say they are better',
+    )
+    .option('--apply', 'write KEEL_HOME/routing-calibration.json when the held-out result is strictly better')
+    .option('--seed <text>', 'the seed of the held-out split and the bootstrap', 'keel')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { analyzeHistoryCommand } = await import('./analyze-history-command.js');
+      setExit(await analyzeHistoryCommand(opts));
+    });
+
   // keel batch (issue 27): many fixes on the run queue, one worker process per task
   const batch = program
     .command('batch')

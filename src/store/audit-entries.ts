@@ -109,6 +109,9 @@ export function auditEntryFor(
         ...base,
         ...pick(event, ['trigger', 'keep_from_seq', 'tokens_before', 'tokens_after', 'model']),
       };
+    case 'routing_calibrated':
+      // `keel analyze-history --apply` changed the routing bands: from what, to what, on how many runs
+      return { ...base, ...pick(event, ['file', 'previous', 'thresholds', 'runs', 'heldout']) };
     case 'session_end':
       return {
         ...base,
