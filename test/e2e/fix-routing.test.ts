@@ -35,7 +35,12 @@ Error: report failed
 Expected: \`mean([2, 4, 6])\` is 4 and \`formatTable\` prints every column with \`toFixed(2)\`.`;
 
 /** A KEEL_HOME whose config routes between two servers: cheap first, then strong, each with its own key variable. */
-function tieredHome(cheap: ScriptServer, strong: ScriptServer, top = 'http://127.0.0.1:9/v1'): string {
+function tieredHome(
+  cheap: ScriptServer,
+  strong: ScriptServer,
+  top = 'http://127.0.0.1:9/v1',
+  strongPrice = 'input_per_mtok = 3\noutput_per_mtok = 15',
+): string {
   return keelHome(`provider = "openai"
 base_url = "${top}"
 
@@ -52,8 +57,7 @@ name = "strong"
 model = "strong-model"
 base_url = "${strong.url}"
 api_key_env = "STRONG_KEY"
-input_per_mtok = 3
-output_per_mtok = 15
+${strongPrice}
 `);
 }
 
@@ -130,15 +134,19 @@ describe('keel fix routes each call by difficulty', () => {
     expect(setup?.data).toMatchObject({ thresholds: [0.5], thresholds_from: 'default' });
     // priced at the tier's price: 0.1 / 0.4 USD per million tokens
     const answers = events.filter((e) => e.type === 'assistant_message');
-    expect(answers.every((e) => e.data.model === 'cheap-model' && typeof e.data.cost_usd === 'number')).toBe(
-      true,
-    );
+    expect(answers).toHaveLength(4);
+    for (const answer of answers) {
+      const usage = answer.data.usage as { input: number; output: number };
+      expect(answer.data.model).toBe('cheap-model');
+      expect(answer.data.cost_usd).toBeCloseTo((usage.input * 0.1 + usage.output * 0.4) / 1e6, 12);
+    }
   });
 
   it('a hard issue (a stack trace, paths, symbols) goes to the strong tier from its first call', async () => {
     const cheap = await model([{ text: 'never' }]);
     const strong = await model([...PLAN, ...RIGHT]);
-    const home = tieredHome(cheap, strong);
+    // the strong tier runs on your own GPU here: priced by the second
+    const home = tieredHome(cheap, strong, undefined, 'gpu_second = 0.01');
     const { run, events } = await fixRun(home, fixtureRepo('stats'), HARD);
     expect(run.code, run.stderr).toBe(0);
     // the cheapest tier is asked its context window (a GET), never a chat
@@ -146,6 +154,10 @@ describe('keel fix routes each call by difficulty', () => {
     const first = routes(events)[0];
     expect(first).toMatchObject({ tier: 'strong', signals: { stack_frames: 6, turns: 0 } });
     expect(first?.reason).toMatch(/^score [\d.]+ >= 0\.5: tier strong; issue [\d.]+ \(.*6 stack frames/);
+    for (const answer of events.filter((e) => e.type === 'assistant_message')) {
+      const timing = answer.data.timing as { total_ms: number };
+      expect(answer.data.cost_usd).toBeCloseTo((timing.total_ms / 1000) * 0.01, 12);
+    }
   });
 
   it('a failing first attempt on the cheap tier escalates the next attempt to the strong tier', async () => {

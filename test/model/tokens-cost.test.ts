@@ -80,4 +80,11 @@ describe('costUsd', () => {
       costUsd('gpt-x', { inputTokens: 1_000_000, outputTokens: 500_000, reported: true }, pricing),
     ).toBeCloseTo(6);
   });
+
+  it('prices a gpu_second model by the seconds of the call, and unknown when they are not known', () => {
+    const local = { qwen: { gpu_second: 0.002 } };
+    const usage = { inputTokens: 1_000_000, outputTokens: 1_000_000, reported: true };
+    expect(costUsd('qwen', usage, local, 2.5)).toBeCloseTo(0.005);
+    expect(costUsd('qwen', usage, local)).toBeNull();
+  });
 });
