@@ -8,6 +8,11 @@ import { isAlias, isMap, isScalar, isSeq, parseDocument, visit } from 'yaml';
 /** Front matter larger than this is refused: a name, a description and a few fields need far less. */
 export const MAX_FRONT_MATTER = 8_000;
 
+/** The tags of YAML's core schema: anything else (`!!js/function`, `!custom`) is refused. */
+const CORE_TAGS = new Set(
+  ['str', 'int', 'float', 'bool', 'null', 'seq', 'map'].map((t) => `tag:yaml.org,2002:${t}`),
+);
+
 export type FrontMatter =
   | { ok: true; data: Record<string, unknown>; body: string }
   | { ok: false; error: string };
@@ -32,11 +37,7 @@ export function parseSkillFile(text: string): FrontMatter {
       refused = 'anchors and aliases are not allowed in front matter';
       return visit.BREAK;
     }
-    if (
-      (isScalar(node) || isMap(node) || isSeq(node)) &&
-      node.tag &&
-      !node.tag.startsWith('tag:yaml.org,2002:')
-    ) {
+    if ((isScalar(node) || isMap(node) || isSeq(node)) && node.tag && !CORE_TAGS.has(node.tag)) {
       refused = `the tag ${node.tag} is not allowed in front matter`;
       return visit.BREAK;
     }
