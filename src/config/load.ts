@@ -18,7 +18,7 @@ import type { z } from 'zod';
 import { closest } from './closest.js';
 import { realRoot } from './narrowing.js';
 import { keelPaths } from './paths.js';
-import { installedPlugins, withPlugins } from './plugins.js';
+import { APPROVALS, installedPlugins, withPlugins } from './plugins.js';
 import { configPrograms, type HashCache, type Program } from './programs.js';
 import { allKeys, type Config, configSchema, keysAt, profileSchema } from './schema.js';
 import { gateUntrustedProject, trustCheck } from './trust.js';
@@ -268,7 +268,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const warnings: string[] = [];
   const userFile = existsSync(userConfig) ? splitConfigFile(readTomlFile(userConfig), userConfig) : undefined;
   // what installed plugins add with the person's yes counts as the user's own config (src/config/plugins.ts)
-  const user = userWithPlugins(userFile, userConfig, pluginsDir, warnings);
+  const user = userWithPlugins(userFile, pluginsDir, warnings);
   const projectFile = projectConfigPath(opts.cwd);
   const project = projectFile ? splitConfigFile(readTomlFile(projectFile), projectFile) : undefined;
   if (project) refuseUnsandboxedServers(project, userConfig);
@@ -339,13 +339,13 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
 /** The user's file (or none) with the approved plugins' servers, hooks and allowed commands added. */
 function userWithPlugins(
   own: ConfigFile | undefined,
-  userConfig: string,
   pluginsDir: string,
   warnings: string[],
 ): ConfigFile | undefined {
   const { plugins, warnings: found } = installedPlugins(pluginsDir);
   warnings.push(...found);
-  const base = own ?? { path: userConfig, values: {}, profiles: new Map<string, Raw>() };
+  // with no file of yours, the plugins' values are named by their approval record (`keel config show`)
+  const base = own ?? { path: join(pluginsDir, APPROVALS), values: {}, profiles: new Map<string, Raw>() };
   const values = withPlugins(base.values, plugins, warnings);
   if (values === base.values) return own;
   return { ...base, values };

@@ -149,6 +149,9 @@ function safePath(name: string): string | undefined {
 export function extractTar(file: string, to: string): void {
   let data: Buffer;
   try {
+    const size = lstatSync(file).size;
+    if (size > MAX_BYTES + MAX_FILES * 1024)
+      throw new PluginSourceError(`${file} is over ${MAX_BYTES} bytes`);
     data = readRegular(file, file);
   } catch (err) {
     if (err instanceof PluginSourceError) throw err;
@@ -162,6 +165,16 @@ export function extractTar(file: string, to: string): void {
     }
   }
   mkdirSync(to, { recursive: true });
+  try {
+    readEntries(data, file, to);
+  } catch (err) {
+    if (err instanceof PluginSourceError) throw err;
+    // an entry that clashes with another (a folder over a file, a file under a file): the tarball is refused
+    throw new PluginSourceError(`${file} cannot be extracted: ${(err as Error).message}`);
+  }
+}
+
+function readEntries(data: Buffer, file: string, to: string): void {
   const budget: Budget = { bytes: 0, files: 0 };
   let longName: string | undefined;
   let paxPath: string | undefined;
