@@ -334,7 +334,7 @@ async function runIn(
   // a person's session only: a run's attempts and a subagent get their context from what started them
   const topLevel = !opts.parentId && !granted;
   // a person's session sees the skills (src/skills/): a catalog in its prompt, and activate_skill for the bodies
-  const skills = topLevel ? usedSkills(loadSkills({ root: scope.root, env })) : [];
+  const skills = topLevel ? usedSkills(await loadSkills({ root: scope.root, env })) : [];
   if (topLevel && !reopened && !trivialTask(opts.prompt))
     injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env, db: runtime.db });
   const repoMap = await repoMapLoading;

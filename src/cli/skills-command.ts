@@ -16,7 +16,7 @@ export async function runSkillsList(flags: { cwd?: string; json?: boolean }): Pr
     if (!(err instanceof ConfigError)) throw err;
     return reportError(flags.json, 'CONFIG_ERROR', err.message);
   }
-  const set = loadSkills({ root: cwd });
+  const set = await loadSkills({ root: cwd });
   const shown = (path: string) => {
     const rel = relative(cwd, path);
     return rel.startsWith('..') ? path : rel;

@@ -34,11 +34,14 @@ function noProjectConfig(cwd: string, json?: boolean): number {
  * The project config file (undefined: none, which is fine when the project has skills), or the exit code
  * after saying why there is none (or two, or no such folder).
  */
-function findProjectConfig(cwd: string | undefined, json?: boolean): string | undefined | number {
+async function findProjectConfig(
+  cwd: string | undefined,
+  json?: boolean,
+): Promise<string | undefined | number> {
   try {
     const folder = existingWorkspace({ cwd });
     const file = projectConfigPath(folder);
-    if (file === undefined && !projectSkills(folder).length && !hasPlugins())
+    if (file === undefined && !(await projectSkills(folder)).length && !hasPlugins())
       return noProjectConfig(folder, json);
     return file;
   } catch (err) {
@@ -48,8 +51,8 @@ function findProjectConfig(cwd: string | undefined, json?: boolean): string | un
 }
 
 /** The project's skills that read (used or not: trust is what they wait for). */
-function projectSkills(cwd: string): Skill[] {
-  return loadSkills({ root: cwd }).all.filter((s) => s.source === 'project');
+async function projectSkills(cwd: string): Promise<Skill[]> {
+  return (await loadSkills({ root: cwd })).all.filter((s) => s.source === 'project');
 }
 
 function hasPlugins(): boolean {
@@ -58,10 +61,10 @@ function hasPlugins(): boolean {
 
 /** Trust the workspace's project config and skills as they are now. */
 export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise<number> {
-  const file = findProjectConfig(flags.cwd, flags.json);
+  const file = await findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
-  const skills = projectSkills(cwd);
+  const skills = await projectSkills(cwd);
   trustHashes(
     skills.map((s) => ({ path: s.file, sha256: s.sha256 })),
     keelPaths().trustFile,
@@ -134,10 +137,10 @@ export async function runTrustDiff(
   check: boolean,
 ): Promise<number> {
   const base = flags.base ?? 'HEAD';
-  const file = findProjectConfig(flags.cwd, flags.json);
+  const file = await findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
-  const extra = skillsAndPlugins(cwd);
+  const extra = await skillsAndPlugins(cwd);
   if (file === undefined) {
     if (flags.json)
       process.stdout.write(
@@ -202,9 +205,9 @@ interface SkillsAndPlugins {
 }
 
 /** What besides the config file trust covers: the project's skills, and the plugins that widen. */
-function skillsAndPlugins(cwd: string): SkillsAndPlugins {
+async function skillsAndPlugins(cwd: string): Promise<SkillsAndPlugins> {
   const store = keelPaths().trustFile;
-  const skills = projectSkills(cwd).map((s) => {
+  const skills = (await projectSkills(cwd)).map((s) => {
     const recorded = trustedHash(s.file, store);
     const trust = recorded === undefined ? 'untrusted' : recorded === s.sha256 ? 'trusted' : 'changed';
     return { name: s.name, path: relative(cwd, s.file), trust } as const;

@@ -23,7 +23,7 @@ import { isAbsolute, join, relative, sep } from 'node:path';
 import { keelPaths } from '../config/paths.js';
 import { installedPlugins } from '../config/plugins.js';
 import { trustedHash } from '../config/trust.js';
-import { parseSkillFile } from './front-matter.js';
+import type { parseSkillFile } from './front-matter.js';
 import { MAX_DESCRIPTION, oneLine, validName } from './text.js';
 
 export type SkillSource = 'project' | 'user' | 'plugin';
@@ -82,7 +82,7 @@ export interface LoadSkillsOptions {
 }
 
 /** The skills a session in `root` can see, with what the person should know about the others. */
-export function loadSkills(opts: LoadSkillsOptions): SkillSet {
+export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
   const env = opts.env ?? process.env;
   const paths = keelPaths(env);
   const root = realpathSync(opts.root);
@@ -93,18 +93,23 @@ export function loadSkills(opts: LoadSkillsOptions): SkillSet {
     all.push(...found.skills);
     skipped.push(...found.skipped);
   };
-  for (const dir of PROJECT_DIRS) {
-    const folder = projectFolder(root, dir, warnings);
-    if (folder) take(scanFolder(folder, { source: 'project', root, trustFile: paths.trustFile }));
-  }
-  take(scanFolder(paths.skillsDir, { source: 'user', links: true }));
-  for (const plugin of installedPlugins(paths.pluginsDir).plugins)
+  const folders = PROJECT_DIRS.map((dir) => projectFolder(root, dir, warnings));
+  const plugins = installedPlugins(paths.pluginsDir).plugins.filter((p) => p.manifest.skills.length);
+  const user = statSync(paths.skillsDir, { throwIfNoEntry: false })?.isDirectory();
+  // the YAML parser is loaded only where there may be a skill: a session without any never pays for it
+  if (!folders.some(Boolean) && !user && !plugins.length) return { all, skipped, warnings };
+  const { parseSkillFile: parse } = await import('./front-matter.js');
+  for (const folder of folders)
+    if (folder) take(scanFolder(folder, { source: 'project', root, trustFile: paths.trustFile, parse }));
+  if (user) take(scanFolder(paths.skillsDir, { source: 'user', links: true, parse }));
+  for (const plugin of plugins)
     for (const rel of plugin.manifest.skills) {
       const dir = join(plugin.dir, rel);
       const one = readSkill(dir, rel.split('/').at(-1) ?? rel, {
         source: 'plugin',
         plugin: plugin.name,
         root: realOr(plugin.dir),
+        parse,
       });
       if ('reason' in one) skipped.push(one);
       else all.push(one);
@@ -164,6 +169,8 @@ interface ScanOptions {
   /** Where `keel trust` records project skills. */
   trustFile?: string;
   plugin?: string;
+  /** The front matter parser (src/skills/front-matter.ts, loaded when there is a skill to read). */
+  parse: typeof parseSkillFile;
 }
 
 interface Found {
@@ -203,7 +210,7 @@ function readSkill(dir: string, folderName: string, opts: ScanOptions): Skill | 
   const sha256 = createHash('sha256').update(read.bytes).digest('hex');
   const warnings: string[] = [];
   const text = new TextDecoder('utf-8').decode(read.bytes);
-  const parsed = parseSkillFile(text);
+  const parsed = opts.parse(text);
   if (!parsed.ok) return { ...where, reason: `SKILL.md: ${parsed.error}` };
   const { data } = parsed;
   let name = typeof data.name === 'string' ? data.name.trim() : '';

@@ -6,14 +6,14 @@ import { loadSkills, MAX_SKILL_BYTES, usedSkills } from '../../src/skills/load.j
 import { tempDir, writeFiles } from '../helpers/tmp.js';
 
 describe('loadSkills', () => {
-  it('warns on a name that does not match its folder, cuts an oversized body, and reads allowed-tools', () => {
+  it('warns on a name that does not match its folder, cuts an oversized body, and reads allowed-tools', async () => {
     const root = tempDir();
     const home = tempDir();
     writeFiles(join(home, 'skills'), {
       'folder-name/SKILL.md': '---\nname: other-name\ndescription: Mismatched.\n---\nbody\n',
       'big/SKILL.md': `---\nname: big\ndescription: Big.\nallowed-tools: [read_file, "Bash(npm test:*)"]\n---\n${'x'.repeat(MAX_SKILL_BYTES)}`,
     });
-    const set = loadSkills({ root, env: { KEEL_HOME: home } });
+    const set = await loadSkills({ root, env: { KEEL_HOME: home } });
     const [big, other] = usedSkills(set);
     expect(other?.name).toBe('other-name');
     expect(other?.warnings.join()).toContain('does not match its folder "folder-name"');
