@@ -65,6 +65,8 @@ export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
   const skills = await projectSkills(cwd);
+  // installed plugins let `trust diff` run without a config; there is nothing of the project's to trust then
+  if (file === undefined && !skills.length) return noProjectConfig(cwd, flags.json);
   trustHashes(
     skills.map((s) => ({ path: s.file, sha256: s.sha256 })),
     keelPaths().trustFile,
@@ -146,7 +148,11 @@ export async function runTrustDiff(
       process.stdout.write(
         `${JSON.stringify({ file: null, base, trust: null, changes: [], programs: [], ...extra }, null, 2)}\n`,
       );
-    else writeSkillsAndPlugins(extra);
+    else {
+      if (!extra.skills.length)
+        process.stdout.write(dim(`no project config or skills in ${cwd}; installed plugins:\n`));
+      writeSkillsAndPlugins(extra);
+    }
     return EXIT.ok;
   }
   const rel = relative(cwd, file);

@@ -145,6 +145,41 @@ describe('skills', () => {
       rules: ['read_file', 'shell(echo)'],
     });
   }, 60_000);
+
+  it("a project skill's script runs through the gate and the sandbox like any command, within its allowed-tools", async () => {
+    const repo = gitRepo({
+      '.agents/skills/check/SKILL.md': skill(
+        'check',
+        'Run the project check.',
+        'Run scripts/check.sh.',
+        'allowed-tools: Read Bash(sh .agents/skills/check/scripts/check.sh:*)\n',
+      ),
+      '.agents/skills/check/scripts/check.sh': 'echo "home=$HOME"\n',
+    });
+    const home = keelHome();
+    await keel(['trust'], { cwd: repo, home });
+    const server = await model([
+      { tool_calls: [{ name: 'activate_skill', arguments: { name: 'check' } }] },
+      { tool_calls: [{ name: 'shell', arguments: { command: 'sh .agents/skills/check/scripts/check.sh' } }] },
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'x.txt', content: 'x' } }] },
+      { tool_calls: [{ name: 'shell', arguments: { command: 'touch y.txt' } }] },
+      { text: 'done' },
+    ]);
+    const run = await keel(['edit', ...modelFlags(server), '--json', 'check it'], { cwd: repo, home });
+    expect(run.code, run.stderr).toBe(0);
+    expect(gateDecisions(home).map((d) => [d.tool, d.decision])).toEqual([
+      ['activate_skill', 'allow'],
+      ['shell', 'allow'],
+      ['write_file', 'deny'],
+      ['shell', 'deny'],
+    ]);
+    const started = lastSessionEvents(home).find(
+      (e) => e.type === 'tool_start' && (e.data as { tool: string }).tool === 'shell',
+    );
+    expect((started?.data as { sandboxed?: boolean } | undefined)?.sandboxed).toBe(true);
+    // in the sandbox: HOME is its private one
+    expect(JSON.stringify(chatBodies(server)[2])).toContain('home=/tmp/home');
+  }, 60_000);
 });
 
 describe('plugins', () => {
