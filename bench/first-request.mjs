@@ -3,7 +3,8 @@
  * the whole body, and which tools it offers, for `keel <verb> "hi"` in a small committed git repository,
  * as the scripted model server received it. Deterministic: one run per verb is enough. Build first.
  * Run: node bench/first-request.mjs [PROMPT]   (KEEL_BIN=/path/to/bin/keel.js measures another build;
- * BENCH_REPO=/path/to/repo runs in that repository instead of the small one made here)
+ * BENCH_REPO=/path/to/repo runs in that repository instead of the small one made here; BENCH_SKILLS=N gives
+ * the user N skills in KEEL_HOME/skills, each with a one-line description, to measure the skills catalog)
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,22 @@ const MODEL = 'bench-model';
 const BIN = process.env.KEEL_BIN ?? new URL('../bin/keel.js', import.meta.url).pathname;
 const VERBS = ['ask', 'plan', 'edit', 'run'];
 const PROMPT = process.argv[2] ?? 'hi';
+const SKILLS = Number(process.env.BENCH_SKILLS ?? 0);
 const scratch = mkdtempSync(join(tmpdir(), 'keel-first-'));
+
+/** A fresh KEEL_HOME, with BENCH_SKILLS skills of the usual shape (a name, a sentence, a body). */
+function keelHome() {
+  const home = mkdtempSync(join(scratch, 'home-'));
+  for (let i = 1; i <= SKILLS; i++) {
+    const dir = join(home, 'skills', `skill-${i}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'SKILL.md'),
+      `---\nname: skill-${i}\ndescription: Does task number ${i} of the project the way the team agreed, step by step.\n---\n# Skill ${i}\n\nThe steps.\n`,
+    );
+  }
+  return home;
+}
 
 /** A small committed project: a few source files, a test script, a README. */
 function project() {
@@ -53,7 +69,7 @@ async function firstRequest(verb) {
     { turns: [{ text: 'OK', usage: { prompt_tokens: 500, completion_tokens: 1 } }] },
     MODEL,
   );
-  const home = mkdtempSync(join(scratch, 'home-'));
+  const home = keelHome();
   try {
     const flags = ['--provider', 'openai', '--base-url', server.url, '--model', MODEL];
     const cwd = process.env.BENCH_REPO ?? project();
@@ -110,7 +126,7 @@ const families = await activated();
 rmSync(scratch, { recursive: true, force: true });
 
 const out = [
-  `first request of \`keel <verb> ${JSON.stringify(PROMPT)}\`, o200k tokens (system + tools is what every request repeats)`,
+  `first request of \`keel <verb> ${JSON.stringify(PROMPT)}\`${SKILLS ? ` with ${SKILLS} skills` : ''}, o200k tokens (system + tools is what every request repeats)`,
   '',
   '| verb | system | tools | system + tools | other messages | whole body | tools offered |',
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -14,7 +14,7 @@ export const LAYERS = [
   ['terminal', ['term']],
   ['applications', ['fix', 'batch']],
   ['core', ['agent']],
-  ['services', ['model', 'tools', 'policy', 'memory', 'graph', 'verify']],
+  ['services', ['model', 'tools', 'policy', 'memory', 'graph', 'verify', 'skills']],
   ['foundation', ['store', 'config']],
 ];
 

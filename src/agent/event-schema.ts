@@ -36,6 +36,7 @@ const schemas: Record<string, z.ZodType> = {
   session_fork: z.looseObject({ from: z.string(), at: z.number().int() }),
   user_message: z.looseObject({ text: z.string() }),
   tools_activated: z.looseObject({ tools: z.array(z.string()) }),
+  tools_narrowed: z.looseObject({ by: z.string(), rules: z.array(z.string()) }),
   repo_map: z.looseObject({ text: z.string(), tokens: z.number(), files: z.array(z.string()) }),
   model_request: z.looseObject({ round: z.number().int() }),
   assistant_message: z.looseObject({

@@ -64,6 +64,8 @@ export type SessionEvent =
    * by a call to a tool the mode allows that was not offered yet (`call_id`).
    */
   | { type: 'tools_activated'; tools: string[]; call_id?: string }
+  /** From here on the session may use only these tools (a skill's allowed-tools, src/policy/tool-allowlist.ts). */
+  | { type: 'tools_narrowed'; by: string; rules: string[]; call_id?: string }
   | {
       type: 'model_request';
       round: number;

@@ -4,7 +4,9 @@
  * The messages the next request sends, budgets spent, loop-detector counts, files touched and cost
  * all come from here and nowhere else, so a resumed session continues exactly where it stopped.
  */
+
 import type { ChatMessage, ToolCall } from '../model/types.js';
+import type { ToolList } from '../policy/tool-allowlist.js';
 import type { SessionEvent, TokenCount } from './events.js';
 
 export interface OpenCall {
@@ -45,6 +47,8 @@ export interface SessionState {
   compactions: number;
   /** Tools activated over the session's life, beyond the core set every request offers. */
   active: string[];
+  /** Lists of the tools the session may still use (skills' allowed-tools): a call must be on each. */
+  allowLists: ToolList[];
 }
 
 export function initialState(): SessionState {
@@ -66,6 +70,7 @@ export function initialState(): SessionState {
     lastSeq: 0,
     compactions: 0,
     active: [],
+    allowLists: [],
   };
 }
 
@@ -186,6 +191,9 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
     }
     case 'tools_activated':
       for (const name of event.tools) if (!state.active.includes(name)) state.active.push(name);
+      break;
+    case 'tools_narrowed':
+      state.allowLists.push({ by: event.by, rules: [...event.rules] });
       break;
     case 'session_end':
       state.ended = true;

@@ -93,6 +93,8 @@ export interface SessionOptions {
   resume?: SessionState;
   /** Memory for the system prompt of a new session (recorded in session_start's system_prompt as sent). */
   memory?: string;
+  /** The skills catalog for the system prompt (src/skills/catalog.ts), when the session has skills. */
+  skills?: string;
   /** Messages sent to this session while it runs (a parent steering its subagent), read before each request. */
   inbox?(): string[];
   /** Context for a new session (the repo map), recorded right after session_start, before the task. */

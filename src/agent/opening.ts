@@ -39,6 +39,7 @@ export function startRun(
         root: scope.root,
         instructions: instructions.text,
         ...(opts.memory ? { memory: opts.memory } : {}),
+        ...(opts.skills ? { skills: opts.skills } : {}),
         ...userFolder(scope.root),
       }),
       pid: process.pid,

@@ -16,6 +16,8 @@ export interface PromptInput {
   memory?: string;
   /** The folder the user works in, relative to the workspace, when it is a subfolder of it. */
   here?: string;
+  /** The skills catalog (src/skills/catalog.ts), when the session has skills. */
+  skills?: string;
 }
 
 /** Build the system prompt for a session. */
@@ -31,6 +33,7 @@ export function systemPrompt(input: PromptInput): string {
     'A denied or failed call returns an error: adjust. When done, answer briefly, without tool calls.',
   ];
   if (input.instructions) lines.push('', 'Project instructions:', input.instructions);
+  if (input.skills) lines.push('', input.skills);
   if (input.memory) lines.push('', input.memory);
   return lines.join('\n');
 }

@@ -22,6 +22,8 @@ import { pinWorkspace } from '../policy/git-runner.js';
 import { type Policy, policyFor } from '../policy/policy.js';
 import type { Sandbox } from '../policy/sandbox.js';
 import { Scope } from '../policy/scope.js';
+import { activateSkillTool, skillCatalog } from '../skills/catalog.js';
+import { loadSkills, usedSkills } from '../skills/load.js';
 import { auditEntryFor } from '../store/audit-entries.js';
 import { findVouchingLine, startProblem } from '../store/audit-sessions.js';
 import type { EventLog, SessionRow } from '../store/event-log.js';
@@ -331,6 +333,8 @@ async function runIn(
   };
   // a person's session only: a run's attempts and a subagent get their context from what started them
   const topLevel = !opts.parentId && !granted;
+  // a person's session sees the skills (src/skills/): a catalog in its prompt, and activate_skill for the bodies
+  const skills = topLevel ? usedSkills(await loadSkills({ root: scope.root, env })) : [];
   if (topLevel && !reopened && !trivialTask(opts.prompt))
     injected = await sessionInjection({ root: scope.root, prompt: opts.prompt, config, env, db: runtime.db });
   const repoMap = await repoMapLoading;
@@ -345,7 +349,10 @@ async function runIn(
       prompt: opts.prompt,
       config,
       model,
-      tools: new ToolRegistry(builtinTools(), extraTools),
+      tools: new ToolRegistry(
+        [...builtinTools(), ...(skills.length ? [activateSkillTool(skills, scope.root)] : [])],
+        extraTools,
+      ),
       signal: opts.signal,
       sessionId,
       ...(sandboxExec ? { sandboxExec } : {}),
@@ -360,6 +367,7 @@ async function runIn(
       ...(reopened ? { resume: reopened.state } : {}),
       ...(opts.inbox ? { inbox: opts.inbox } : {}),
       ...(injected ? { memory: injected.text } : {}),
+      ...(skills.length ? { skills: skillCatalog(skills) } : {}),
       ...(repoMap ? { context: [repoMap] } : {}),
       spend,
       // a failure here is thrown again by the finally below, after the end is recorded

@@ -8,6 +8,7 @@ import type { ToolCall } from '../model/types.js';
 import { type Ask, type Decision, decide } from '../policy/gate.js';
 import { type HookPayload, type HookSpec, matchingHooks, runHooks } from '../policy/hooks.js';
 import { ScopeError } from '../policy/scope.js';
+import { offList } from '../policy/tool-allowlist.js';
 import { isFamily, resolveAction } from '../tools/family.js';
 import { parseArgs } from '../tools/registry.js';
 import { capResult } from '../tools/truncate.js';
@@ -169,6 +170,19 @@ export async function runCall(
       `the same ${name} call was made ${seen} times with no change to the files in between`,
     );
   }
+  // a skill's allowed-tools: off the list is denied before the gate; on it, the gate still decides
+  const off = offList(state.allowLists, tool, parsed.args);
+  if (off !== undefined) {
+    record({
+      type: 'gate_decision',
+      call_id: call.id,
+      tool: name,
+      decision: 'deny',
+      reason: off,
+      deny: 'policy',
+    });
+    return `Error: denied: ${off}`;
+  }
   let decision = await decide(tool, parsed.args, { policy, hookBase, signal: run.signal });
   // a question has keel's own id, never the model's call id (a subagent and its parent may share one)
   let asked: { question_id: string } | Record<string, never> = {};
@@ -244,6 +258,7 @@ export async function runCall(
   let violations: string[] = [];
   let diff: string | undefined;
   let outcome: ToolResult['outcome'];
+  let allowTools: ToolResult['allowTools'];
   try {
     const res = await tool.execute(parsed.args, ctx);
     output = res.output;
@@ -253,6 +268,7 @@ export async function runCall(
     violations = res.violations ?? [];
     diff = res.diff;
     outcome = res.outcome;
+    allowTools = res.allowTools;
   } catch (err) {
     if (run.signal.aborted) throw run.signal.reason;
     if (!(err instanceof ToolError || err instanceof ScopeError || isFsError(err))) throw err;
@@ -309,6 +325,7 @@ export async function runCall(
     ...(outcome ? { outcome } : {}),
     ...(diff ? { diff } : {}),
   });
+  if (allowTools) record({ type: 'tools_narrowed', ...allowTools, call_id: call.id });
   if (violations.length) {
     record({ type: 'violation', call_id: call.id, tool: name, removed: violations });
     if (config.stop_on_violation)

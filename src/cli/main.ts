@@ -273,6 +273,51 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       });
   }
 
+  // keel skills, keel plugin (issue 30: skills and plugins)
+  program
+    .command('skills')
+    .description('list the skills keel finds for this workspace')
+    .command('list')
+    .description(
+      'each skill: name, description, where from (project, user, plugin), used or ignored, warnings',
+    )
+    .option('-C, --cwd <dir>', 'workspace folder')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { runSkillsList } = await import('./skills-command.js');
+      setExit(await runSkillsList(opts));
+    });
+  const plugin = program
+    .command('plugin')
+    .description('install, list and remove plugins (skills, MCP servers, hooks)');
+  plugin
+    .command('install')
+    .description('install a plugin from a folder, a git URL or a tarball; what it widens needs your yes')
+    .argument('<source>', 'a folder, a git URL, or a .tar/.tar.gz/.tgz file')
+    .option('--yes', 'approve what the plugin widens without asking (for scripts)')
+    .option('--json', 'print one JSON document')
+    .action(async (source, opts) => {
+      const { runPluginInstall } = await import('./plugin-command.js');
+      setExit(await runPluginInstall(source, opts));
+    });
+  plugin
+    .command('list')
+    .description('the installed plugins and what each adds')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { runPluginList } = await import('./plugin-command.js');
+      setExit(await runPluginList(opts));
+    });
+  plugin
+    .command('remove')
+    .description('remove an installed plugin')
+    .argument('<name>', 'the plugin')
+    .option('--json', 'print one JSON document')
+    .action(async (name, opts) => {
+      const { runPluginRemove } = await import('./plugin-command.js');
+      setExit(await runPluginRemove(name, opts));
+    });
+
   // keel review, keel runs (issue 10: runs and review)
   const review = program
     .command('review')

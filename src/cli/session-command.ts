@@ -81,6 +81,9 @@ export async function runVerb(
 
   for (const warning of setup.loaded.warnings)
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
+  // skills the session will not see (a project's, until keel trust): said once, here (src/skills/load.ts)
+  for (const warning of (await (await import('../skills/load.js')).loadSkills({ root: setup.cwd })).warnings)
+    process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
 
   // a session that acts writes files and keeps its safety net in .git: a repository it cannot write is said now
   if (mode === 'edit' || mode === 'auto') {

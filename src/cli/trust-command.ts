@@ -4,9 +4,18 @@ import { parse as parseToml } from 'smol-toml';
 import { ConfigError, projectConfigPath, type Raw, readTomlFile, splitConfigFile } from '../config/load.js';
 import { realRoot } from '../config/narrowing.js';
 import { keelPaths } from '../config/paths.js';
+import { installedPlugins } from '../config/plugins.js';
 import { configPrograms, type Program } from '../config/programs.js';
-import { gatedKeys, permissionChanges, trustCheck, trustFile } from '../config/trust.js';
+import {
+  gatedKeys,
+  permissionChanges,
+  trustCheck,
+  trustedHash,
+  trustFile,
+  trustHashes,
+} from '../config/trust.js';
 import { findRepo, gitTry } from '../policy/git.js';
+import { loadSkills, type Skill } from '../skills/load.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
 import { existingWorkspace, workspace } from '../term/options.js';
@@ -21,32 +30,69 @@ function noProjectConfig(cwd: string, json?: boolean): number {
   );
 }
 
-/** The project config file, or the exit code after saying why there is none (or two, or no such folder). */
-function findProjectConfig(cwd: string | undefined, json?: boolean): string | number {
+/**
+ * The project config file (undefined: none, which is fine when the project has skills), or the exit code
+ * after saying why there is none (or two, or no such folder).
+ */
+async function findProjectConfig(
+  cwd: string | undefined,
+  json?: boolean,
+): Promise<string | undefined | number> {
   try {
     const folder = existingWorkspace({ cwd });
-    return projectConfigPath(folder) ?? noProjectConfig(folder, json);
+    const file = projectConfigPath(folder);
+    if (file === undefined && !(await projectSkills(folder)).length && !hasPlugins())
+      return noProjectConfig(folder, json);
+    return file;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     return reportError(json, 'CONFIG_ERROR', err.message);
   }
 }
 
-/** Trust the workspace's project config as it is now. */
+/** The project's skills that read (used or not: trust is what they wait for). */
+async function projectSkills(cwd: string): Promise<Skill[]> {
+  return (await loadSkills({ root: cwd })).all.filter((s) => s.source === 'project');
+}
+
+function hasPlugins(): boolean {
+  return installedPlugins(keelPaths().pluginsDir).plugins.length > 0;
+}
+
+/** Trust the workspace's project config and skills as they are now. */
 export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise<number> {
-  const file = findProjectConfig(flags.cwd, flags.json);
+  const file = await findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
+  const skills = await projectSkills(cwd);
+  // installed plugins let `trust diff` run without a config; there is nothing of the project's to trust then
+  if (file === undefined && !skills.length) return noProjectConfig(cwd, flags.json);
+  trustHashes(
+    skills.map((s) => ({ path: s.file, sha256: s.sha256 })),
+    keelPaths().trustFile,
+  );
+  const trustedSkills = skills.map((s) => ({ name: s.name, path: relative(cwd, s.file), sha256: s.sha256 }));
+  if (file === undefined) {
+    if (flags.json)
+      process.stdout.write(
+        `${JSON.stringify({ file: null, sha256: null, grants: [], programs: [], skills: trustedSkills })}\n`,
+      );
+    else writeTrustedSkills(trustedSkills);
+    return EXIT.ok;
+  }
   const values = readTomlFile(file);
   const grants = gatedKeys(values, cwd);
   const programs = projectPrograms(values, file, cwd);
   const hash = trustFile(file, keelPaths().trustFile, programs);
   if (flags.json) {
     const runs = programs.map((p) => ({ path: p.name, by: p.by, sha256: p.sha256 }));
-    process.stdout.write(`${JSON.stringify({ file, sha256: hash, grants, programs: runs })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ file, sha256: hash, grants, programs: runs, skills: trustedSkills })}\n`,
+    );
     return EXIT.ok;
   }
   process.stdout.write(`trusted ${file} (sha256 ${hash.slice(0, 12)})\n`);
+  writeTrustedSkills(trustedSkills);
   process.stdout.write(
     grants.length ? `it may now set: ${grants.join(', ')}\n` : dim('it sets no trust-gated keys\n'),
   );
@@ -60,6 +106,13 @@ export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise
     ),
   );
   return EXIT.ok;
+}
+
+function writeTrustedSkills(skills: Array<{ name: string; path: string }>): void {
+  for (const s of skills)
+    process.stdout.write(`trusted skill ${inertLine(s.name)} (${inertLine(s.path)}): it joins the catalog\n`);
+  if (skills.length)
+    process.stdout.write(dim('if a SKILL.md changes, that skill is ignored again until you trust it anew\n'));
 }
 
 /** The programs in the workspace that a project config's hooks and servers run, its profiles' included. */
@@ -86,9 +139,22 @@ export async function runTrustDiff(
   check: boolean,
 ): Promise<number> {
   const base = flags.base ?? 'HEAD';
-  const file = findProjectConfig(flags.cwd, flags.json);
+  const file = await findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
+  const extra = await skillsAndPlugins(cwd);
+  if (file === undefined) {
+    if (flags.json)
+      process.stdout.write(
+        `${JSON.stringify({ file: null, base, trust: null, changes: [], programs: [], ...extra }, null, 2)}\n`,
+      );
+    else {
+      if (!extra.skills.length)
+        process.stdout.write(dim(`no project config or skills in ${cwd}; installed plugins:\n`));
+      writeSkillsAndPlugins(extra);
+    }
+    return EXIT.ok;
+  }
   const rel = relative(cwd, file);
   const before = gitShow(cwd, base, rel);
   let beforeValues: Raw;
@@ -109,7 +175,9 @@ export async function runTrustDiff(
     state: state === 'untrusted' ? 'untrusted' : changed.includes(p) ? 'changed' : 'trusted',
   }));
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ file, base, trust: state, changes, programs }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ file, base, trust: state, changes, programs, ...extra }, null, 2)}\n`,
+    );
   } else {
     if (!changes.length) process.stdout.write(`no permission changes in ${rel} since ${base}\n`);
     for (const c of changes)
@@ -123,6 +191,7 @@ export async function runTrustDiff(
       process.stdout.write(
         `${red('~ changed')}  ${inertLine(p.path)} changed since you trusted ${rel} (run by ${inertLine(p.by)}); its hooks and servers are ignored until \`keel trust\`\n`,
       );
+    writeSkillsAndPlugins(extra);
   }
   if (check && expansions.length) {
     if (!flags.json)
@@ -132,4 +201,43 @@ export async function runTrustDiff(
     return EXIT.failed;
   }
   return EXIT.ok;
+}
+
+interface SkillsAndPlugins {
+  /** The project's skills: trusted as they are, changed since trusted, or never trusted. */
+  skills: Array<{ name: string; path: string; trust: 'trusted' | 'changed' | 'untrusted' }>;
+  /** Installed plugins (the user's, not the project's) and what each widens, approved at install or not. */
+  plugins: Array<{ name: string; approved: boolean; widens: string[] }>;
+}
+
+/** What besides the config file trust covers: the project's skills, and the plugins that widen. */
+async function skillsAndPlugins(cwd: string): Promise<SkillsAndPlugins> {
+  const store = keelPaths().trustFile;
+  const skills = (await projectSkills(cwd)).map((s) => {
+    const recorded = trustedHash(s.file, store);
+    const trust = recorded === undefined ? 'untrusted' : recorded === s.sha256 ? 'trusted' : 'changed';
+    return { name: s.name, path: relative(cwd, s.file), trust } as const;
+  });
+  const plugins = installedPlugins(keelPaths().pluginsDir).plugins.map((p) => ({
+    name: p.name,
+    approved: p.approved,
+    widens: p.widens,
+  }));
+  return { skills, plugins };
+}
+
+function writeSkillsAndPlugins({ skills, plugins }: SkillsAndPlugins): void {
+  for (const s of skills) {
+    const what = `skill ${inertLine(s.name)} (${inertLine(s.path)})`;
+    if (s.trust === 'trusted') process.stdout.write(`  trusted  ${what}\n`);
+    else
+      process.stdout.write(
+        `${red(s.trust === 'changed' ? '~ changed' : '+ new    ')}  ${what}: ignored until \`keel trust\`\n`,
+      );
+  }
+  for (const p of plugins)
+    for (const line of p.widens)
+      process.stdout.write(
+        `${p.approved ? '  plugin ' : red('! plugin ')} ${inertLine(p.name)} ${p.approved ? 'widens' : 'would widen (not approved: ignored)'}: ${inertLine(line)}\n`,
+      );
 }

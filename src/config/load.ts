@@ -18,6 +18,7 @@ import type { z } from 'zod';
 import { closest } from './closest.js';
 import { realRoot } from './narrowing.js';
 import { keelPaths } from './paths.js';
+import { APPROVALS, installedPlugins, withPlugins } from './plugins.js';
 import { configPrograms, type HashCache, type Program } from './programs.js';
 import { allKeys, type Config, configSchema, keysAt, profileSchema } from './schema.js';
 import { gateUntrustedProject, trustCheck } from './trust.js';
@@ -263,8 +264,11 @@ function layerSource(layer: Layer): string {
 /** Load the effective config for a workspace. Throws ConfigError on any problem. */
 export function loadConfig(opts: LoadOptions): LoadedConfig {
   const env = opts.env ?? process.env;
-  const { userConfig, trustFile } = keelPaths(env);
-  const user = existsSync(userConfig) ? splitConfigFile(readTomlFile(userConfig), userConfig) : undefined;
+  const { userConfig, trustFile, pluginsDir } = keelPaths(env);
+  const warnings: string[] = [];
+  const userFile = existsSync(userConfig) ? splitConfigFile(readTomlFile(userConfig), userConfig) : undefined;
+  // what installed plugins add with the person's yes counts as the user's own config (src/config/plugins.ts)
+  const user = userWithPlugins(userFile, pluginsDir, warnings);
   const projectFile = projectConfigPath(opts.cwd);
   const project = projectFile ? splitConfigFile(readTomlFile(projectFile), projectFile) : undefined;
   if (project) refuseUnsandboxedServers(project, userConfig);
@@ -277,7 +281,6 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const files = { user, project, cwd: opts.cwd };
   const wanted = named ?? fileChoice(project) ?? fileChoice(user);
   if (wanted) ensureDefined(wanted, files, userConfig);
-  const warnings: string[] = [];
   let part: ProjectPart | undefined = project && {
     values: project.values,
     profile: project.profile,
@@ -331,6 +334,21 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   if (flagValues) layers.push({ source: 'flag', kind: 'flag', values: flagValues });
   const resolved = resolveLayers(layers, projectFile);
   return { ...resolved, warnings, programs: programs(resolved.config as unknown as Raw) };
+}
+
+/** The user's file (or none) with the approved plugins' servers, hooks and allowed commands added. */
+function userWithPlugins(
+  own: ConfigFile | undefined,
+  pluginsDir: string,
+  warnings: string[],
+): ConfigFile | undefined {
+  const { plugins, warnings: found } = installedPlugins(pluginsDir);
+  warnings.push(...found);
+  // with no file of yours, the plugins' values are named by their approval record (`keel config show`)
+  const base = own ?? { path: join(pluginsDir, APPROVALS), values: {}, profiles: new Map<string, Raw>() };
+  const values = withPlugins(base.values, plugins, warnings);
+  if (values === base.values) return own;
+  return { ...base, values };
 }
 
 /**

@@ -14,6 +14,10 @@ export interface KeelPaths {
   undoDir: string;
   /** Where `keel fix` keeps its snapshots: the one part of keel's state a session may write. */
   worktreesDir: string;
+  /** The user's own skills (Agent Skills folders, each with a SKILL.md). */
+  skillsDir: string;
+  /** Installed plugins, one folder each, and the record of what the person approved (`keel plugin install`). */
+  pluginsDir: string;
 }
 
 /** Resolve keel's paths from the environment. */
@@ -30,6 +34,8 @@ export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
       trustFile: join(home, 'trust.json'),
       undoDir: join(home, 'undo'),
       worktreesDir: join(home, 'worktrees'),
+      skillsDir: join(home, 'skills'),
+      pluginsDir: join(home, 'plugins'),
     };
   }
   const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config');
@@ -45,6 +51,8 @@ export function keelPaths(env: NodeJS.ProcessEnv = process.env): KeelPaths {
     trustFile: join(stateDir, 'trust.json'),
     undoDir: join(stateDir, 'undo'),
     worktreesDir: join(stateDir, 'worktrees'),
+    skillsDir: join(configHome, 'keel', 'skills'),
+    pluginsDir: join(configHome, 'keel', 'plugins'),
   };
 }
 
@@ -60,6 +68,8 @@ export function protectedStatePaths(paths: KeelPaths): string[] {
     paths.trustFile,
     paths.undoDir,
     paths.userConfig,
+    paths.skillsDir,
+    paths.pluginsDir,
     // expired memory, moved out of the database (src/memory/archive.ts)
     join(paths.stateDir, 'memory-archive'),
     // the bands routing uses (src/model/difficulty.ts): a model must not route itself

@@ -247,3 +247,22 @@ function narrowOnly(
     entries = nextEntries;
   }
 }
+
+/** The hash `keel trust` recorded for a file (a project skill's SKILL.md), or undefined when it recorded none. */
+export function trustedHash(path: string, storePath: string): string | undefined {
+  return recordOf(readStore(storePath)[resolve(path)])?.sha256;
+}
+
+/** Record that the user trusts these files with these contents (hashed by the caller, as keel read them). */
+export function trustHashes(
+  entries: ReadonlyArray<{ path: string; sha256: string }>,
+  storePath: string,
+): void {
+  if (!entries.length) return;
+  const store = readStore(storePath);
+  for (const e of entries) store[resolve(e.path)] = { sha256: e.sha256, programs: {} };
+  mkdirSync(dirname(storePath), { recursive: true });
+  const tmp = `${storePath}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(store, null, 2)}\n`, { mode: 0o600 });
+  renameSync(tmp, storePath);
+}

@@ -264,6 +264,30 @@ export function runGitUnpinned(cwd: string, args: string[]): Buffer {
 }
 
 /**
+ * Clone `url` into `dest` (a new folder) for `keel plugin install`: the static overrides (no hooks, no
+ * helpers, no signing), only https and file transports, no submodules, one commit, and LFS's filters inert
+ * (a pointer file stays a pointer). Throws GitError with git's words.
+ */
+export function cloneInert(url: string, dest: string): void {
+  const args = [
+    '--no-pager',
+    ...STATIC_OVERRIDES,
+    ...['-c', 'protocol.https.allow=always', '-c', 'protocol.file.allow=always'],
+    ...['-c', 'filter.lfs.smudge=', '-c', 'filter.lfs.process=', '-c', 'filter.lfs.required=false'],
+    'clone',
+    '--quiet',
+    '--depth=1',
+    '--no-recurse-submodules',
+    '--no-tags',
+    '--template=',
+    '--end-of-options',
+    url,
+    dest,
+  ];
+  spawnGit(process.cwd(), args, gitEnv({ GIT_LFS_SKIP_SMUDGE: '1' }), {}, ['clone', url]);
+}
+
+/**
  * git's answer when another git process holds a lock it needs (a ref, the index, the config, packed-refs):
  * `Unable to create '…/x.lock': File exists.` or `could not lock config file …`. git changed nothing
  * then, so the same command may simply run again.

@@ -56,6 +56,8 @@ export interface ToolResult {
   diff?: string;
   /** Protected names the call created and keel removed again; the loop records them as a violation. */
   violations?: string[];
+  /** The tools the session may use from now on (a skill's allowed-tools): the loop records it, and it only narrows. */
+  allowTools?: { by: string; rules: string[] };
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {

@@ -81,6 +81,8 @@ describe('launch: only what the first request needs', () => {
       matching(ask.sources, [
         // the MCP client and its JSON-schema checker (no server is configured), A2A, the HTTP server, the TUI, PostgreSQL
         /node_modules\/(@modelcontextprotocol|ajv|ajv-formats|zod-to-json-schema|@a2a-js|hono|@hono|@mariozechner|pg)\//,
+        // the YAML parser of skills' front matter: no skill, no parser
+        /node_modules\/yaml\//,
         // the graph's parser: a workspace with no source to index never needs it
         /node_modules\/web-tree-sitter\//,
         /^dist\/graph\/(index|extract)\.js$/,

@@ -1,0 +1,224 @@
+/**
+ * Installed plugins (`keel plugin install`): folders under KEEL_HOME/plugins, each with a `keel-plugin.json`
+ * naming skills, MCP servers, hooks, commands and shell permissions. What would widen what keel may do (a
+ * server, a hook, an allowed command) takes effect only as the person approved it at install: the record in
+ * `approved.json` holds the manifest's hash, and a manifest changed since is read without its widening parts.
+ * The config loader merges the approved parts into the user's own layer (they are the user's word).
+ */
+import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+} from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { z } from 'zod';
+import { hookSchema, mcpServerSchema } from './schema.js';
+
+export const MANIFEST = 'keel-plugin.json';
+export const APPROVALS = 'approved.json';
+/** A manifest is a short list: anything bigger is refused before it is parsed. */
+const MAX_MANIFEST = 64_000;
+/** Stands for the plugin's installed folder in a server's or a hook's command. */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: a placeholder the manifest writes, not a template
+export const PLUGIN_DIR_VAR = '${KEEL_PLUGIN_DIR}';
+
+export const PLUGIN_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+const relPath = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine(
+    (p) => !isAbsolute(p) && !p.includes('\\') && !p.includes('\0') && !p.split('/').includes('..'),
+    'must be a path inside the plugin (relative, no ..)',
+  );
+
+export const pluginManifestSchema = z
+  .strictObject({
+    name: z.string().regex(PLUGIN_NAME, 'must be lowercase letters, digits and -, at most 64'),
+    version: z.string().max(64).optional(),
+    description: z.string().max(1024).optional(),
+    /** Folders inside the plugin, each holding a SKILL.md. */
+    skills: z.array(relPath).max(64).default([]),
+    mcp_servers: z.array(mcpServerSchema).max(16).default([]),
+    hooks: z.array(hookSchema).max(16).default([]),
+    /** Commands run without keel's approvals question (still in the sandbox), as `allow_commands` in config. */
+    allow_commands: z.array(z.string().min(1).max(200)).max(32).default([]),
+    /** Prompt files inside the plugin, by name: listed, not run (keel has no custom slash commands yet). */
+    commands: z
+      .array(z.strictObject({ name: z.string().regex(PLUGIN_NAME), file: relPath }))
+      .max(32)
+      .default([]),
+  })
+  .superRefine((m, ctx) => {
+    for (const s of m.mcp_servers)
+      if (s.sandbox !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          message: `mcp server "${s.name}": a plugin may not run a server outside the sandbox`,
+        });
+  });
+export type PluginManifest = z.infer<typeof pluginManifestSchema>;
+
+/** sha256 of a manifest's bytes: what the person approved. */
+export function manifestHash(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Read a manifest file (a regular file, never through a link, bounded) and check it strictly. */
+export function readManifest(dir: string): { manifest: PluginManifest; sha256: string } | { error: string } {
+  const file = join(dir, MANIFEST);
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return { error: code === 'ENOENT' ? `no ${MANIFEST} in ${dir}` : `${file} cannot be opened (${code})` };
+  }
+  let bytes: Buffer;
+  try {
+    if (!fstatSync(fd).isFile()) return { error: `${file} is not a regular file` };
+    const buf = Buffer.alloc(MAX_MANIFEST + 1);
+    let got = 0;
+    for (let n = 1; n > 0 && got < buf.length; got += n) n = readSync(fd, buf, got, buf.length - got, got);
+    if (got > MAX_MANIFEST) return { error: `${file} is over ${MAX_MANIFEST} bytes` };
+    bytes = buf.subarray(0, got);
+  } finally {
+    closeSync(fd);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    return { error: `${file} is not valid JSON: ${(err as Error).message}` };
+  }
+  const parsed = pluginManifestSchema.safeParse(raw);
+  if (!parsed.success)
+    return {
+      error: `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ')}`,
+    };
+  return { manifest: parsed.data, sha256: manifestHash(bytes) };
+}
+
+/** Everything a plugin would widen, one line each, for the person to approve (and `keel trust diff` to show). */
+export function pluginWidening(m: PluginManifest): string[] {
+  return [
+    ...m.mcp_servers.map(
+      (s) =>
+        `mcp server ${s.name}: ${s.url !== undefined ? `url ${s.url}` : `runs ${JSON.stringify(s.command)}`}${s.offer === 'always' ? ' (offered from the first request)' : ''}`,
+    ),
+    ...m.hooks.map(
+      (h) =>
+        `hook ${h.event}${h.matcher !== undefined ? ` on ${JSON.stringify(h.matcher)}` : ''}: runs ${JSON.stringify(h.command)}${h.approver ? ' (an approver: may let commands run outside the sandbox)' : ''}`,
+    ),
+    ...m.allow_commands.map(
+      (c) => `allow_commands: ${JSON.stringify(c)} runs without asking (in the sandbox)`,
+    ),
+  ];
+}
+
+/** What the person approved, by plugin name. */
+export interface Approval {
+  sha256: string;
+  source: string;
+  /** The widening lines shown when the person said yes. */
+  widens: string[];
+}
+
+export function readApprovals(pluginsDir: string): Record<string, Approval> {
+  try {
+    const raw = JSON.parse(readFileSync(join(pluginsDir, APPROVALS), 'utf8')) as unknown;
+    return raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, Approval>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export interface InstalledPlugin {
+  name: string;
+  dir: string;
+  manifest: PluginManifest;
+  /** Its manifest is the one the person approved: its servers, hooks and allowed commands are in force. */
+  approved: boolean;
+  widens: string[];
+}
+
+/** The installed plugins that read back, and a warning for each folder that does not (or changed). */
+export function installedPlugins(pluginsDir: string): { plugins: InstalledPlugin[]; warnings: string[] } {
+  const plugins: InstalledPlugin[] = [];
+  const warnings: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(pluginsDir).sort();
+  } catch {
+    return { plugins, warnings };
+  }
+  const approvals = readApprovals(pluginsDir);
+  for (const name of names) {
+    const dir = join(pluginsDir, name);
+    if (!lstatSync(dir, { throwIfNoEntry: false })?.isDirectory() || name.startsWith('.')) continue;
+    const read = readManifest(dir);
+    if ('error' in read) {
+      warnings.push(`plugin ${name} skipped: ${read.error}`);
+      continue;
+    }
+    if (read.manifest.name !== name) {
+      warnings.push(`plugin ${name} skipped: its ${MANIFEST} names it "${read.manifest.name}"`);
+      continue;
+    }
+    const widens = pluginWidening(read.manifest);
+    const approved = approvals[name]?.sha256 === read.sha256;
+    if (!approved && widens.length)
+      warnings.push(
+        `plugin ${name}: its ${MANIFEST} is not the one you approved; ignoring its servers, hooks and allowed commands (install it again to review them)`,
+      );
+    plugins.push({ name, dir, manifest: read.manifest, approved, widens });
+  }
+  return { plugins, warnings };
+}
+
+function withDir<T>(value: T, dir: string): T {
+  return JSON.parse(JSON.stringify(value).split(PLUGIN_DIR_VAR).join(dir.replace(/["\\]/g, ''))) as T;
+}
+
+/**
+ * The user's own values with each approved plugin's servers, hooks and allowed commands added (`${KEEL_PLUGIN_DIR}`
+ * in a command stands for the plugin's folder). A server whose name is taken already is left out, with a warning.
+ */
+export function withPlugins(
+  values: Record<string, unknown>,
+  plugins: readonly InstalledPlugin[],
+  warnings: string[],
+): Record<string, unknown> {
+  const approved = plugins.filter((p) => p.approved && p.widens.length);
+  if (!approved.length) return values;
+  const list = (v: unknown) => (Array.isArray(v) ? [...v] : []);
+  const servers = list(values.mcp_servers);
+  const hooks = list(values.hooks);
+  const allow = list(values.allow_commands);
+  for (const p of approved) {
+    for (const server of p.manifest.mcp_servers) {
+      if (servers.some((s) => (s as { name?: unknown })?.name === server.name)) {
+        warnings.push(
+          `plugin ${p.name}: mcp server "${server.name}" is configured already; the plugin's is not used`,
+        );
+        continue;
+      }
+      servers.push(withDir(server, p.dir));
+    }
+    hooks.push(...p.manifest.hooks.map((h) => withDir(h, p.dir)));
+    allow.push(...p.manifest.allow_commands);
+  }
+  return {
+    ...values,
+    ...(servers.length ? { mcp_servers: servers } : {}),
+    ...(hooks.length ? { hooks } : {}),
+    ...(allow.length ? { allow_commands: [...new Set(allow)] } : {}),
+  };
+}
