@@ -28,6 +28,8 @@ export const ForkBody = z
 export const FixBody = z
   .object({ task: z.string().min(1).max(200_000), test_command: z.string().min(1).optional() })
   .strict();
+/** Applying a verified fix moves the person's branch: the request says it was confirmed (the CLI's --yes). */
+export const ApplyBody = z.object({ confirm: z.literal(true) }).strict();
 export const MemoryAddBody = z
   .object({
     text: z.string().min(1).max(20_000),
@@ -110,6 +112,13 @@ export const ROUTES: Route[] = [
     query: { project: 'this project only (another folder is a 400)' },
   },
   { method: 'get', path: '/v1/runs/:id', summary: 'one run: verdict, attempts, rationale, PR text, diff' },
+  {
+    method: 'post',
+    path: '/v1/runs/:id/apply',
+    summary: "fast-forward the project's checked-out branch to a verified fix (as keel runs apply)",
+    body: ApplyBody,
+  },
+  { method: 'get', path: '/v1/runs/:id/patch', summary: "a verified fix's diff, as a patch file" },
   {
     method: 'get',
     path: '/v1/memory/search',
