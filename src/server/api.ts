@@ -139,6 +139,16 @@ export const ROUTES: Route[] = [
       'one text file of the project, read-only (refused: outside, .git, credentials, binary, over 1 MiB)',
     query: { path: 'a file relative to the project' },
   },
+  {
+    method: 'get',
+    path: '/v1/batches',
+    summary: "this project's batch runs (keel batch), from the team store",
+  },
+  {
+    method: 'get',
+    path: '/v1/batches/:id',
+    summary: "one batch run: progress, each task's state and verdict, spend over time, the ledger",
+  },
   { method: 'get', path: '/v1/openapi.json', summary: 'this document' },
   { method: 'get', path: '/health', summary: 'the process is up' },
   { method: 'get', path: '/ready', summary: 'the store answers' },
