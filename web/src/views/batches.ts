@@ -51,6 +51,10 @@ interface Batch extends BatchSummary {
   }>;
 }
 
+/** Dollars to a hundredth of a cent below $1: a batch's calls cost fractions of a cent. */
+const usd = (v: number | null | undefined): string =>
+  v === null || v === undefined ? '—' : Math.abs(v) < 1 ? `$${v.toFixed(4)}` : money(v);
+
 const STATES = ['queued', 'running', 'done', 'failed', 'cancelled'] as const;
 
 function table(head: string[], rows: HTMLElement[], cls = 'list'): HTMLElement {
@@ -106,7 +110,7 @@ export function batchList(main: HTMLElement): Stop {
               cell('Run', el('a', { attrs: { href: `#/batches/${b.run_id}` } }, b.run_id)),
               cell('Status', badge(b.status === 'paused_provider' ? 'waiting' : b.status, b.status)),
               cell('Progress', `${b.tasks_ended} of ${b.tasks_total} ended`),
-              cell('Spend', money(b.cost_usd ?? 0)),
+              cell('Spend', usd(b.cost_usd ?? 0)),
               cell('Started', when(b.created_at)),
             ),
           ),
@@ -141,7 +145,7 @@ export function batchView(id: string) {
         const points = b.spend.map((p) => ({
           x: Math.max(0, (p.ts - start) / 1000),
           value: p.cost_usd,
-          text: money(p.cost_usd),
+          text: usd(p.cost_usd),
         }));
         replace(
           body,
@@ -160,7 +164,7 @@ export function batchView(id: string) {
             el(
               'p',
               null,
-              `${b.totals.verified} verified · ${b.totals.calls} model calls · spent ${money(b.totals.cost_usd)}`,
+              `${b.totals.verified} verified · ${b.totals.calls} model calls · spent ${usd(b.totals.cost_usd)}`,
               b.totals.unknown_cost_calls
                 ? ` (and ${b.totals.unknown_cost_calls} calls of unknown cost)`
                 : '',
@@ -211,7 +215,7 @@ export function batchView(id: string) {
                   cell('Verdict', badge(t.verdict)),
                   cell('Attempts', String(t.attempt)),
                   cell('Calls', String(t.calls)),
-                  cell('Spend', money(t.cost_usd)),
+                  cell('Spend', usd(t.cost_usd)),
                   cell('Branch or error', t.branch ? el('code', null, t.branch) : (t.error ?? '—')),
                 ),
               ),
@@ -233,7 +237,7 @@ export function batchView(id: string) {
                       cell('Model', c.tier ? `${c.model} (${c.tier})` : c.model),
                       cell('Tokens in / out', `${c.prompt_tokens} / ${c.completion_tokens}`),
                       cell('Latency', `${c.latency_ms} ms`),
-                      cell('Cost', money(c.cost_usd)),
+                      cell('Cost', usd(c.cost_usd)),
                       cell('Source', c.cost_source),
                     ),
                   ),
