@@ -4,7 +4,7 @@
  * Origin, or none with no token) cannot, a run of another project is not found, a run not verified is
  * not applied, and nothing is applied without the confirmation. The real binary, real repositories.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/store/db.js';
@@ -90,6 +90,15 @@ describe('POST /v1/runs/:id/apply: only a verified fix of this project, only fro
     expect(patch.body).toContain(`+${FIXED}`);
     const view = await s.api('GET', `/v1/runs/${verified.run_id}`);
     expect(view.body.applicable).toBe(true);
+    // an uncommitted edit the fast-forward would overwrite: git refuses, the person's edit stays
+    const mine = `${readFileSync(join(project, 'src/stats.js'), 'utf8')}// my work in progress\n`;
+    writeFileSync(join(project, 'src/stats.js'), mine);
+    const dirty = await apply(verified.run_id, yes);
+    expect(dirty.status).toBe(409);
+    expect(dirty.body.error).toMatch(/git did not apply the fix to main/);
+    expect(readFileSync(join(project, 'src/stats.js'), 'utf8')).toBe(mine);
+    expect(git(project, 'rev-parse', 'HEAD').trim()).toBe(head);
+    git(project, 'checkout', '--', 'src/stats.js');
     const done = await apply(verified.run_id, yes);
     expect(done.status).toBe(200);
     const tip = git(project, 'rev-parse', view.body.branch).trim();
@@ -105,6 +114,14 @@ describe('POST /v1/runs/:id/apply: only a verified fix of this project, only fro
     expect(cliFailed.stderr).toMatch(/only a verified fix is applied/);
     const cliForeign = await keel(['runs', 'apply', elsewhere.run_id, '--yes'], { cwd: project, home });
     expect(cliForeign.stderr).toMatch(/is not a fix of this repository/);
+    // a branch that moved since the run: the fix would land on code no test ran on, so it is refused
+    writeFileSync(join(other, 'NOTES.md'), 'later work\n');
+    git(other, 'add', 'NOTES.md');
+    git(other, 'commit', '-q', '-m', 'later work');
+    const moved = await keel(['runs', 'apply', elsewhere.run_id, '--yes'], { cwd: other, home });
+    expect(moved.code).toBe(1);
+    expect(moved.stderr.replace(/\s+/g, ' ')).toMatch(/main moved since run \S+ started/);
+    git(other, 'reset', '-q', '--hard', otherHead);
     const cliNoYes = await keel(['runs', 'apply', elsewhere.run_id], { cwd: other, home });
     expect(cliNoYes.stderr).toMatch(/nothing applied: pass --yes/);
     expect(git(other, 'rev-parse', 'HEAD').trim()).toBe(otherHead);
