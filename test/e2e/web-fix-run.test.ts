@@ -104,12 +104,18 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
     const merge = page.getByRole('button', { name: 'Merge into the current branch' });
     await merge.waitFor({ timeout: 20_000 });
     expect(await axe(page), 'the run page').toEqual([]);
+    // the download in a page under its own Content-Security-Policy (axe needs it bypassed above)
+    const strict = await browser.newContext({ acceptDownloads: true });
+    const plain = await strict.newPage();
+    await plain.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    await plain.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
     const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.getByRole('button', { name: 'Download the patch' }).click(),
+      plain.waitForEvent('download'),
+      plain.getByRole('button', { name: 'Download the patch' }).click(),
     ]);
     expect(download.suggestedFilename()).toBe(`keel-fix-${id}.patch`);
     expect(readFileSync((await download.path()) as string, 'utf8')).toContain(`+${FIXED}`);
+    await strict.close();
     // a "no" in the dialog applies nothing
     page.once('dialog', (d) => void d.dismiss());
     await merge.click();
