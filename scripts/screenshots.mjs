@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Regenerate docs/screenshots/: the browser workspace's main states (the sessions list, a transcript
- * with its per-round charts, the file viewer, a fix run with its per-attempt chart), taken in Debian's
+ * with its per-round charts, the file viewer, a fix run followed live mid-attempt and then verified with
+ * its apply controls, a batch run read from the team store), taken in Debian's
  * Chromium through playwright-core against the real `keel serve` and the scripted model, in a temporary
  * copy of the `stats` fixture. Run after `npm run build`:
  *
@@ -17,6 +18,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startScriptServer } from '../dist/model/script-server.js';
+import { openStore } from '../dist/store/engine.js';
+import { Ledger } from '../dist/store/ledger.js';
+import { RunQueue } from '../dist/store/queue.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(ROOT, 'docs', 'screenshots');
@@ -72,9 +76,63 @@ const model = await startScriptServer({
     { tool_calls: [{ name: 'read_file', arguments: { path: 'src/stats.js' } }] },
     { text: '1. mean divides by one too many.' },
     ...edit('  return sum(values) / (values.length - 1);', 'Fixed!'),
-    ...edit('  return sum(values) / values.length;', 'mean now divides by the length.'),
+    // the second attempt answers slowly: the run page is taken while it runs
+    ...edit('  return sum(values) / values.length;', 'mean now divides by the length.').map((t, i) =>
+      i === 0 ? { ...t, delay_ms: 5000 } : t,
+    ),
   ],
 });
+
+// a batch run in the team store (the default SQLite keel.db): two tasks ended, one running, priced calls
+{
+  let now = Date.parse('2026-12-05T04:00:00Z');
+  const clock = () => now;
+  const store = await openStore({ engine: 'sqlite', path: join(home, 'keel.db') });
+  const queue = new RunQueue(store, { now: clock });
+  const ledger = new Ledger(store, clock);
+  const tasks = {
+    'mean-bug': 'mean() of [2, 4, 6] is 3',
+    'sum-empty': 'sum([]) throws',
+    'max-empty': 'largest([]) is -Infinity',
+  };
+  await queue.createRun('nightly', {
+    concurrency: 2,
+    spec: { file: 'tasks.jsonl' },
+    tasks: Object.entries(tasks).map(([id, issue]) => ({ id, spec: { id, repo, issue } })),
+  });
+  const steps = [
+    ['done', [0.0042, 0.0021]],
+    ['failed', [0.0038, 0.0029, 0.0017]],
+    [null, [0.0024]],
+  ];
+  for (const [outcome, costs] of steps) {
+    const lease = await queue.claim('nightly', 'shots');
+    for (const cost of costs) {
+      now += 2500;
+      await ledger.record({
+        runId: 'nightly',
+        taskId: lease.taskId,
+        provider: 'openai',
+        model: 'demo',
+        promptTokens: 1800,
+        completionTokens: 120,
+        latencyMs: 900,
+        costUsd: cost,
+        costSource: 'priced',
+      });
+    }
+    now += 4000;
+    if (outcome)
+      await queue.finish(
+        lease,
+        outcome,
+        outcome === 'done'
+          ? { branch: `keel/fix-${lease.taskId}-9c1e2a` }
+          : { error: 'not verified: a test that passed fails' },
+      );
+  }
+  await store.close();
+}
 
 const serve = spawn(
   process.execPath,
@@ -132,10 +190,6 @@ try {
     (s) => s.state === 'completed',
   );
   const { run_id: run } = await api('POST', '/v1/fix', { task: 'mean() of [2, 4, 6] returns 3, not 4' });
-  await until(
-    () => api('GET', `/v1/runs/${run}`),
-    (r) => r.status !== 'running',
-  );
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -158,7 +212,14 @@ try {
   await shot('sessions', '#/', `a[href="#/s/${session}"]`);
   await shot('transcript', `#/s/${session}`, 'svg.chart', 900);
   await shot('files', '#/files/src/stats.js:10', 'pre.code #L10');
-  await shot('run', `#/runs/${run}`, 'svg.chart');
+  // the fix run as it happens (attempt 1 judged, attempt 2 at work), then verified with its apply controls
+  await shot('run-live', `#/runs/${run}`, 'li[data-step="attempt-2"]', 900);
+  await until(
+    () => api('GET', `/v1/runs/${run}`),
+    (r) => r.status !== 'running',
+  );
+  await shot('run', `#/runs/${run}`, 'section.apply:not([hidden])', 900);
+  await shot('batch', '#/batches/nightly', 'svg.chart.line', 900);
 } finally {
   await browser?.close();
   serve.kill('SIGTERM');

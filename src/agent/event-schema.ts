@@ -34,7 +34,19 @@ const schemas: Record<string, z.ZodType> = {
   }),
   memory_injected: z.looseObject({ project: z.string(), ids: z.array(z.string()), tokens: z.number() }),
   session_fork: z.looseObject({ from: z.string(), at: z.number().int() }),
-  user_message: z.looseObject({ text: z.string() }),
+  user_message: z.looseObject({
+    text: z.string(),
+    images: z
+      .array(
+        z.object({
+          path: z.string(),
+          mime: z.enum(['image/png', 'image/jpeg', 'image/gif', 'image/webp']),
+          sha256: z.string().regex(/^[0-9a-f]{64}$/),
+          bytes: z.number().int().nonnegative(),
+        }),
+      )
+      .optional(),
+  }),
   tools_activated: z.looseObject({ tools: z.array(z.string()) }),
   tools_narrowed: z.looseObject({ by: z.string(), rules: z.array(z.string()) }),
   repo_map: z.looseObject({ text: z.string(), tokens: z.number(), files: z.array(z.string()) }),

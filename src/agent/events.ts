@@ -1,5 +1,5 @@
 /** The events a session's log is made of. The log is the truth; everything else is read from it. */
-import type { ToolCall } from '../model/types.js';
+import type { ImageAttachment, ToolCall } from '../model/types.js';
 import type { BudgetName, TerminalCode } from './terminal.js';
 
 export interface TokenCount {
@@ -58,7 +58,8 @@ export type SessionEvent =
   | { type: 'repo_map'; text: string; tokens: number; files: string[] }
   /** No repo map this session: the index was not ready in time, or nothing fit the budget. */
   | { type: 'repo_map_skipped'; reason: string }
-  | { type: 'user_message'; text: string }
+  /** `images`: attached pictures by path, hash and size (their bytes are never logged: agent/images.ts). */
+  | { type: 'user_message'; text: string; images?: ImageAttachment[] }
   /**
    * Tools offered from the next request on (src/tools/catalogue.ts): activated through the catalogue, or
    * by a call to a tool the mode allows that was not offered yet (`call_id`).

@@ -113,7 +113,7 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
     }
     case 'user_message':
       if (!state.task) state.task = event.text;
-      push({ role: 'user', content: event.text });
+      push({ role: 'user', content: event.text, ...(event.images?.length ? { images: event.images } : {}) });
       // a new message is a new question: the same call again answers it, it is no loop (chat turns, steering)
       state.seen.clear();
       break;

@@ -3,7 +3,7 @@ import { costUsd } from '../model/cost.js';
 import type { RouteDecision } from '../model/routing.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
 import { ESTIMATE_MARGIN, estimateRequestTokens } from '../model/tokens.js';
-import type { ChatMessage, Delta, ModelError, ToolSpec } from '../model/types.js';
+import type { ChatMessage, Delta, ImageAttachment, ModelError, ToolSpec } from '../model/types.js';
 import { type HookEvent, runHooks } from '../policy/hooks.js';
 import { modeAllows } from '../policy/modes.js';
 import type { Policy } from '../policy/policy.js';
@@ -17,6 +17,7 @@ import { numberCalls } from './call-ids.js';
 import { compact, isContextOverflow, requestTokensFromError, windowFromError } from './compaction.js';
 import type { SessionEvent, TokenCount } from './events.js';
 import { initialState, reduce, type SessionState } from './history.js';
+import { imageCache, imageRef, withImages } from './images.js';
 import { startRun } from './opening.js';
 import { classify, Stop } from './stop.js';
 import type { BudgetName, TerminalCode } from './terminal.js';
@@ -56,6 +57,10 @@ export interface SessionOptions {
   /** Mode, scope, shell, sandbox, network, hooks and budgets: what the gate decides with. */
   policy: Policy;
   prompt: string;
+  /** Images attached to the prompt, with their bytes (the log keeps them by hash: agent/images.ts). */
+  images?: ImageAttachment[];
+  /** An image of the history that is not sent again (its file changed or went): why, once per image. */
+  onImageMissing?(image: ImageAttachment, why: string): void;
   /** The rest of the settings (pricing, loop threshold, compaction, ...); never the gate's inputs. */
   config: Config;
   model: SessionModel;
@@ -133,6 +138,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   const hooks = [...policy.hooks];
   const started = Date.now();
   const state = opts.resume ?? initialState();
+  const images = imageCache(opts.images);
   // the core set from the first request; the rest on demand, through the catalogue (`tools`)
   const allowed = (tool: Tool) => effectsOf(tool).some((effect) => modeAllows(mode, effect));
   const units = tools
@@ -291,7 +297,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   /** One model request from the state; a request too big for the server compacts once and is sent once more. */
   const request = async (round: number) => {
     for (let attempt = 0; ; attempt++) {
-      const { messages } = state;
+      // pictures go with their bytes, read again while their files still hold them; the log keeps hashes
+      const messages = withImages(state.messages, scope.root, images, opts.onImageMissing);
       const body = { messages, tools: specs, contextWindow: opts.contextWindow };
       const estimate = estimateRequestTokens(messages, specs);
       // decided from the log as it stands before this request, so a resumed run decides the same
@@ -355,7 +362,12 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       const verdict = await hook(event, extra);
       if (verdict.decision !== 'allow') throw new Stop('HOOK_DENIED', `${event} hook: ${verdict.reason}`);
     }
-    if (opts.prompt) record({ type: 'user_message', text: opts.prompt });
+    if (opts.prompt)
+      record({
+        type: 'user_message',
+        text: opts.prompt,
+        ...(opts.images?.length ? { images: opts.images.map(imageRef) } : {}),
+      });
     for (;;) {
       throwIfAborted();
       checkBudgets();

@@ -17,6 +17,7 @@ import { sessionInjection } from '../memory/inject.js';
 import { observeSession } from '../memory/observe.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient } from '../model/create.js';
+import type { ImageAttachment } from '../model/types.js';
 import { serverWindow } from '../model/window.js';
 import { pinWorkspace } from '../policy/git-runner.js';
 import { type Policy, policyFor } from '../policy/policy.js';
@@ -45,6 +46,10 @@ import type { SessionToolDeps, SessionToolFactory } from './tool-deps.js';
 export interface StartOptions {
   mode: Mode;
   prompt: string;
+  /** Images attached to the prompt, read and checked by agent/images.ts (bytes included). */
+  images?: ImageAttachment[];
+  /** An image of a resumed history that is not sent again: its file changed or went. */
+  onImageMissing?(image: ImageAttachment, why: string): void;
   loaded: LoadedConfig;
   cwd: string;
   signal: AbortSignal;
@@ -347,6 +352,8 @@ async function runIn(
     const result = await runSession({
       policy,
       prompt: opts.prompt,
+      ...(opts.images?.length ? { images: opts.images } : {}),
+      ...(opts.onImageMissing ? { onImageMissing: opts.onImageMissing } : {}),
       config,
       model,
       tools: new ToolRegistry(

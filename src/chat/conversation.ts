@@ -9,6 +9,7 @@ import type { SessionOutcome, StartOptions } from '../agent/session.js';
 import { RunError } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Mode } from '../config/schema.js';
+import type { ImageAttachment, VisionSupport } from '../model/types.js';
 import type { SessionRow, StoredEvent } from '../store/event-log.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
 import { type ApprovalChoice, type ApprovalRequest, ChatApprover } from './approver.js';
@@ -172,13 +173,20 @@ export class Conversation {
    * Send a message: a new turn, or steering for the turn that runs. `once`: this turn's own mode and
    * config (/init), the conversation's own again from the next.
    */
-  send(text: string, once?: { mode: Mode; loaded: LoadedConfig }): void {
+  send(text: string, once?: { mode: Mode; loaded: LoadedConfig }, images?: ImageAttachment[]): void {
     if (this.current) {
+      if (images?.length) {
+        this.opts.view.notice(
+          'an image goes with a new message, not with steering: send it again when the turn ends',
+          'error',
+        );
+        return;
+      }
       this.queue.push(text);
       this.opts.view.notice(`queued for the next step: ${firstLine(text)}`, 'info');
       return;
     }
-    this.current = this.turn(text, once).finally(() => {
+    this.current = this.turn(text, once, images).finally(() => {
       this.current = undefined;
       this.controller = undefined;
       // steering the model never read (it answered first) becomes the next turn
@@ -218,7 +226,61 @@ export class Conversation {
     while (this.current) await this.current;
   }
 
-  private async turn(prompt: string, once?: { mode: Mode; loaded: LoadedConfig }): Promise<void> {
+  /**
+   * Send a message with images, once the server is asked whether the model reads them: refused (said,
+   * nothing sent) when it says no; sent when it says yes or cannot say (a refusal then names the image).
+   * `beforeSend` runs just before the turn starts (the face shows the message).
+   */
+  async sendWithImages(text: string, images: ImageAttachment[], beforeSend?: () => void): Promise<boolean> {
+    const { view } = this.opts;
+    if (this.current) {
+      view.notice(
+        'an image goes with a new message, not with steering: send it again when the turn ends',
+        'error',
+      );
+      return false;
+    }
+    const support = await this.vision();
+    const names = images.map((i) => i.path).join(', ');
+    if (support && !support.accepts) {
+      view.notice(
+        `not sent: ${this.model} does not accept images (${support.source}); choose a model that does with /model`,
+        'error',
+      );
+      return false;
+    }
+    view.notice(
+      `attached image ${names} (${images.reduce((n, i) => n + i.bytes, 0).toLocaleString('en-US')} bytes) · ${
+        support
+          ? `${this.model} reads images (${support.source})`
+          : 'the server does not say whether the model reads images: sent anyway'
+      }`,
+    );
+    beforeSend?.();
+    this.send(text, undefined, images);
+    return true;
+  }
+
+  /**
+   * Whether the model reads images, as its server says (Ollama's /api/show capabilities, llama-server's
+   * /props modalities); undefined when the server does not say, and an image is then sent anyway.
+   */
+  async vision(): Promise<VisionSupport | undefined> {
+    const config = this.loaded.config;
+    const { createModelClient } = await import('../model/create.js');
+    const { provider } = createModelClient(config, this.opts.env ?? process.env, {
+      cwd: this.opts.cwd,
+    }).primary;
+    return provider
+      .vision?.(this.model, AbortSignal.timeout(config.timeouts.connect_s * 1000))
+      .catch(() => undefined);
+  }
+
+  private async turn(
+    prompt: string,
+    once?: { mode: Mode; loaded: LoadedConfig },
+    images?: ImageAttachment[],
+  ): Promise<void> {
     const { view } = this.opts;
     const controller = new AbortController();
     this.controller = controller;
@@ -236,6 +298,8 @@ export class Conversation {
     const options: StartOptions = {
       mode: once?.mode ?? this.mode,
       prompt,
+      ...(images?.length ? { images } : {}),
+      onImageMissing: (image, why) => view.notice(`@${image.path} is not sent again: ${why}`, 'error'),
       loaded: once?.loaded ?? this.loaded,
       cwd: this.opts.cwd,
       signal: controller.signal,

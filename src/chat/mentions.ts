@@ -1,10 +1,14 @@
 /**
- * `@path` mentions: the file's content is attached to the message. Only files inside the workspace
- * qualify, checked on the canonical path, so `@../x`, an absolute path elsewhere, or a link that
- * leads out are refused: a mention is typed by a person, but a path can come from a pasted, hostile text.
+ * `@path` mentions: the file's content is attached to the message; an image (`@shot.png`, jpg, gif,
+ * webp) goes as a picture, for a model that reads them (agent/images.ts checks and reads it). Only
+ * files inside the workspace qualify, checked on the canonical path, so `@../x`, an absolute path
+ * elsewhere, or a link that leads out are refused: a mention is typed by a person, but a path can
+ * come from a pasted, hostile text.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
+import { ImageError, isImageName, readImage } from '../agent/images.js';
+import type { ImageAttachment } from '../model/types.js';
 import { isInside } from '../policy/scope.js';
 
 const MAX_BYTES = 100 * 1024;
@@ -13,6 +17,8 @@ export interface Attached {
   /** The message to send: the text as typed, then each attached file. */
   text: string;
   files: string[];
+  /** Pictures to send with the message, bytes included. */
+  images: ImageAttachment[];
 }
 
 /** A mention that may not be attached; the message is not sent. */
@@ -29,6 +35,7 @@ export function attachMentions(text: string, workspace: string): Attached {
   const root = realpathSync(workspace);
   const files: string[] = [];
   const parts: string[] = [];
+  const images: ImageAttachment[] = [];
   for (const match of text.matchAll(MENTION)) {
     const word = match[1] ?? (match[2] ?? '').replace(/[,.;:!?)]+$/, '');
     if (!word) continue;
@@ -48,12 +55,21 @@ export function attachMentions(text: string, workspace: string): Attached {
           : `@${word} is outside the workspace ${root}`,
       );
     const shown = relative(root, real) || '.';
+    if (isImageName(real)) {
+      if (images.some((i) => i.path === shown)) continue;
+      try {
+        images.push(readImage(root, shown));
+      } catch (err) {
+        throw err instanceof ImageError ? new MentionError(err.message) : err;
+      }
+      continue;
+    }
     if (files.includes(shown)) continue;
     parts.push(readAttachment(real, shown));
     files.push(shown);
   }
-  if (!files.length) return { text, files };
-  return { text: `${text}\n\n${parts.join('\n\n')}`, files };
+  if (!files.length) return { text, files, images };
+  return { text: `${text}\n\n${parts.join('\n\n')}`, files, images };
 }
 
 function readAttachment(path: string, shown: string): string {

@@ -252,6 +252,13 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     try {
       const attached = attachMentions(parsed.text, setup.cwd);
       if (attached.files.length) view.notice(`attached ${attached.files.map(inertLine).join(', ')}`);
+      if (attached.images.length) {
+        const sent = await conv.sendWithImages(attached.text, attached.images, () => {
+          lastSent = attached.text;
+        });
+        if (!sent && interactive) rl.prompt();
+        return;
+      }
       if (!conv.running) lastSent = attached.text;
       conv.send(attached.text);
     } catch (err) {

@@ -14,6 +14,7 @@ import {
   truncateToWidth,
 } from '@mariozechner/pi-tui';
 import type { SessionOutcome } from '../agent/session.js';
+import type { ImageAttachment } from '../model/types.js';
 import { inertLine } from '../term/inert.js';
 import { ApprovalPrompt, YesNo } from './approval-prompt.js';
 import type { ApprovalChoice } from './approver.js';
@@ -208,14 +209,23 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       return;
     }
     let message: string;
+    let images: ImageAttachment[];
     try {
       const attached = attachMentions(parsed.text, setup.cwd);
       message = attached.text;
-      if (!conv.running) transcript.user(parsed.text, message);
+      images = attached.images;
+      if (!conv.running && !images.length) transcript.user(parsed.text, message);
       if (attached.files.length) view.notice(`attached ${attached.files.map(inertLine).join(', ')}`);
     } catch (err) {
       if (err instanceof MentionError) return view.notice(inertLine(err.message), 'error');
       throw err;
+    }
+    if (images.length) {
+      // the server is asked first whether the model reads images: nothing is shown as sent before that
+      void conv
+        .sendWithImages(message, images, () => transcript.user(parsed.text, message))
+        .then(() => tui.requestRender());
+      return;
     }
     conv.send(message);
     tui.requestRender();

@@ -355,6 +355,16 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await showRun(id, opts));
     });
   runs
+    .command('apply')
+    .description('fast-forward the checked-out branch to a verified fix (id or unique prefix)')
+    .argument('<id>', 'run id or a unique prefix of it')
+    .option('-y, --yes', 'apply without asking')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { applyRun } = await import('./runs-command.js');
+      setExit(await applyRun(id, opts));
+    });
+  runs
     .command('prune')
     .description("remove runs' kept keel/fix-* branches, worktrees and run folders")
     .option('--older-than <days>', 'only runs older than DAYS days', parseFloatArg)

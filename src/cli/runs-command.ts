@@ -2,6 +2,7 @@
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { keelPaths } from '../config/paths.js';
+import { ApplyError, type ApplyPlan, applyFix, applyPlan } from '../fix/apply.js';
 import {
   describeItem,
   type PruneItem,
@@ -146,6 +147,56 @@ export async function showRun(id: string, flags: Json): Promise<number> {
       : `\n${dim(`trace: keel sessions show ${run.id} --tree`)}\n`,
   );
   return EXIT.ok;
+}
+
+/**
+ * `keel runs apply ID`: fast-forward the checked-out branch of the current repository to a verified fix
+ * (src/fix/apply.ts, the same rules as the page's button); asks first unless --yes.
+ */
+export async function applyRun(id: string, flags: Json & { yes?: boolean }): Promise<number> {
+  const paths = keelPaths();
+  let plan: ApplyPlan;
+  try {
+    const found = withLog((log) => {
+      const row = log.findSession(id);
+      if (!row || !(RUN_MODES as readonly string[]).includes(row.mode)) return undefined;
+      return applyPlan(summarizeRun(log, paths, row), process.cwd());
+    });
+    if (!found) return fail(flags, `no fix or loop run matches "${id}" (see keel runs list)`);
+    plan = found;
+  } catch (err) {
+    if (err instanceof ApplyError)
+      return fail(flags, err.message, EXIT.failed, { applied: false, code: 'NOT_APPLIED' });
+    throw err;
+  }
+  const what = `fast-forward ${plan.into} (${plan.from.slice(0, 12)}) to run ${plan.run.id}'s verified fix on ${plan.branch} (${plan.to.slice(0, 12)})`;
+  if (!flags.json) process.stdout.write(`apply will ${inertLine(what)}\n`);
+  if (!flags.yes) {
+    if (flags.json || !process.stdin.isTTY)
+      return fail(flags, 'nothing applied: pass --yes to apply without a prompt', EXIT.failed, {
+        applied: false,
+        code: 'NOT_APPLIED',
+      });
+    if (!(await confirmOrExit('Apply it? [y/N] '))) return fail(flags, 'nothing applied', EXIT.failed);
+  }
+  try {
+    const done = withLog((log) => {
+      const audit = new AuditLog(paths.auditDir);
+      try {
+        return applyFix(plan, (runId, type, data) => appendAudited(log, audit, runId, type, data));
+      } finally {
+        audit.close();
+      }
+    });
+    if (flags.json)
+      process.stdout.write(`${JSON.stringify({ applied: true, run_id: plan.run.id, ...done }, null, 2)}\n`);
+    else process.stdout.write(`applied: ${inertLine(plan.into)} is now at ${plan.to.slice(0, 12)}\n`);
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof ApplyError)
+      return fail(flags, err.message, EXIT.failed, { applied: false, code: 'NOT_APPLIED' });
+    throw err;
+  }
 }
 
 /** `keel runs prune`: every run (`--all`) or those older than `--older-than DAYS`. */

@@ -9,14 +9,17 @@ import { serve } from '@hono/node-server';
 import { openRuntime } from '../agent/runtime.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { packageRoot } from '../config/package-root.js';
+import { keelPaths } from '../config/paths.js';
 import { graphTools } from '../graph/tools.js';
 import { memoryTools } from '../memory/tools.js';
 import { mountServeA2a } from '../server/a2a/routes.js';
 import { createApp } from '../server/app.js';
+import { TeamStore } from '../server/batches.js';
 import { FixRuns } from '../server/fixes.js';
 import { Metrics } from '../server/metrics.js';
 import { isLoopback } from '../server/security.js';
 import { SessionManager } from '../server/sessions.js';
+import { storeTarget } from '../store/engine.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
 import { type CommonFlags, existingWorkspace, flagLayer } from '../term/options.js';
@@ -77,6 +80,17 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
   });
   const fixes = new FixRuns({ project, runtime, onEvent: (event) => metrics.event(event) });
+  // batch runs are read from the team store the user's config names (a project's config may not name one)
+  let teamStore: TeamStore | undefined;
+  try {
+    teamStore = new TeamStore(
+      storeTarget(loadConfig({ cwd: project, flags: flagLayer(flags) }).config.store, keelPaths(env).db),
+    );
+  } catch (err) {
+    process.stderr.write(
+      `keel serve: warning: no batch runs on the page: ${inertLine((err as Error).message)}\n`,
+    );
+  }
   let port = listen.port;
   const app = createApp({
     version,
@@ -89,6 +103,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     manager,
     fixes,
     metrics,
+    ...(teamStore ? { teamStore } : {}),
     webDir: join(packageRoot(), 'dist', 'web'),
     // the A2A endpoint: tasks are sessions of the same manager, behind the same token
     mount: (app) =>
@@ -133,6 +148,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   await Promise.all([manager.close(), fixes.close()]);
   // an open event stream (a browser tab) never ends by itself: end it, or the process never exits
   if ('closeAllConnections' in server) server.closeAllConnections();
+  await teamStore?.close();
   runtime.close();
   return EXIT.ok;
 }

@@ -371,7 +371,8 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         passed: after.results.filter((r) => r.status === 'passed').length,
         failed: after.results.filter((r) => r.status === 'failed').length,
       };
-      record('fix_verdict', { attempt, ...verdict, files: diff.files, tests });
+      // the attempt's diff too (capped), so the run's page shows each attempt as it is judged
+      record('fix_verdict', { attempt, ...verdict, files: diff.files, tests, patch: capped(diff.patch) });
       last = {
         verdict,
         after,
@@ -517,6 +518,18 @@ function traceEvents(log: EventLog, runId: string): StoredEvent[] {
   return all.sort(
     (a, b) => a.ts.localeCompare(b.ts) || a.session_id.localeCompare(b.session_id) || a.seq - b.seq,
   );
+}
+
+/** The most of an attempt's diff its verdict event carries; the report's diff.patch has the whole last one. */
+const VERDICT_PATCH_BYTES = 64 * 1024;
+
+function capped(patch: string): string {
+  if (Buffer.byteLength(patch) <= VERDICT_PATCH_BYTES) return patch;
+  const cut = Buffer.from(patch)
+    .subarray(0, VERDICT_PATCH_BYTES)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
+  return `${cut}\n[... cut at ${VERDICT_PATCH_BYTES} bytes of ${Buffer.byteLength(patch)}]\n`;
 }
 
 function firstLine(text: string): string {

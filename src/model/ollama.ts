@@ -4,6 +4,7 @@ import { AnswerMeter } from './answer-limit.js';
 import { errorDetail, httpError, parseRetryAfter, unreachableError } from './errors.js';
 import { normalizeFinishReason } from './finish-reason.js';
 import { httpFetch } from './http-fetch.js';
+import { explainImageRefusal } from './openai.js';
 import { ThinkTagSplitter } from './think-tags.js';
 import { type ChatMessage, type Delta, ModelError, type ModelRequest, type Provider } from './types.js';
 
@@ -25,6 +26,13 @@ export function ollamaBaseUrl(url: string): string {
 export function toOllamaMessages(messages: ChatMessage[]): Json[] {
   return messages.map((m): Json => {
     if (m.role === 'tool') return { role: 'tool', content: m.content, tool_name: m.name };
+    if (m.role === 'user' && m.images?.some((i) => i.data !== undefined))
+      // Ollama's native form: the message's pictures as base64, beside its text
+      return {
+        role: 'user',
+        content: m.content,
+        images: m.images.flatMap((i) => (i.data === undefined ? [] : [i.data])),
+      };
     if (m.role !== 'assistant' || !m.toolCalls?.length) return { role: m.role, content: m.content };
     return {
       role: 'assistant',
@@ -123,7 +131,9 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
       stream: true,
       options,
     };
-    const res = await post('/api/chat', body, signal);
+    const res = await post('/api/chat', body, signal).catch((err: unknown) => {
+      throw err instanceof ModelError ? explainImageRefusal(err, request) : err;
+    });
     if (!res.body) throw new ModelError('protocol', `${baseUrl}/api/chat: empty answer`, baseUrl);
     let callCount = 0;
     let finished = false;
@@ -205,6 +215,16 @@ export function createOllamaProvider(opts: OllamaProviderOptions): Provider {
         }
       }
       return undefined;
+    },
+    async vision(model, signal) {
+      // Ollama 0.6+ lists what a model can do; an older one says nothing
+      const show = await metadata('/api/show', { model }, signal);
+      if (!Array.isArray(show.capabilities)) return undefined;
+      const said = show.capabilities.filter((c): c is string => typeof c === 'string');
+      return {
+        accepts: said.includes('vision'),
+        source: `Ollama /api/show capabilities: ${said.join(', ') || 'none'}`,
+      };
     },
     async listModels(signal) {
       const tags = await metadata('/api/tags', undefined, signal);

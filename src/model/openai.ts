@@ -32,6 +32,18 @@ export interface OpenAiProviderOptions {
 export function toOpenAiMessages(messages: ChatMessage[]): MessageParam[] {
   return messages.map((m): MessageParam => {
     if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+    if (m.role === 'user' && m.images?.some((i) => i.data !== undefined))
+      return {
+        role: 'user',
+        content: [
+          { type: 'text', text: m.content },
+          ...m.images.flatMap((i) =>
+            i.data === undefined
+              ? []
+              : [{ type: 'image_url' as const, image_url: { url: `data:${i.mime};base64,${i.data}` } }],
+          ),
+        ],
+      };
     if (m.role !== 'assistant') return { role: m.role, content: m.content };
     if (!m.toolCalls || m.toolCalls.length === 0) return { role: 'assistant', content: m.content };
     return {
@@ -191,7 +203,7 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       }
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      throw mapWireError(err, baseUrl);
+      throw explainImageRefusal(mapWireError(err, baseUrl), request);
     }
     yield* think.end();
     for (const [index, call] of [...calls.entries()].sort((a, b) => a[0] - b[0])) {
@@ -252,6 +264,14 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
       for (const [v, source] of fields) if (positive(v)) return { tokens: v, source };
       return undefined;
     },
+    async vision(_model, signal) {
+      // llama-server says whether its loaded model (with its projector) reads images; other servers keep quiet
+      const props = await serverJson(`${root}/props`, opts.apiKey, signal);
+      const vision = isObject(props?.modalities) ? props.modalities.vision : undefined;
+      return typeof vision === 'boolean'
+        ? { accepts: vision, source: 'llama-server /props modalities' }
+        : undefined;
+    },
     async countTokens(text, signal) {
       if (tokenizeMissing) return undefined;
       const answer = await serverJson(`${root}/tokenize`, opts.apiKey, signal, { content: text });
@@ -265,6 +285,25 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
 }
 
 type Json = Record<string, unknown>;
+
+/**
+ * A server that refuses a request with an image in it says so in its own words (400, or 500 from
+ * llama-server without a projector): the error names the image as the likely cause, since keel could
+ * not ask beforehand whether the model reads images.
+ */
+export function explainImageRefusal(err: ModelError, request: ModelRequest): ModelError {
+  const images = request.messages.some(
+    (m) => m.role === 'user' && m.images?.some((i) => i.data !== undefined),
+  );
+  if (!images || (err.kind !== 'bad_request' && err.kind !== 'server')) return err;
+  return new ModelError(
+    err.kind,
+    `${err.message} (the request carried an image: ${request.model} may not accept images, and the server did not say beforehand)`,
+    err.url,
+    err.status,
+    err.retryAfterS,
+  );
+}
 
 function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

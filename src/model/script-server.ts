@@ -32,6 +32,12 @@ export interface ScriptServerOptions {
   models?: string[];
   /** Speak llama-server's own endpoints too: GET /props with this n_ctx, POST /tokenize (a token per `charsPerToken` characters, default 3). */
   llamaServer?: { nCtx: number; charsPerToken?: number };
+  /**
+   * Whether the model reads images, said the way servers say it: Ollama's /api/show `capabilities`
+   * (with "vision" or without) and llama-server's GET /props `modalities.vision`; a list names the
+   * models that do (Ollama's answer is per model; /props says true when the list has any). Unset: neither says.
+   */
+  vision?: boolean | string[];
   /** Ollama's GET /api/ps lists every model as loaded with this context_length. */
   ollamaLoaded?: number;
   /** LM Studio's GET /api/v0/models lists every model with these lengths. */
@@ -166,8 +172,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     });
   }
   const llama = ctx.opts.llamaServer;
-  if (route === 'GET /props' && llama) {
-    return sendJson(res, 200, { default_generation_settings: { n_ctx: llama.nCtx }, total_slots: 1 });
+  const vision = ctx.opts.vision;
+  if (route === 'GET /props' && (llama || vision !== undefined)) {
+    return sendJson(res, 200, {
+      default_generation_settings: llama ? { n_ctx: llama.nCtx } : {},
+      total_slots: 1,
+      ...(vision !== undefined
+        ? { modalities: { vision: Array.isArray(vision) ? vision.length > 0 : vision, audio: false } }
+        : {}),
+    });
   }
   if (route === 'POST /tokenize' && llama) {
     const content = isObject(body) && typeof body.content === 'string' ? body.content : '';
@@ -193,7 +206,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
   }
   if (route === 'POST /api/show') {
     const info = { 'general.architecture': 'llama', 'llama.context_length': ctx.opts.contextLength ?? 8192 };
-    return sendJson(res, 200, { model_info: info, parameters: ctx.opts.showParameters ?? '' });
+    return sendJson(res, 200, {
+      model_info: info,
+      parameters: ctx.opts.showParameters ?? '',
+      ...(vision !== undefined
+        ? { capabilities: ['completion', 'tools', ...(readsImages(vision, body) ? ['vision'] : [])] }
+        : {}),
+    });
   }
   if (route === 'POST /v1/chat/completions' || route === 'POST /api/chat') {
     if (!isObject(body)) {
@@ -231,6 +250,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     return sendJson(res, 200, { object: 'list', model, data });
   }
   sendJson(res, 404, { error: { message: `no route ${route}` } });
+}
+
+function readsImages(vision: boolean | string[], body: unknown): boolean {
+  if (!Array.isArray(vision)) return vision;
+  const name = isObject(body) ? (body.model ?? body.name) : undefined;
+  return typeof name === 'string' && vision.includes(name);
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

@@ -7,9 +7,23 @@ export interface ToolCall {
   arguments: string;
 }
 
+/**
+ * An image sent with a user message. The log keeps it without `data` (by path, hash and size); a
+ * request carries the bytes, read again from the workspace while the hash still matches.
+ */
+export interface ImageAttachment {
+  /** As attached, relative to the workspace. */
+  path: string;
+  mime: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp';
+  sha256: string;
+  bytes: number;
+  /** The bytes, base64: only on what a request sends, never in the log. */
+  data?: string;
+}
+
 export type ChatMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string; images?: ImageAttachment[] }
   | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
   | { role: 'tool'; toolCallId: string; name: string; content: string };
 
@@ -58,6 +72,14 @@ export interface Provider {
   countTokens?(text: string, signal?: AbortSignal): Promise<number | undefined>;
   /** Models the server offers, when it can say. */
   listModels?(signal?: AbortSignal): Promise<string[]>;
+  /** Whether the model accepts images, and where the server said it; undefined when the server does not say. */
+  vision?(model: string, signal?: AbortSignal): Promise<VisionSupport | undefined>;
+}
+
+/** A model's image support as its server reports it, e.g. `Ollama /api/show capabilities`. */
+export interface VisionSupport {
+  accepts: boolean;
+  source: string;
 }
 
 /** A context window and where it was read, e.g. `llama-server /props n_ctx`, for `keel doctor` to say. */

@@ -28,6 +28,8 @@ export const ForkBody = z
 export const FixBody = z
   .object({ task: z.string().min(1).max(200_000), test_command: z.string().min(1).optional() })
   .strict();
+/** Applying a verified fix moves the person's branch: the request says it was confirmed (the CLI's --yes). */
+export const ApplyBody = z.object({ confirm: z.literal(true) }).strict();
 export const MemoryAddBody = z
   .object({
     text: z.string().min(1).max(20_000),
@@ -111,6 +113,13 @@ export const ROUTES: Route[] = [
   },
   { method: 'get', path: '/v1/runs/:id', summary: 'one run: verdict, attempts, rationale, PR text, diff' },
   {
+    method: 'post',
+    path: '/v1/runs/:id/apply',
+    summary: "fast-forward the project's checked-out branch to a verified fix (as keel runs apply)",
+    body: ApplyBody,
+  },
+  { method: 'get', path: '/v1/runs/:id/patch', summary: "a verified fix's diff, as a patch file" },
+  {
     method: 'get',
     path: '/v1/memory/search',
     summary: "search the project's memory",
@@ -129,6 +138,16 @@ export const ROUTES: Route[] = [
     summary:
       'one text file of the project, read-only (refused: outside, .git, credentials, binary, over 1 MiB)',
     query: { path: 'a file relative to the project' },
+  },
+  {
+    method: 'get',
+    path: '/v1/batches',
+    summary: "this project's batch runs (keel batch), from the team store",
+  },
+  {
+    method: 'get',
+    path: '/v1/batches/:id',
+    summary: "one batch run: progress, each task's state and verdict, spend over time, the ledger",
   },
   { method: 'get', path: '/v1/openapi.json', summary: 'this document' },
   { method: 'get', path: '/health', summary: 'the process is up' },

@@ -9,6 +9,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { SessionEvent } from '../agent/events.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { isPublic, MAX_BODY_BYTES, openApiDocument } from './api.js';
+import { mountBatches, type TeamStore } from './batches.js';
 import { mountFiles } from './files.js';
 import type { FixRuns } from './fixes.js';
 import { fail } from './http.js';
@@ -38,6 +39,8 @@ export interface AppOptions {
   fixes: FixRuns;
   metrics: Metrics;
   webDir: string;
+  /** The team store batch runs are read from (`store` in the config); without it, no batch is listed. */
+  teamStore?: TeamStore;
   /** More routes (the A2A endpoint) mounted on the same guarded app. */
   mount?(app: Hono): void;
 }
@@ -80,6 +83,8 @@ export function createApp(opts: AppOptions): Hono {
   mountSessions(app, opts);
   mountRuns(app, opts);
   mountMemory(app, opts);
+  if (opts.teamStore) mountBatches(app, opts.teamStore, manager.root);
+  else app.get('/v1/batches', (c) => c.json({ batches: [] }));
 
   app.get('/v1/openapi.json', (c) => c.json(openApiDocument(opts.version)));
   app.get('/health', (c) => c.json({ ok: true }));

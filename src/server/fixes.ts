@@ -9,6 +9,7 @@ import type { Runtime } from '../agent/runtime.js';
 import { newSessionId } from '../agent/session.js';
 import type { LoadedConfig } from '../config/load.js';
 import { type FixResult, runFix } from '../fix/run.js';
+import { appendAudited } from '../store/audit-entries.js';
 
 export interface FixStart {
   task: string;
@@ -59,6 +60,11 @@ export class FixRuns {
     });
     this.running.set(runId, { controller, done: done.catch(() => {}) });
     return { runId, done };
+  }
+
+  /** Record an event of a run in its log and the audit chain (a verified fix applied from the page). */
+  record(runId: string, type: string, data: Record<string, unknown>): void {
+    appendAudited(this.opts.runtime.log, this.opts.runtime.audit, runId, type, data);
   }
 
   isRunning(runId: string): boolean {

@@ -1,8 +1,9 @@
 /** The fix-run routes: start a fix, list the project's fix and loop runs, read one. */
 import type { Hono } from 'hono';
 import { keelPaths } from '../config/paths.js';
-import { readRuns, recordedIn, runReport, summarizeRun } from '../fix/runs.js';
-import { FixBody } from './api.js';
+import { ApplyError, applyFix, applyPlan } from '../fix/apply.js';
+import { type RunSummary, readRuns, recordedIn, runReport, summarizeRun } from '../fix/runs.js';
+import { ApplyBody, FixBody } from './api.js';
 import type { AppOptions } from './app.js';
 import { body, fail, projectGuard } from './http.js';
 import { NotFound } from './sessions.js';
@@ -24,12 +25,15 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
     done.catch(() => {});
     return c.json({ run_id: runId }, 202);
   });
-  const runView = (id: string) => {
-    const paths = keelPaths(opts.env);
+  /** A run of this project, or NotFound: another project's run is not named here. */
+  const ownRun = (id: string) => {
     const row = manager.log.getSession(id);
     if (!row || !['fix', 'loop'].includes(row.mode) || !recordedIn(row.cwd, manager.root))
       throw new NotFound(`no run ${id}`);
-    const run = summarizeRun(manager.log, paths, row);
+    return summarizeRun(manager.log, keelPaths(opts.env), row);
+  };
+  const runView = (id: string) => {
+    const run = ownRun(id);
     const report = runReport(run);
     const running = fixes.isRunning(id) || run.code === 'running';
     const end = manager.log.events(id).findLast((e) => e.type === 'fix_end' || e.type === 'loop_end');
@@ -42,6 +46,8 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
       attempts: run.attempts,
       cost_usd: run.costUsd,
       branch: run.branch,
+      // whether the page may offer "Merge into the current branch": the same rules as keel runs apply
+      applicable: appliable(run),
       rationale: report.rationale,
       pr_description: report.pr,
       diff: report.diff,
@@ -57,4 +63,37 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
     return c.json({ runs });
   });
   app.get('/v1/runs/:id', (c) => c.json(runView(c.req.param('id'))));
+  // a verified fix into the checked-out branch, by src/fix/apply.ts as keel runs apply does it; the body's
+  // confirm is the person's yes (the page asks first), the token and Origin checks (security.ts) apply
+  app.post('/v1/runs/:id/apply', async (c) => {
+    const req = await body(c, ApplyBody);
+    if (typeof req === 'string') return fail(c, 400, 'BAD_REQUEST', `nothing applied: ${req}`);
+    const id = c.req.param('id');
+    if (fixes.isRunning(id)) return fail(c, 409, 'NOT_APPLIED', `run ${id} is still running`);
+    try {
+      const done = applyFix(applyPlan(ownRun(id), manager.root), (runId, type, data) =>
+        fixes.record(runId, type, data),
+      );
+      return c.json({ applied: true, run_id: id, ...done });
+    } catch (err) {
+      if (err instanceof ApplyError)
+        return fail(c, err.status, err.status === 404 ? 'NOT_FOUND' : 'NOT_APPLIED', err.message);
+      throw err;
+    }
+  });
+  app.get('/v1/runs/:id/patch', (c) => {
+    const run = ownRun(c.req.param('id'));
+    const diff = runReport(run).diff;
+    if (run.verdict !== 'verified' || !diff)
+      return fail(c, 409, 'NO_PATCH', `run ${run.id} has no verified fix to download`);
+    return c.body(diff, 200, {
+      'content-type': 'text/x-patch; charset=utf-8',
+      'content-disposition': `attachment; filename="keel-fix-${run.id}.patch"`,
+    });
+  });
+}
+
+/** Whether the page offers "Merge into the current branch" (applyPlan makes the rest of the checks on the POST). */
+function appliable(run: RunSummary): boolean {
+  return run.kind === 'fix' && run.verdict === 'verified' && run.branch !== null;
 }

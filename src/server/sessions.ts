@@ -19,6 +19,9 @@ import { auditEntryFor } from '../store/audit-entries.js';
 import type { EventLog, SessionRow, StoredEvent } from '../store/event-log.js';
 import type { ToolFactory } from '../tools/types.js';
 
+/** How often a stream reads a log that is written elsewhere (a fix run's, another process's session). */
+const FOLLOW_MS = 400;
+
 /** One frame of a session's stream: a stored event (with its seq) or a live-only notice. */
 export type Frame =
   | { kind: 'event'; seq: number; event: StoredEvent }
@@ -277,7 +280,15 @@ export class SessionManager {
         kind: 'end',
         data: { code: row.code, state: stateOf(row.code), ...(cut ? { finish: 'length' as const } : {}) },
       });
+    // a log another writer appends to (a fix run, a batch worker, a CLI session) is followed by reading it:
+    // only this server's own turns have live frames
+    const follow = setInterval(() => {
+      if (this.active.has(id)) return;
+      for (const event of this.log.events(id, replayed)) deliver({ kind: 'event', seq: event.seq, event });
+    }, FOLLOW_MS);
+    follow.unref?.();
     return () => {
+      clearInterval(follow);
       set.delete(live);
       if (!set.size) this.listeners.delete(id);
     };

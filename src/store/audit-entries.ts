@@ -94,6 +94,9 @@ export function auditEntryFor(
     case 'review_verdict':
       // what `keel review` decided about which diff; the reasons stay in the log
       return { ...base, ...pick(event, ['verdict', 'readable', 'kind', 'base', 'files']) };
+    case 'fix_applied':
+      // a verified fix fast-forwarded into a person's branch (keel runs apply, or the page)
+      return { ...base, ...pick(event, ['into', 'from', 'commit', 'branch']) };
     case 'run_pruned':
       // what `keel runs prune` removed of a run: branch names and folders, nothing else
       return { ...base, ...pick(event, ['removed', 'skipped']) };

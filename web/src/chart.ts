@@ -84,3 +84,69 @@ export function barChart(opts: { title: string; desc: string; groups: Group[] })
 export function describe(groups: Group[]): string {
   return groups.map((g) => `${g.label}: ${g.bars.map((b) => b.text).join(', ')}`).join('; ');
 }
+
+/** One point of a line over time: seconds from the start, its value, and the value as shown. */
+export interface Point {
+  x: number;
+  value: number;
+  text: string;
+}
+
+/**
+ * A value over time (a batch's spend as it grew) as a stepped line: each point a dot with its value as
+ * text (at most `labels` of them, the last always), the time axis labelled in seconds from the start.
+ */
+export function lineChart(opts: {
+  title: string;
+  desc: string;
+  points: Point[];
+  labels?: number;
+}): SVGSVGElement {
+  const id = `chart-${++charts}`;
+  const left = 12;
+  const right = 70;
+  const top = 22;
+  const plotH = 110;
+  const bottom = 24;
+  const width = 560;
+  const height = top + plotH + bottom;
+  const span = Math.max(1, ...opts.points.map((p) => p.x));
+  const max = Math.max(0, ...opts.points.map((p) => p.value));
+  const px = (x: number) => left + (x / span) * (width - left - right);
+  const py = (v: number) => top + plotH - (max > 0 ? (v / max) * plotH : 0);
+  const svg = node('svg', {
+    class: 'chart line',
+    role: 'img',
+    viewBox: `0 0 ${width} ${height}`,
+    width,
+    height,
+    'aria-labelledby': `${id}-t`,
+    'aria-describedby': `${id}-d`,
+  });
+  svg.append(node('title', { id: `${id}-t` }, opts.title), node('desc', { id: `${id}-d` }, opts.desc));
+  svg.append(
+    node('line', {
+      class: 'axis',
+      x1: left,
+      x2: width - right,
+      y1: top + plotH + 0.5,
+      y2: top + plotH + 0.5,
+    }),
+  );
+  // a step line: the value holds until the next call adds to it
+  let d = `M ${px(0)} ${py(0)}`;
+  for (const p of opts.points) d += ` H ${px(p.x)} V ${py(p.value)}`;
+  svg.append(node('path', { class: 'trace', d, fill: 'none' }));
+  const every = Math.max(1, Math.ceil(opts.points.length / (opts.labels ?? 8)));
+  opts.points.forEach((p, i) => {
+    const point = node('g', { class: 'point', 'data-value': p.value, 'data-x': p.x });
+    point.append(node('circle', { cx: px(p.x), cy: py(p.value), r: 3 }));
+    if (i % every === 0 || i === opts.points.length - 1)
+      point.append(node('text', { class: 'value', x: px(p.x) + 4, y: py(p.value) - 6 }, p.text));
+    svg.append(point);
+  });
+  for (const x of [0, span]) {
+    svg.append(node('text', { class: 'label', x: px(x), y: top + plotH + 16 }, `+${Math.round(x)} s`));
+  }
+  return svg;
+}

@@ -2,6 +2,7 @@
 import { watchApprovals } from './alerts.js';
 import { takeToken, token } from './api.js';
 import { el, replace } from './dom.js';
+import { batchList, batchView } from './views/batches.js';
 import { sessionDiff } from './views/diff.js';
 import { fileView } from './views/files.js';
 import { fixForm, sessionForm } from './views/forms.js';
@@ -20,6 +21,8 @@ const routes: Array<[RegExp, (m: RegExpExecArray) => View]> = [
   [/^#\/new$/, () => sessionForm],
   [/^#\/fix$/, () => fixForm],
   [/^#\/runs$/, () => runList],
+  [/^#\/batches$/, () => batchList],
+  [/^#\/batches\/([\w.-]+)$/, (m) => batchView(m[1] ?? '')],
   [/^#\/files\/?$/, () => fileView('')],
   [/^#\/files\/(.+)$/, (m) => fileView(m[1] ?? '')],
   [/^#\/runs\/([\w.-]+)$/, (m) => runView(m[1] ?? '')],
@@ -55,7 +58,8 @@ function markCurrent(hash: string): void {
     if (
       target === hash ||
       (target === '#/' && (hash === '' || hash === '#/')) ||
-      (target === '#/files' && hash.startsWith('#/files/'))
+      (target === '#/files' && hash.startsWith('#/files/')) ||
+      (target === '#/batches' && hash.startsWith('#/batches/'))
     )
       a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');

@@ -45,6 +45,9 @@ export interface Run {
   started_at: string;
   ended_at: string | null;
   task?: string;
+  branch?: string | null;
+  /** A verified fix whose branch is still there: the page offers to apply it. */
+  applicable?: boolean;
 }
 
 /** A logged event as the page uses it: its type, its seq and its fields. */

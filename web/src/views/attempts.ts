@@ -1,11 +1,11 @@
 /** A fix run's tests passed and failed at its baseline and after each attempt, charted from the run's log. */
 import { barChart, describe, type Group } from '../chart.js';
 import { el, replace } from '../dom.js';
-import { openStream } from '../stream.js';
-import { toLogEvent } from '../transcript.js';
+import type { LogEvent } from '../types.js';
 
 const count = (v: unknown): number | null => (Array.isArray(v) ? v.length : typeof v === 'number' ? v : null);
 
+/** Fed the run's events (run-timeline.ts reads its stream once for the chart and the timeline). */
 export class AttemptChart {
   readonly root = el(
     'section',
@@ -14,35 +14,16 @@ export class AttemptChart {
   );
   private readonly body = el('div', { class: 'charts' });
   private readonly groups: Group[] = [];
-  private seq = 0;
-  private readonly stop: () => void;
 
-  constructor(id: string) {
+  constructor() {
     this.root.append(this.body);
-    this.stop = openStream(id, () => this.seq, {
-      frame: (f) => {
-        let data: unknown;
-        try {
-          data = JSON.parse(f.data);
-        } catch {
-          return;
-        }
-        const ev = toLogEvent(f.event, data, f.id);
-        if (!ev || ev.seq <= this.seq) return;
-        this.seq = ev.seq;
-        if (ev.type === 'fix_baseline') this.add('baseline', count(ev.passing), count(ev.failing));
-        const tests = ev.tests as { passed?: number; failed?: number } | undefined;
-        if (ev.type === 'fix_verdict' && tests)
-          this.add(`attempt ${ev.attempt}`, tests.passed ?? null, tests.failed ?? null);
-      },
-      open: () => {},
-      retry: () => {},
-      fatal: () => {},
-    });
   }
 
-  close(): void {
-    this.stop();
+  see(ev: LogEvent): void {
+    if (ev.type === 'fix_baseline') this.add('baseline', count(ev.passing), count(ev.failing));
+    const tests = ev.tests as { passed?: number; failed?: number } | undefined;
+    if (ev.type === 'fix_verdict' && tests)
+      this.add(`attempt ${ev.attempt}`, tests.passed ?? null, tests.failed ?? null);
   }
 
   private add(label: string, passed: number | null, failed: number | null): void {

@@ -1,11 +1,11 @@
 /** Fix runs: the list, and one run's verdict, attempts, cost, rationale, PR text and diff. */
-import { api } from '../api.js';
+import { api, headers } from '../api.js';
 import { badge, diffBlock, el, money, replace, short, when } from '../dom.js';
 import type { Stop } from '../main.js';
 import { markdown } from '../markdown.js';
 import { poll } from '../poll.js';
 import type { Run } from '../types.js';
-import { AttemptChart } from './attempts.js';
+import { RunTimeline } from './run-timeline.js';
 
 export function runList(main: HTMLElement): Stop {
   const body = el('div', { attrs: { 'aria-live': 'polite' } }, el('p', { class: 'muted' }, 'Loading…'));
@@ -74,16 +74,31 @@ export function runView(id: string) {
   return (main: HTMLElement): Stop => {
     const body = el('div', { attrs: { 'aria-live': 'polite' } }, el('p', { class: 'muted' }, 'Loading…'));
     const error = el('p', { class: 'error', attrs: { role: 'alert' } });
+    const actions = el('section', {
+      class: 'card apply',
+      attrs: { hidden: '', 'aria-label': 'Apply the fix' },
+    });
     main.classList.add('wide');
-    const chart = new AttemptChart(id);
-    main.append(el('h1', null, 'Fix run ', el('code', null, id)), error, chart.root, body);
     let final = false;
+    // the log's stream shows each step as it happens; its end makes the report be read once more
+    const timeline = new RunTimeline(id, () => {
+      final = false;
+    });
+    main.append(
+      el('h1', null, 'Fix run ', el('code', null, id)),
+      error,
+      actions,
+      timeline.root,
+      timeline.chart.root,
+      body,
+    );
     const stop = poll(
       async (signal) => {
         if (final) return;
         const r = await api<Run>(`/v1/runs/${encodeURIComponent(id)}`, { signal });
         error.textContent = '';
         final = r.status !== 'running';
+        if (final) showActions(actions, r);
         replace(
           body,
           el(
@@ -97,6 +112,7 @@ export function runView(id: string) {
                   ['Verdict', badge(r.status)],
                   ['Attempts', String(r.attempts)],
                   ['Cost', money(r.cost_usd)],
+                  ['Branch', r.branch ? el('code', null, r.branch) : '—'],
                   ['Started', when(r.started_at)],
                   ['Ended', when(r.ended_at)],
                 ] as Array<[string, string | HTMLElement]>
@@ -120,10 +136,89 @@ export function runView(id: string) {
     );
     return () => {
       stop();
-      chart.close();
+      timeline.close();
       main.classList.remove('wide');
     };
   };
+}
+
+/**
+ * A verified fix: merge it into the checked-out branch (after the person says yes: the CLI's `keel runs
+ * apply` asks the same), or download its patch. The server makes every check again (src/fix/apply.ts).
+ */
+function showActions(section: HTMLElement, r: Run): void {
+  if (!r.applicable) {
+    section.hidden = true;
+    return;
+  }
+  const result = el('p', { attrs: { role: 'status' } });
+  const merge = el(
+    'button',
+    {
+      attrs: { type: 'button' },
+      on: {
+        click: async () => {
+          if (!window.confirm(`Fast-forward the checked-out branch to this verified fix (${r.branch})?`))
+            return;
+          merge.disabled = true;
+          try {
+            const done = await api<{ into: string; commit: string }>(
+              `/v1/runs/${encodeURIComponent(r.run_id)}/apply`,
+              { method: 'POST', body: { confirm: true } },
+            );
+            result.className = 'ok';
+            result.textContent = `Applied: ${done.into} is now at ${done.commit.slice(0, 12)}.`;
+          } catch (err) {
+            merge.disabled = false;
+            result.className = 'error';
+            result.textContent = (err as Error).message;
+          }
+        },
+      },
+    },
+    'Merge into the current branch',
+  );
+  const download = el(
+    'button',
+    {
+      class: 'secondary',
+      attrs: { type: 'button' },
+      on: {
+        click: async () => {
+          try {
+            const res = await fetch(`/v1/runs/${encodeURIComponent(r.run_id)}/patch`, {
+              headers: headers(),
+              credentials: 'omit',
+              cache: 'no-store',
+            });
+            if (!res.ok) throw new Error(`the patch: HTTP ${res.status}`);
+            const url = URL.createObjectURL(await res.blob());
+            const a = el('a', { attrs: { href: url, download: `keel-fix-${r.run_id}.patch` } });
+            document.body.append(a);
+            a.click();
+            a.remove();
+            setTimeout(() => URL.revokeObjectURL(url), 10_000);
+          } catch (err) {
+            result.className = 'error';
+            result.textContent = (err as Error).message;
+          }
+        },
+      },
+    },
+    'Download the patch',
+  );
+  replace(
+    section,
+    el('h2', null, 'Apply the fix'),
+    el(
+      'p',
+      { class: 'muted' },
+      'A fast-forward: the branch gets exactly the tree the tests verified; a branch that moved since the run is refused (download the patch then).',
+    ),
+    el('div', { class: 'button-row' }, merge, download),
+    result,
+  );
+  section.hidden = false;
 }
 
 /** A report's Markdown, rendered safely (markdown.ts), or a dash when there is none. */

@@ -1,0 +1,139 @@
+/**
+ * A fix run followed live in the browser workspace, in Chromium against the real `keel serve`: the
+ * baseline, each attempt with its test counts and its diff, and the verdict appear as the run's log
+ * records them (attempt 1's verdict is on the page while attempt 2 still runs); the verified fix is
+ * then merged into the checked-out branch from the page, and its patch downloaded.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { git } from '../helpers/tmp.js';
+import { editTurns, fixtureRepo, planTurns } from './fix-harness.js';
+import { keelHome, model, modelFlags } from './harness.js';
+import { startServe } from './serve-harness.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const BUGGY = '  return sum(values) / (values.length + 1);';
+const FIXED = '  return sum(values) / values.length;';
+
+let browser: Browser | undefined;
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function axe(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: AXE });
+  const violations = (await page.evaluate(
+    "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)",
+  )) as Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chromium)', () => {
+  it('shows the baseline, each attempt with its tests and diff, and the verdict as they happen; merges the verified fix and downloads its patch', async () => {
+    const second = editTurns('src/stats.js', BUGGY, FIXED, 'Fixed for real.');
+    // attempt 2 takes a while to answer: the page must already show attempt 1 judged
+    const slow = { ...second[0], delay_ms: 4000 };
+    const server = await model([
+      ...planTurns('src/stats.js', '1. mean divides by one too many.'),
+      ...editTurns('src/stats.js', BUGGY, '  return sum(values) / (values.length - 1);', 'Fixed!'),
+      slow,
+      ...second.slice(1),
+    ]);
+    const home = keelHome();
+    const repo = fixtureRepo('stats');
+    const head = git(repo, 'rev-parse', 'HEAD').trim();
+    const s = await startServe({ cwd: repo, home, args: modelFlags(server) });
+    const id = (await s.api('POST', '/v1/fix', { task: 'mean() of [2, 4, 6] returns 3, not 4' })).body
+      .run_id as string;
+
+    browser ??= await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+    });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      bypassCSP: true,
+      acceptDownloads: true,
+    });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    await page.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
+
+    const steps = page.locator('ol.steps');
+    const baseline = steps.locator('li[data-step="baseline"]');
+    await baseline.waitFor({ timeout: 60_000 });
+    await expect.poll(() => baseline.textContent()).toMatch(/Baseline.*exited 1.*passed · [1-9]\d* failed/);
+    // attempt 1 judged while attempt 2 runs: the run is still going when the page shows it
+    const one = steps.locator('li[data-step="attempt-1"]');
+    await one.getByText('failed', { exact: true }).waitFor({ timeout: 60_000 });
+    await steps
+      .locator('li[data-step="attempt-2"]')
+      .getByText('editing and testing')
+      .waitFor({ timeout: 30_000 });
+    expect((await s.api('GET', `/v1/runs/${id}`)).body.status).toBe('running');
+    expect(await one.textContent()).toMatch(/\d+ passed · [1-9]\d* failed/);
+    await one.getByText("Attempt 1's diff").click();
+    expect(await one.locator('pre.diff').textContent()).toContain(
+      '+  return sum(values) / (values.length - 1);',
+    );
+    await page.screenshot({ path: shotPath('run-live'), fullPage: true });
+
+    // attempt 2 verified, then the run's verdict
+    const two = steps.locator('li[data-step="attempt-2"]');
+    await two.getByText('verified', { exact: true }).waitFor({ timeout: 60_000 });
+    expect(await two.textContent()).toMatch(/\d+ passed · 0 failed/);
+    await steps
+      .locator('li[data-step="end"]')
+      .getByText('verified', { exact: true })
+      .waitFor({ timeout: 30_000 });
+    const chart = page.getByRole('img', { name: 'Tests per attempt' });
+    await expect
+      .poll(() => chart.locator('.group .label').allTextContents())
+      .toEqual(['baseline', 'attempt 1', 'attempt 2']);
+
+    // the patch, then the merge (after the person's yes in the dialog)
+    const merge = page.getByRole('button', { name: 'Merge into the current branch' });
+    await merge.waitFor({ timeout: 20_000 });
+    expect(await axe(page), 'the run page').toEqual([]);
+    // the download in a page under its own Content-Security-Policy (axe needs it bypassed above)
+    const strict = await browser.newContext({ acceptDownloads: true });
+    const plain = await strict.newPage();
+    await plain.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    await plain.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
+    const [download] = await Promise.all([
+      plain.waitForEvent('download'),
+      plain.getByRole('button', { name: 'Download the patch' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe(`keel-fix-${id}.patch`);
+    expect(readFileSync((await download.path()) as string, 'utf8')).toContain(`+${FIXED}`);
+    await strict.close();
+    // a "no" in the dialog applies nothing
+    page.once('dialog', (d) => void d.dismiss());
+    await merge.click();
+    expect(git(repo, 'rev-parse', 'HEAD').trim()).toBe(head);
+    page.once('dialog', (d) => void d.accept());
+    await merge.click();
+    const applied = await page.getByText(/Applied: main is now at [0-9a-f]{12}\./).textContent();
+    const now = git(repo, 'rev-parse', 'HEAD').trim();
+    expect(applied).toContain(now.slice(0, 12));
+    expect(now).not.toBe(head);
+    expect(readFileSync(join(repo, 'src/stats.js'), 'utf8')).toContain(FIXED);
+    await page.screenshot({ path: shotPath('run-applied'), fullPage: true });
+    expect(errors).toEqual([]);
+  }, 180_000);
+});
+
+function shotPath(name: string): string {
+  const dir = join(process.cwd(), 'test-results', 'web');
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `${name}.png`);
+}
