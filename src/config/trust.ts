@@ -66,6 +66,11 @@ export function trustFile(file: string, storePath: string, programs: readonly Pr
   return hash;
 }
 
+/** The sha256 `keel trust` recorded for a file, if any: a caller that hashes the text it read compares against it. */
+export function trustedHash(file: string, storePath: string): string | undefined {
+  return recordOf(readStore(storePath)[resolve(file)])?.sha256;
+}
+
 export type TrustState = 'trusted' | 'untrusted' | 'changed';
 
 export interface TrustCheck {
