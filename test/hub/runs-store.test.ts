@@ -234,7 +234,8 @@ describe.each(engines)('workflow runs on $name', (engine) => {
       attempt: 1,
       evidence: { min_producers: 2, producers: 2 },
     });
-    const evidence = (done?.data.evidence as { replies: Record<string, string>[] } | undefined)?.replies ?? [];
+    const evidence =
+      (done?.data.evidence as { replies: Record<string, string>[] } | undefined)?.replies ?? [];
     expect(evidence.map((r) => [r.agent_id, r.message_id, r.reply_hash])).toEqual([
       ['ag-a', 'm-a1', hex(10)],
       ['ag-b', 'm-b1', hex(16)],
