@@ -249,7 +249,7 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     .command('trust')
     .enablePositionalOptions()
     .description(
-      "trust this project's keel.toml as it is now (its hooks, shell, sandbox and endpoint keys take effect)",
+      "trust this project's keel.toml and .keel/workflows as they are now (their hooks, shell, sandbox and endpoint keys, and workflows, take effect)",
     )
     .option('-C, --cwd <dir>', 'workspace folder')
     .option('--json', 'print one JSON document')
@@ -258,7 +258,11 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await runTrust(opts));
     });
   for (const [name, check, summary] of [
-    ['diff', false, 'list every permission the project config widens or narrows against a git revision'],
+    [
+      'diff',
+      false,
+      'list every permission the project config (and its workflows) widens or narrows against a git revision',
+    ],
     ['check', true, 'exit 1 if the project config widens any permission against a git revision (for CI)'],
   ] as const) {
     trust

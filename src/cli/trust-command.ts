@@ -6,6 +6,8 @@ import { realRoot } from '../config/narrowing.js';
 import { keelPaths } from '../config/paths.js';
 import { configPrograms, type Program } from '../config/programs.js';
 import { gatedKeys, permissionChanges, trustCheck, trustFile } from '../config/trust.js';
+import { readWorkflowFile, WORKFLOWS_DIR, WorkflowError, workflowFiles } from '../hub/workflow-file.js';
+import { type WorkflowChange, workflowChanges } from '../hub/workflow-trust.js';
 import { findRepo, gitTry } from '../policy/git.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
@@ -21,15 +23,35 @@ function noProjectConfig(cwd: string, json?: boolean): number {
   );
 }
 
-/** The project config file, or the exit code after saying why there is none (or two, or no such folder). */
-function findProjectConfig(cwd: string | undefined, json?: boolean): string | number {
+/**
+ * The project config file (undefined when there is none but the project has workflows), or the exit code
+ * after saying why there is neither (or two configs, or no such folder).
+ */
+function findProjectConfig(cwd: string | undefined, json?: boolean): string | undefined | number {
   try {
     const folder = existingWorkspace({ cwd });
-    return projectConfigPath(folder) ?? noProjectConfig(folder, json);
+    const file = projectConfigPath(folder);
+    if (file === undefined && workflowFiles(folder).length === 0) return noProjectConfig(folder, json);
+    return file;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     return reportError(json, 'CONFIG_ERROR', err.message);
   }
+}
+
+/** Trust each of the project's workflow files as it is now; each must be valid first (else the exit code). */
+function trustWorkflows(
+  cwd: string,
+  json?: boolean,
+): { name: string; file: string; sha256: string }[] | number {
+  const found = workflowFiles(cwd);
+  try {
+    for (const { file } of found) readWorkflowFile(file);
+  } catch (err) {
+    if (!(err instanceof WorkflowError)) throw err;
+    return reportError(json, 'CONFIG_ERROR', `${err.message} (nothing was trusted)`);
+  }
+  return found.map(({ name, file }) => ({ name, file, sha256: trustFile(file, keelPaths().trustFile) }));
 }
 
 /** Trust the workspace's project config as it is now. */
@@ -37,15 +59,24 @@ export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise
   const file = findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
-  const values = readTomlFile(file);
+  const values = file === undefined ? {} : readTomlFile(file);
+  const workflows = trustWorkflows(cwd, flags.json);
+  if (typeof workflows === 'number') return workflows;
   const grants = gatedKeys(values, cwd);
-  const programs = projectPrograms(values, file, cwd);
-  const hash = trustFile(file, keelPaths().trustFile, programs);
+  const programs = file === undefined ? [] : projectPrograms(values, file, cwd);
+  const hash = file === undefined ? null : trustFile(file, keelPaths().trustFile, programs);
   if (flags.json) {
     const runs = programs.map((p) => ({ path: p.name, by: p.by, sha256: p.sha256 }));
-    process.stdout.write(`${JSON.stringify({ file, sha256: hash, grants, programs: runs })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ file: file ?? null, sha256: hash, grants, programs: runs, workflows })}\n`,
+    );
     return EXIT.ok;
   }
+  for (const w of workflows)
+    process.stdout.write(
+      `trusted workflow ${inertLine(w.name)} (${inertLine(w.file)}, sha256 ${w.sha256.slice(0, 12)}): signed webhooks may start its runs\n`,
+    );
+  if (file === undefined || hash === null) return EXIT.ok;
   process.stdout.write(`trusted ${file} (sha256 ${hash.slice(0, 12)})\n`);
   process.stdout.write(
     grants.length ? `it may now set: ${grants.join(', ')}\n` : dim('it sets no trust-gated keys\n'),
@@ -89,6 +120,15 @@ export async function runTrustDiff(
   const file = findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
+  let workflows: WorkflowChange[];
+  try {
+    workflows = baseWorkflowChanges(cwd, base);
+  } catch (err) {
+    if (!(err instanceof WorkflowError)) throw err;
+    return reportError(flags.json, 'CONFIG_ERROR', err.message);
+  }
+  const widened = workflows.filter((w) => w.change === 'added' || w.change === 'changed');
+  if (file === undefined) return reportWorkflowsOnly(workflows, widened, { ...flags, base }, check);
   const rel = relative(cwd, file);
   const before = gitShow(cwd, base, rel);
   let beforeValues: Raw;
@@ -109,7 +149,9 @@ export async function runTrustDiff(
     state: state === 'untrusted' ? 'untrusted' : changed.includes(p) ? 'changed' : 'trusted',
   }));
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ file, base, trust: state, changes, programs }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ file, base, trust: state, changes, programs, workflows }, null, 2)}\n`,
+    );
   } else {
     if (!changes.length) process.stdout.write(`no permission changes in ${rel} since ${base}\n`);
     for (const c of changes)
@@ -123,13 +165,74 @@ export async function runTrustDiff(
       process.stdout.write(
         `${red('~ changed')}  ${inertLine(p.path)} changed since you trusted ${rel} (run by ${inertLine(p.by)}); its hooks and servers are ignored until \`keel trust\`\n`,
       );
+    writeWorkflowChanges(workflows);
   }
-  if (check && expansions.length) {
-    if (!flags.json)
+  if (check && (expansions.length || widened.length)) {
+    if (!flags.json && expansions.length)
       process.stderr.write(
         `${red('keel:')} ${expansions.length} permission expansion${expansions.length === 1 ? '' : 's'} in ${rel}\n`,
       );
+    if (!flags.json && widened.length) workflowsWidened(widened);
     return EXIT.failed;
   }
   return EXIT.ok;
+}
+
+/** Each workflow against the base revision (git show of `.keel/workflows/NAME.yaml`). */
+function baseWorkflowChanges(cwd: string, base: string): WorkflowChange[] {
+  const listing = gitShow(cwd, base, WORKFLOWS_DIR);
+  // `git show REV:folder` lists the folder: a header line, a blank line, then one name a line
+  const names = (listing ?? '')
+    .split('\n')
+    .slice(2)
+    .filter((n) => n.endsWith('.yaml'))
+    .map((n) => n.slice(0, -5));
+  return workflowChanges(
+    cwd,
+    keelPaths().trustFile,
+    (name) => (names.includes(name) ? gitShow(cwd, base, `${WORKFLOWS_DIR}/${name}.yaml`) : undefined),
+    names,
+  );
+}
+
+function writeWorkflowChanges(workflows: WorkflowChange[]): void {
+  for (const w of workflows) {
+    const name = inertLine(w.name);
+    const untrusted =
+      w.trust === 'untrusted' || w.trust === 'changed' ? ` (${w.trust}: refused until \`keel trust\`)` : '';
+    if (w.change === 'added')
+      process.stdout.write(
+        `${red('+ expands')}  workflow ${name} added: signed webhooks may start its runs${untrusted}\n`,
+      );
+    if (w.change === 'changed')
+      process.stdout.write(
+        `${red('+ expands')}  workflow ${name} changed: ${w.fields.map(inertLine).join(', ')}${untrusted}\n`,
+      );
+    if (w.change === 'removed') process.stdout.write(`- narrows  workflow ${name} removed\n`);
+    if (w.change === 'unchanged' && untrusted)
+      process.stdout.write(`${red('~ changed')}  workflow ${name}${untrusted}\n`);
+  }
+}
+
+function workflowsWidened(widened: WorkflowChange[]): void {
+  process.stderr.write(
+    `${red('keel:')} ${widened.length} workflow${widened.length === 1 ? '' : 's'} added or changed in ${WORKFLOWS_DIR}\n`,
+  );
+}
+
+/** `keel trust diff` for a project with workflows and no config file. */
+function reportWorkflowsOnly(
+  workflows: WorkflowChange[],
+  widened: WorkflowChange[],
+  flags: { json?: boolean; base: string },
+  check: boolean,
+): number {
+  if (flags.json)
+    process.stdout.write(
+      `${JSON.stringify({ file: null, base: flags.base, changes: [], programs: [], workflows }, null, 2)}\n`,
+    );
+  else writeWorkflowChanges(workflows);
+  if (!check || !widened.length) return EXIT.ok;
+  if (!flags.json) workflowsWidened(widened);
+  return EXIT.failed;
 }

@@ -6,7 +6,7 @@
  */
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlias, isNode, LineCounter, parseDocument, visit } from 'yaml';
+import { isAlias, isMap, isNode, isScalar, LineCounter, parseDocument, visit } from 'yaml';
 import { z } from 'zod';
 import { trustedHash } from '../config/trust.js';
 import { sha256 } from '../store/audit-chain.js';
@@ -186,8 +186,11 @@ export function parseWorkflow(text: string, file: string): Workflow {
   // the deepest node that exists on the issue's path gives the line
   let node: unknown;
   for (let n = path.length; n >= 0 && !isNode(node); n--) node = doc.getIn(path.slice(0, n), true);
-  const offset = isNode(node) ? (node.range?.[0] ?? 0) : 0;
   const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+  // an unknown field's line is its key's own
+  const pair = isMap(node) ? node.items.find((p) => isScalar(p.key) && p.key.value === keys[0]) : undefined;
+  const at = isScalar(pair?.key) ? pair.key : node;
+  const offset = isNode(at) ? (at.range?.[0] ?? 0) : 0;
   const field = [...path, ...keys.slice(0, 1)].join('.') || '(top level)';
   const what = keys.length ? `unknown field${keys.length > 1 ? `s ${keys.join(', ')}` : ''}` : issue.message;
   throw invalid(`${where(offset)}: "${field}": ${what}`);
