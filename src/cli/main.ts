@@ -3,6 +3,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { keelPaths } from '../config/paths.js';
 import { EXIT } from '../term/exit-codes.js';
 import { reportError, wantsJson } from './errors.js';
+import { hubRunsCommand } from './hub-runs-command.js';
 import { mcpCommand } from './mcp-command.js';
 import { listToolsCommand } from './mcp-list-tools.js';
 import {
@@ -338,6 +339,11 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       const { showLedger } = await import('./ledger-command.js');
       setExit(await showLedger(run, opts));
     });
+
+  // keel hub runs (issue 28), here as `keel hub-runs` until the `hub` group lands (then: hub.addCommand(hubRunsCommand(setExit)))
+  program.addCommand(hubRunsCommand(setExit).name('hub-runs').copyInheritedSettings(program), {
+    hidden: true,
+  });
 
   // keel batch (issue 27): many fixes on the run queue, one worker process per task
   const batch = program
