@@ -67,6 +67,8 @@ export async function deliverSignal(tx: Sql, ctx: StepContext, input: SignalInpu
       };
     return { ok: true, receipt: receipt(input, seen.consumed_stage !== null, true) };
   }
+  if (run.status !== 'running')
+    return { ok: false, status: 409, code: 'run_not_running', error: `run ${input.runId} is ${run.status}` };
   const [awaited] = await tx.query<{ id: string }>(
     `SELECT id FROM hub_run_stages WHERE run_id = $1 AND kind = 'await_signal' AND signal = $2`,
     [input.runId, input.name],

@@ -30,6 +30,17 @@ export interface WorkflowRoutesOptions {
   /** Where the secrets the workflows name are read (the hub's environment). */
   env: NodeJS.ProcessEnv;
   now?: () => number;
+  /** Told of every refusal (the hub writes it to the audit chain): the route, the workflow or run, the code. */
+  onRefusal?: (refusal: Refusal) => void;
+}
+
+/** A refused webhook or signal, for the audit chain: never the body, nor a header's value. */
+export interface Refusal {
+  type: 'hub_webhook_refused' | 'hub_signal_refused';
+  /** The workflow name (webhooks) or run id (signals) the request named. */
+  target: string;
+  status: number;
+  code: string;
 }
 
 type Status = 400 | 401 | 403 | 404 | 409 | 413 | 422 | 503;
@@ -65,25 +76,30 @@ function parseObject(body: Uint8Array): Record<string, unknown> | undefined {
 /** Mount the webhook and signal routes on `app`. */
 export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): void {
   const now = opts.now ?? Date.now;
+  const refuser =
+    (c: Context, type: Refusal['type'], target: string) => (status: Status, code: string, error: string) => {
+      opts.onRefusal?.({ type, target, status, code });
+      return fail(c, status, code, error);
+    };
   const limit = bodyLimit({
     maxSize: MAX_BODY,
     onError: (c) => fail(c, 413, 'body_too_large', `the body is over ${MAX_BODY} bytes`),
   });
 
   app.post('/v1/webhooks/:name', limit, async (c) => {
+    const refuse = refuser(c, 'hub_webhook_refused', c.req.param('name'));
     let loaded: LoadedWorkflow;
     try {
       loaded = opts.workflow(c.req.param('name'));
     } catch (err) {
       if (!(err instanceof WorkflowError)) throw err;
       const status = err.code === 'no_such_workflow' ? 404 : err.code === 'untrusted_workflow' ? 403 : 422;
-      return fail(c, status, err.code, err.message);
+      return refuse(status, err.code, err.message);
     }
     const { trigger } = loaded.workflow;
     const secret = opts.env[trigger.secret_env];
     if (!secret)
-      return fail(
-        c,
+      return refuse(
         503,
         'secret_missing',
         `the hub has no ${trigger.secret_env} for workflow ${loaded.name}`,
@@ -96,17 +112,16 @@ export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): voi
     else {
       const key = standardKey(secret);
       if (!key)
-        return fail(
-          c,
+        return refuse(
           503,
           'secret_missing',
           `${trigger.secret_env} is not a whsec_<base64> secret of 16 bytes or more`,
         );
       verified = verifyStandard(key, headers, body, now());
     }
-    if (!verified.ok) return fail(c, REFUSAL_STATUS[verified.code], verified.code, verified.error);
+    if (!verified.ok) return refuse(REFUSAL_STATUS[verified.code], verified.code, verified.error);
     const payload = parseObject(body);
-    if (!payload) return fail(c, 400, 'bad_payload', 'the body is not a JSON object');
+    if (!payload) return refuse(400, 'bad_payload', 'the body is not a JSON object');
     const event = deliveryEvent(trigger.source, headers, payload);
     if (!eventMatches(trigger.event, event))
       return c.json(
@@ -130,30 +145,31 @@ export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): voi
         receipt.repeated ? 200 : 202,
       );
     } catch (err) {
-      if (err instanceof RunRefused) return fail(c, err.status, err.code, err.message);
+      if (err instanceof RunRefused) return refuse(err.status, err.code, err.message);
       throw err;
     }
   });
 
   app.post('/v1/runs/:run/signals/:name', limit, async (c) => {
     const runId = c.req.param('run');
+    const refuse = refuser(c, 'hub_signal_refused', runId);
     const [run] = await opts.runs.store.query<{ signal_secret_env: string | null }>(
       'SELECT signal_secret_env FROM hub_runs WHERE id = $1',
       [runId],
     );
-    if (!run) return fail(c, 404, 'no_such_run', `no run ${runId}`);
+    if (!run) return refuse(404, 'no_such_run', `no run ${runId}`);
     const secret = run.signal_secret_env ? opts.env[run.signal_secret_env] : undefined;
-    if (!secret) return fail(c, 404, 'no_signals', `run ${runId} takes no signals (no signal secret)`);
+    if (!secret) return refuse(404, 'no_signals', `run ${runId} takes no signals (no signal secret)`);
     const body = new Uint8Array(await c.req.arrayBuffer());
     const verified = verifyStandard(runSignalKey(secret, runId), headersOf(c), body, now());
-    if (!verified.ok) return fail(c, REFUSAL_STATUS[verified.code], verified.code, verified.error);
+    if (!verified.ok) return refuse(REFUSAL_STATUS[verified.code], verified.code, verified.error);
     const outcome = await opts.runs.signal({
       runId,
       name: c.req.param('name'),
       signalId: verified.deliveryId,
       bodySha256: verified.bodySha256,
     });
-    if (!outcome.ok) return fail(c, outcome.status, outcome.code, outcome.error);
+    if (!outcome.ok) return refuse(outcome.status, outcome.code, outcome.error);
     return c.json(outcome.receipt, outcome.receipt.repeated ? 200 : 202);
   });
 }

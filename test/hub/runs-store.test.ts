@@ -378,6 +378,51 @@ describe.each(engines)('workflow runs on $name', (engine) => {
     expect((await readRun(store, run_id))?.status).toBe('succeeded');
   });
 
+  test('two processes at once: one run per delivery, one completion per quorum, one firing per timer', async () => {
+    const time = clock(1_900_000_000_000);
+    const here = new RunsStore(store, { key, agents: directory(AGENTS), now: time.now });
+    const there = new RunsStore(other, { key, agents: directory(AGENTS), now: time.now });
+    const input = {
+      workflow: workflow('pr'),
+      deliveryId: 'd-race',
+      bodySha256: hex(8),
+      event: 'pull_request',
+      payload: {},
+    };
+    const both = await Promise.all([here.startRun(input), there.startRun(input)]);
+    expect(both.map((r) => r.repeated).sort()).toEqual([false, true]);
+    expect(both[0]?.run_id).toBe(both[1]?.run_id);
+    const runId = both[0]?.run_id ?? '';
+    const req = await requestsOf(runId, 'review', 1);
+    const replies = await Promise.all(
+      ['ag-a', 'ag-b', 'ag-c'].map((agent, i) =>
+        (i % 2 ? there : here).recordReply({
+          requestMessageId: req.get(agent)?.message_id ?? '',
+          agentId: agent,
+          messageId: `race-${agent}`,
+          replyHash: hex(40 + i),
+        }),
+      ),
+    );
+    expect(replies.filter((r) => r.counted && r.stageDone)).toHaveLength(1);
+    const view = await readRun(store, runId);
+    expect(view?.events.filter((e) => e.type === 'stage_done')).toHaveLength(1);
+    expect(view?.stages[1]?.state).toBe('parked');
+    time.advance(2 * 3_600_000 + 1);
+    const fired = await Promise.all([here.fireTimers(), there.fireTimers()]);
+    expect(fired.flat().filter((f) => f.run_id === runId && f.outcome === 'timed_out')).toHaveLength(1);
+    expect((await readRun(store, runId))?.events.filter((e) => e.type === 'stage_timed_out')).toHaveLength(1);
+    expect((await verifyRunChain(store, key, runId))?.ok).toBe(true);
+    // a failed run takes no more signals
+    expect(
+      await here.signal({ runId, name: 'ci-result', signalId: 'late', bodySha256: hex(50) }),
+    ).toMatchObject({
+      ok: false,
+      status: 409,
+      code: 'run_not_running',
+    });
+  });
+
   test('verify finds an edited, a dropped and an appended event, and a wrong key', async () => {
     const runs = new RunsStore(store, { key, agents: directory(AGENTS) });
     const { run_id } = await runs.startRun({

@@ -12,7 +12,7 @@ import { trustFile } from '../../src/config/trust.js';
 import { verifyRunChain } from '../../src/hub/runs-chain.js';
 import { type AgentDirectory, RunsStore, readRun } from '../../src/hub/runs-store.js';
 import { runSignalSecret } from '../../src/hub/signals.js';
-import { mountWorkflowRoutes } from '../../src/hub/webhook-routes.js';
+import { mountWorkflowRoutes, type Refusal } from '../../src/hub/webhook-routes.js';
 import { signStandard, standardKey } from '../../src/hub/webhook-verify.js';
 import { loadWorkflow } from '../../src/hub/workflow-file.js';
 import type { Store } from '../../src/store/engine.js';
@@ -65,6 +65,7 @@ describe.each(engines)('hub webhooks and signals on $name', (engine) => {
   let port: number;
   let close: () => Promise<void>;
   const key = randomBytes(32);
+  const refusals: Refusal[] = [];
   beforeAll(async () => {
     if (engine.skip) return;
     store = await engine.open();
@@ -74,6 +75,7 @@ describe.each(engines)('hub webhooks and signals on $name', (engine) => {
       runs: new RunsStore(store, { key, agents }),
       workflow: (name) => loadWorkflow(root, name, trust),
       env: ENV,
+      onRefusal: (r) => refusals.push(r),
     });
     const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
     await new Promise<void>((resolve) => server.once('listening', () => resolve()));
@@ -284,6 +286,12 @@ describe.each(engines)('hub webhooks and signals on $name', (engine) => {
       json: { code: 'untrusted_workflow' },
     });
     expect((await post('/v1/webhooks/nope', body, github(body, randomUUID()))).status).toBe(404);
+    // each refusal is told to the hub for its audit chain, with what was named and why, never the body
+    expect(refusals.slice(-2)).toEqual([
+      { type: 'hub_webhook_refused', target: 'untrusted', status: 403, code: 'untrusted_workflow' },
+      { type: 'hub_webhook_refused', target: 'nope', status: 404, code: 'no_such_workflow' },
+    ]);
+    expect(refusals.some((r) => r.type === 'hub_signal_refused' && r.code === 'bad_signature')).toBe(true);
     const big = JSON.stringify({ pad: 'x'.repeat(1024 * 1024) });
     expect((await post('/v1/webhooks/pr', big, github(big, randomUUID()))).status).toBe(413);
   });
