@@ -1,8 +1,9 @@
 /** Workflow runs' contract on SQLite and PostgreSQL: starts, deliveries, quorum counting, signals, timers, the sealed chain. */
 import { randomBytes } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyRunChain } from '../../src/hub/runs-chain.js';
 import { type AgentDirectory, RunRefused, RunsStore, readRun } from '../../src/hub/runs-store.js';
+import { startTimerLoop } from '../../src/hub/timers.js';
 import { type LoadedWorkflow, parseWorkflow } from '../../src/hub/workflow-file.js';
 import type { Store } from '../../src/store/engine.js';
 import { storeEngines } from '../helpers/engines.js';
@@ -421,6 +422,47 @@ describe.each(engines)('workflow runs on $name', (engine) => {
       status: 409,
       code: 'run_not_running',
     });
+  });
+
+  test('an approval parks until a person approves it; the timer loop fails a run whose stage timed out', async () => {
+    const time = clock(2_000_000_000_000);
+    const runs = new RunsStore(store, { key, agents: directory(AGENTS), now: time.now });
+    const text = `version: 1
+trigger: {source: generic, event: deploy, secret_env: KEEL_WH_CI}
+stages:
+  - {id: ship, kind: approval, prompt: "Ship it?", timeout: 1d}
+`;
+    const start = (id: string) =>
+      runs.startRun({
+        workflow: workflow('deploy', text),
+        deliveryId: id,
+        bodySha256: hex(60),
+        event: 'deploy',
+        payload: {},
+      });
+    const approved = await start('d-approve');
+    await expect(runs.approve(approved.run_id, 'other', 'alice')).rejects.toMatchObject({
+      code: 'stage_not_waiting',
+    });
+    await runs.approve(approved.run_id, 'ship', 'alice');
+    const view = await readRun(store, approved.run_id);
+    expect(view?.status).toBe('succeeded');
+    expect(view?.events.find((e) => e.type === 'stage_done')?.data.evidence).toEqual({
+      approved_by: 'alice',
+    });
+    await expect(runs.approve(approved.run_id, 'ship', 'alice')).rejects.toMatchObject({
+      code: 'run_not_running',
+    });
+
+    const waiting = await start('d-timeout');
+    time.advance(86_400_000);
+    // the loop is only a clock: the due row in hub_timers is what fails the run
+    const stop = startTimerLoop(other, key, { everyMs: 10, now: time.now });
+    await vi.waitFor(async () => expect((await readRun(store, waiting.run_id))?.status).toBe('failed'), {
+      timeout: 10_000,
+    });
+    await stop();
+    expect((await readRun(store, waiting.run_id))?.stages[0]?.state).toBe('timed_out');
   });
 
   test('verify finds an edited, a dropped and an appended event, and a wrong key', async () => {
