@@ -5,7 +5,7 @@
  */
 import { Command } from 'commander';
 import type { RunEvent } from '../hub/runs-chain.js';
-import type { RunView } from '../hub/runs-store.js';
+import type { RunView } from '../hub/runs-read.js';
 import type { Store } from '../store/engine.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
@@ -80,7 +80,7 @@ function at(ms: number | null): string | null {
 }
 
 async function listHubRuns(store: Store | undefined, flags: Flags): Promise<number> {
-  const { listRuns } = await import('../hub/runs-store.js');
+  const { listRuns } = await import('../hub/runs-read.js');
   // no store file yet: no runs
   const runs = store ? await listRuns(store, flags.limit ?? 20) : [];
   if (flags.json) {
@@ -128,7 +128,7 @@ function eventDocument(e: RunEvent) {
 }
 
 async function showHubRun(store: Store | undefined, runId: string, flags: Flags): Promise<number> {
-  const { readRun } = await import('../hub/runs-store.js');
+  const { readRun } = await import('../hub/runs-read.js');
   const run = store && (await readRun(store, runId));
   if (!run) return reportError(flags.json, 'CONFIG_ERROR', `no workflow run ${runId}`);
   const secret = run.signal_secret_env ? process.env[run.signal_secret_env] : undefined;

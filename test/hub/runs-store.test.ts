@@ -2,7 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyRunChain } from '../../src/hub/runs-chain.js';
-import { type AgentDirectory, RunRefused, RunsStore, readRun } from '../../src/hub/runs-store.js';
+import { readRun } from '../../src/hub/runs-read.js';
+import { type AgentDirectory, RunRefused, RunsStore } from '../../src/hub/runs-store.js';
 import { startTimerLoop } from '../../src/hub/timers.js';
 import { type LoadedWorkflow, parseWorkflow } from '../../src/hub/workflow-file.js';
 import type { Store } from '../../src/store/engine.js';
