@@ -113,12 +113,13 @@ export class RunsStore {
     const runId = randomUUID();
     const { workflow: loaded } = input;
     const receipt = await this.store.transaction(async (tx) => {
+      const secretEnv = loaded.workflow.trigger.secret_env;
       const fresh = await tx.run(
-        `INSERT INTO hub_deliveries (workflow, delivery_id, body_sha256, run_id, received_at)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workflow, delivery_id) DO NOTHING`,
-        [loaded.name, input.deliveryId, input.bodySha256, runId, ctx.now],
+        `INSERT INTO hub_deliveries (secret_env, delivery_id, workflow, body_sha256, run_id, received_at)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (secret_env, delivery_id) DO NOTHING`,
+        [secretEnv, input.deliveryId, loaded.name, input.bodySha256, runId, ctx.now],
       );
-      if (fresh === 0) return repeatedReceipt(tx, loaded.name, input);
+      if (fresh === 0) return repeatedReceipt(tx, secretEnv, loaded.name, input);
       const stages = loaded.workflow.stages;
       const names = [...new Set(stages.flatMap((s) => s.eligible ?? (s.agent ? [s.agent] : [])))];
       const ids = names.length ? await this.opts.agents.resolve(tx, names) : new Map<string, string>();
@@ -316,12 +317,23 @@ export async function recordReplyIn(tx: Sql, ctx: StepContext, input: ReplyInput
   return { counted: true, producers, stageDone };
 }
 
-async function repeatedReceipt(tx: Sql, workflow: string, input: StartInput): Promise<StartReceipt> {
-  const [seen] = await tx.query<{ body_sha256: string; run_id: string }>(
-    'SELECT body_sha256, run_id FROM hub_deliveries WHERE workflow = $1 AND delivery_id = $2',
-    [workflow, input.deliveryId],
+async function repeatedReceipt(
+  tx: Sql,
+  secretEnv: string,
+  workflow: string,
+  input: StartInput,
+): Promise<StartReceipt> {
+  const [seen] = await tx.query<{ workflow: string; body_sha256: string; run_id: string }>(
+    'SELECT workflow, body_sha256, run_id FROM hub_deliveries WHERE secret_env = $1 AND delivery_id = $2',
+    [secretEnv, input.deliveryId],
   );
-  if (!seen || seen.body_sha256 !== input.bodySha256)
+  if (!seen || seen.workflow !== workflow)
+    throw new RunRefused(
+      409,
+      'delivery_id_conflict',
+      `delivery ${input.deliveryId} was already received for another workflow signed with ${secretEnv}`,
+    );
+  if (seen.body_sha256 !== input.bodySha256)
     throw new RunRefused(
       409,
       'delivery_id_conflict',

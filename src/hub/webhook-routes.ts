@@ -136,14 +136,12 @@ export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): voi
         event,
         payload,
       });
+      if (receipt.repeated) return c.json(receipt, 200);
+      // the run's signal key is shown once, to the delivery that started it: a replayed delivery
+      // (GitHub's and Jira's carry no timestamp) must not hand it to whoever captured one
       const signalSecret = trigger.signal_secret_env ? opts.env[trigger.signal_secret_env] : undefined;
-      return c.json(
-        {
-          ...receipt,
-          ...(signalSecret ? { signal_secret: runSignalSecret(signalSecret, receipt.run_id) } : {}),
-        },
-        receipt.repeated ? 200 : 202,
-      );
+      const shown = signalSecret ? { signal_secret: runSignalSecret(signalSecret, receipt.run_id) } : {};
+      return c.json({ ...receipt, ...shown }, 202);
     } catch (err) {
       if (err instanceof RunRefused) return refuse(err.status, err.code, err.message);
       throw err;

@@ -138,13 +138,16 @@ const MIGRATIONS: Migration[] = [
      agent_name TEXT NOT NULL,
      PRIMARY KEY (run_id, stage_id, agent_id)
    )`),
+  // a delivery id is kept per start secret (by its variable's name), not per workflow: a delivery
+  // captured on its way to one workflow cannot start another that shares its secret
   same(`CREATE TABLE hub_deliveries (
-     workflow TEXT NOT NULL,
+     secret_env TEXT NOT NULL,
      delivery_id TEXT NOT NULL,
+     workflow TEXT NOT NULL,
      body_sha256 TEXT NOT NULL,
      run_id TEXT NOT NULL,
      received_at BIGINT NOT NULL,
-     PRIMARY KEY (workflow, delivery_id)
+     PRIMARY KEY (secret_env, delivery_id)
    )`),
   same(`CREATE TABLE hub_signals (
      run_id TEXT NOT NULL,

@@ -112,8 +112,16 @@ describe.each(engines)('workflow runs on $name', (engine) => {
       status: 409,
       code: 'delivery_id_conflict',
     });
-    // the same delivery id for another workflow is another delivery
-    const elsewhere = await runs.startRun({ ...input, workflow: workflow('pr-other') });
+    // the same delivery id to another workflow signed with the same secret is a replay, refused
+    await expect(runs.startRun({ ...input, workflow: workflow('pr-other') })).rejects.toMatchObject({
+      status: 409,
+      code: 'delivery_id_conflict',
+    });
+    // under another secret it is another sender's delivery
+    const elsewhere = await runs.startRun({
+      ...input,
+      workflow: workflow('jira', FLOW.replace('secret_env: KEEL_WH_GITHUB', 'secret_env: KEEL_WH_JIRA')),
+    });
     expect(elsewhere.run_id).not.toBe(receipt.run_id);
     expect(await verifyRunChain(other, key, receipt.run_id)).toEqual({ ok: true, events: 2, problems: [] });
   });

@@ -51,9 +51,10 @@ function project(): { root: string; trust: string } {
     '.keel/workflows/pr.yaml': trigger('github', 'pull_request', 'KEEL_WH_GITHUB'),
     '.keel/workflows/issues.yaml': trigger('jira', 'jira:issue_created', 'KEEL_WH_JIRA'),
     '.keel/workflows/ci.yaml': trigger('generic', 'build.finished', 'KEEL_WH_CI'),
+    '.keel/workflows/pr2.yaml': trigger('github', 'pull_request', 'KEEL_WH_GITHUB'),
     '.keel/workflows/untrusted.yaml': trigger('github', 'pull_request', 'KEEL_WH_GITHUB'),
   });
-  for (const name of ['pr', 'issues', 'ci']) trustFile(`${root}/.keel/workflows/${name}.yaml`, trust);
+  for (const name of ['pr', 'pr2', 'issues', 'ci']) trustFile(`${root}/.keel/workflows/${name}.yaml`, trust);
   return { root, trust };
 }
 
@@ -147,7 +148,15 @@ describe.each(engines)('hub webhooks and signals on $name', (engine) => {
     expect(view?.stages[0]).toMatchObject({ id: 'review', state: 'active', prompt: 'Review PR 7' });
     // GitHub signs no timestamp: the replay is caught by the delivery id alone
     const replay = await post('/v1/webhooks/pr', body, github(body, delivery));
-    expect(replay).toEqual({ status: 200, json: { ...first.json, repeated: true } });
+    const { signal_secret: shownOnce, ...receipt } = first.json;
+    expect(shownOnce).toMatch(/^whsec_/);
+    // ...and whoever captured the delivery does not get the run's signal key by replaying it
+    expect(replay).toEqual({ status: 200, json: { ...receipt, repeated: true } });
+    // nor starts another workflow signed with the same secret (GitHub signs no URL)
+    expect(await post('/v1/webhooks/pr2', body, github(body, delivery))).toMatchObject({
+      status: 409,
+      json: { code: 'delivery_id_conflict' },
+    });
     const other = JSON.stringify({ action: 'opened', pull_request: { number: 9 } });
     expect(await post('/v1/webhooks/pr', other, github(other, delivery))).toMatchObject({
       status: 409,
@@ -201,10 +210,8 @@ describe.each(engines)('hub webhooks and signals on $name', (engine) => {
     ).toBe('missing_signature');
     const started = await post('/v1/webhooks/issues', body, headers);
     expect(started.status).toBe(202);
-    expect((await post('/v1/webhooks/issues', body, headers)).json).toEqual({
-      ...started.json,
-      repeated: true,
-    });
+    const { signal_secret: _, ...receipt } = started.json;
+    expect((await post('/v1/webhooks/issues', body, headers)).json).toEqual({ ...receipt, repeated: true });
   });
 
   test('Standard Webhooks: late, early, forged and replayed deliveries; a rotated key signs beside the old one', async () => {
@@ -234,7 +241,8 @@ describe.each(engines)('hub webhooks and signals on $name', (engine) => {
     const first = await post('/v1/webhooks/ci', body, rotated);
     expect(first.status).toBe(202);
     // inside the window a replay is stopped by the id; outside it, by the timestamp
-    expect((await post('/v1/webhooks/ci', body, rotated)).json).toEqual({ ...first.json, repeated: true });
+    const { signal_secret: _, ...receipt } = first.json;
+    expect((await post('/v1/webhooks/ci', body, rotated)).json).toEqual({ ...receipt, repeated: true });
     expect(await runCount()).toBe(before + 1);
   });
 
