@@ -3,7 +3,7 @@
  * before it becomes values (an alias bomb, duplicate keys, tags), unknown fields are refused with their
  * line, and the hub runs a workflow only once the user has trusted it as it is (`keel trust`, the real binary).
  */
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadWorkflow, parseWorkflow, WorkflowError } from '../../src/hub/workflow-file.js';
@@ -30,8 +30,12 @@ function refusal(text: string): string {
 }
 
 describe('workflow files', () => {
-  it("the issue's example is a valid workflow", () => {
+  it("the issue's example is a valid workflow, and the README's is the same one", () => {
     const wf = parseWorkflow(FLOW, 'pr.yaml');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('## Workflows from signed webhooks'));
+    const example = /```yaml\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+    expect(parseWorkflow(example, 'README.md')).toEqual(wf);
     expect(wf.stages.map((s) => s.kind)).toEqual(['quorum', 'await_signal', 'agent']);
     expect(wf.trigger).toEqual({
       source: 'github',
