@@ -104,6 +104,10 @@ export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): voi
         'secret_missing',
         `the hub has no ${trigger.secret_env} for workflow ${loaded.name}`,
       );
+    const signals = trigger.signal_secret_env;
+    // a run that parks for a signal no one could sign would only wait for its timeout
+    if (signals && !opts.env[signals])
+      return refuse(503, 'secret_missing', `the hub has no ${signals} for workflow ${loaded.name}'s signals`);
     const body = new Uint8Array(await c.req.arrayBuffer());
     const headers = headersOf(c);
     let verified: Verified;
@@ -139,7 +143,7 @@ export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): voi
       if (receipt.repeated) return c.json(receipt, 200);
       // the run's signal key is shown once, to the delivery that started it: a replayed delivery
       // (GitHub's and Jira's carry no timestamp) must not hand it to whoever captured one
-      const signalSecret = trigger.signal_secret_env ? opts.env[trigger.signal_secret_env] : undefined;
+      const signalSecret = signals ? opts.env[signals] : undefined;
       const shown = signalSecret ? { signal_secret: runSignalSecret(signalSecret, receipt.run_id) } : {};
       return c.json({ ...receipt, ...shown }, 202);
     } catch (err) {

@@ -118,6 +118,8 @@ export function signStandard(key: Buffer, id: string, timestamp: number, body: U
 export function verifyStandard(key: Buffer, headers: Headers, body: Uint8Array, nowMs: number): Verified {
   const id = deliveryId(headers('webhook-id'), 'webhook-id');
   if (typeof id !== 'string') return id;
+  // the signed text is `id.timestamp.body`: an id with a dot could borrow the timestamp's place
+  if (id.includes('.')) return refuse('missing_delivery_id', 'webhook-id: a "." has no place in an id');
   const stamp = headers('webhook-timestamp');
   if (stamp === undefined || !/^[0-9]{1,12}$/.test(stamp))
     return refuse('bad_timestamp', 'webhook-timestamp: expected whole seconds since 1970');

@@ -73,6 +73,13 @@ describe('webhook signatures', () => {
     expect(verifyStandard(key, h(Array(9).fill(good).join(' ')), bytes, at * 1000)).toMatchObject({
       code: 'bad_signature',
     });
+    // an id that holds a dot could take the timestamp's place in the signed text
+    const shifted = headers({
+      'webhook-id': `${id}.${at}`,
+      'webhook-timestamp': String(at),
+      'webhook-signature': good,
+    });
+    expect(verifyStandard(key, shifted, bytes, at * 1000)).toMatchObject({ code: 'missing_delivery_id' });
     expect(standardKey('whsec_short')).toBeUndefined();
     expect(standardKey('not-a-secret')).toBeUndefined();
   });

@@ -53,8 +53,13 @@ function project(): { root: string; trust: string } {
     '.keel/workflows/ci.yaml': trigger('generic', 'build.finished', 'KEEL_WH_CI'),
     '.keel/workflows/pr2.yaml': trigger('github', 'pull_request', 'KEEL_WH_GITHUB'),
     '.keel/workflows/untrusted.yaml': trigger('github', 'pull_request', 'KEEL_WH_GITHUB'),
+    '.keel/workflows/nosignals.yaml': trigger('github', 'pull_request', 'KEEL_WH_GITHUB').replace(
+      'KEEL_WH_SIGNALS',
+      'KEEL_WH_UNSET',
+    ),
   });
-  for (const name of ['pr', 'pr2', 'issues', 'ci']) trustFile(`${root}/.keel/workflows/${name}.yaml`, trust);
+  for (const name of ['pr', 'pr2', 'issues', 'ci', 'nosignals'])
+    trustFile(`${root}/.keel/workflows/${name}.yaml`, trust);
   return { root, trust };
 }
 
@@ -295,10 +300,16 @@ describe.each(engines)('hub webhooks and signals on $name', (engine) => {
       json: { code: 'untrusted_workflow' },
     });
     expect((await post('/v1/webhooks/nope', body, github(body, randomUUID()))).status).toBe(404);
+    // a run that would park for a signal nobody can sign does not start
+    expect(await post('/v1/webhooks/nosignals', body, github(body, randomUUID()))).toMatchObject({
+      status: 503,
+      json: { code: 'secret_missing' },
+    });
     // each refusal is told to the hub for its audit chain, with what was named and why, never the body
-    expect(refusals.slice(-2)).toEqual([
+    expect(refusals.slice(-3)).toEqual([
       { type: 'hub_webhook_refused', target: 'untrusted', status: 403, code: 'untrusted_workflow' },
       { type: 'hub_webhook_refused', target: 'nope', status: 404, code: 'no_such_workflow' },
+      { type: 'hub_webhook_refused', target: 'nosignals', status: 503, code: 'secret_missing' },
     ]);
     expect(refusals.some((r) => r.type === 'hub_signal_refused' && r.code === 'bad_signature')).toBe(true);
     const big = JSON.stringify({ pad: 'x'.repeat(1024 * 1024) });
