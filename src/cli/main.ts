@@ -3,6 +3,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { keelPaths } from '../config/paths.js';
 import { EXIT } from '../term/exit-codes.js';
 import { reportError, wantsJson } from './errors.js';
+import { hubRunsCommand } from './hub-runs-command.js';
 import { mcpCommand } from './mcp-command.js';
 import { listToolsCommand } from './mcp-list-tools.js';
 import {
@@ -249,7 +250,7 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     .command('trust')
     .enablePositionalOptions()
     .description(
-      "trust this project's keel.toml as it is now (its hooks, shell, sandbox and endpoint keys take effect)",
+      "trust this project's keel.toml and .keel/workflows as they are now (their hooks, shell, sandbox and endpoint keys, and workflows, take effect)",
     )
     .option('-C, --cwd <dir>', 'workspace folder')
     .option('--json', 'print one JSON document')
@@ -258,7 +259,11 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await runTrust(opts));
     });
   for (const [name, check, summary] of [
-    ['diff', false, 'list every permission the project config widens or narrows against a git revision'],
+    [
+      'diff',
+      false,
+      'list every permission the project config (and its workflows) widens or narrows against a git revision',
+    ],
     ['check', true, 'exit 1 if the project config widens any permission against a git revision (for CI)'],
   ] as const) {
     trust
@@ -403,6 +408,10 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       const { analyzeHistoryCommand } = await import('./analyze-history-command.js');
       setExit(await analyzeHistoryCommand(opts));
     });
+  // keel hub runs (issue 28), here as `keel hub-runs` until the `hub` group lands (then: hub.addCommand(hubRunsCommand(setExit)))
+  program.addCommand(hubRunsCommand(setExit).name('hub-runs').copyInheritedSettings(program), {
+    hidden: true,
+  });
 
   // keel batch (issue 27): many fixes on the run queue, one worker process per task
   const batch = program

@@ -14,6 +14,8 @@ import {
   trustFile,
   trustHashes,
 } from '../config/trust.js';
+import { readWorkflowFile, WORKFLOWS_DIR, WorkflowError, workflowFiles } from '../hub/workflow-file.js';
+import { type WorkflowChange, workflowChanges } from '../hub/workflow-trust.js';
 import { findRepo, gitTry } from '../policy/git.js';
 import { loadSkills, type Skill } from '../skills/load.js';
 import { EXIT } from '../term/exit-codes.js';
@@ -31,8 +33,8 @@ function noProjectConfig(cwd: string, json?: boolean): number {
 }
 
 /**
- * The project config file (undefined: none, which is fine when the project has skills), or the exit code
- * after saying why there is none (or two, or no such folder).
+ * The project config file (undefined: none, which is fine when the project has skills or workflows, or
+ * plugins are installed), or the exit code after saying why there is none (or two, or no such folder).
  */
 async function findProjectConfig(
   cwd: string | undefined,
@@ -41,7 +43,12 @@ async function findProjectConfig(
   try {
     const folder = existingWorkspace({ cwd });
     const file = projectConfigPath(folder);
-    if (file === undefined && !(await projectSkills(folder)).length && !hasPlugins())
+    if (
+      file === undefined &&
+      workflowFiles(folder).length === 0 &&
+      !(await projectSkills(folder)).length &&
+      !hasPlugins()
+    )
       return noProjectConfig(folder, json);
     return file;
   } catch (err) {
@@ -59,36 +66,55 @@ function hasPlugins(): boolean {
   return installedPlugins(keelPaths().pluginsDir).plugins.length > 0;
 }
 
-/** Trust the workspace's project config and skills as they are now. */
+/** Trust each of the project's workflow files as it is now; each must be valid first (else the exit code). */
+function trustWorkflows(
+  cwd: string,
+  json?: boolean,
+): { name: string; file: string; sha256: string }[] | number {
+  const found = workflowFiles(cwd);
+  try {
+    for (const { file } of found) readWorkflowFile(file);
+  } catch (err) {
+    if (!(err instanceof WorkflowError)) throw err;
+    return reportError(json, 'CONFIG_ERROR', `${err.message} (nothing was trusted)`);
+  }
+  return found.map(({ name, file }) => ({ name, file, sha256: trustFile(file, keelPaths().trustFile) }));
+}
+
+/** Trust the workspace's project config, skills and workflows as they are now. */
 export async function runTrust(flags: { cwd?: string; json?: boolean }): Promise<number> {
   const file = await findProjectConfig(flags.cwd, flags.json);
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
   const skills = await projectSkills(cwd);
   // installed plugins let `trust diff` run without a config; there is nothing of the project's to trust then
-  if (file === undefined && !skills.length) return noProjectConfig(cwd, flags.json);
+  if (file === undefined && !skills.length && !workflowFiles(cwd).length)
+    return noProjectConfig(cwd, flags.json);
+  // every workflow must be valid before anything is trusted
+  const workflows = trustWorkflows(cwd, flags.json);
+  if (typeof workflows === 'number') return workflows;
   trustHashes(
     skills.map((s) => ({ path: s.file, sha256: s.sha256 })),
     keelPaths().trustFile,
   );
   const trustedSkills = skills.map((s) => ({ name: s.name, path: relative(cwd, s.file), sha256: s.sha256 }));
-  if (file === undefined) {
-    if (flags.json)
-      process.stdout.write(
-        `${JSON.stringify({ file: null, sha256: null, grants: [], programs: [], skills: trustedSkills })}\n`,
-      );
-    else writeTrustedSkills(trustedSkills);
-    return EXIT.ok;
-  }
-  const values = readTomlFile(file);
+  const values = file === undefined ? {} : readTomlFile(file);
   const grants = gatedKeys(values, cwd);
-  const programs = projectPrograms(values, file, cwd);
-  const hash = trustFile(file, keelPaths().trustFile, programs);
+  const programs = file === undefined ? [] : projectPrograms(values, file, cwd);
+  const hash = file === undefined ? null : trustFile(file, keelPaths().trustFile, programs);
   if (flags.json) {
     const runs = programs.map((p) => ({ path: p.name, by: p.by, sha256: p.sha256 }));
     process.stdout.write(
-      `${JSON.stringify({ file, sha256: hash, grants, programs: runs, skills: trustedSkills })}\n`,
+      `${JSON.stringify({ file: file ?? null, sha256: hash, grants, programs: runs, skills: trustedSkills, workflows })}\n`,
     );
+    return EXIT.ok;
+  }
+  for (const w of workflows)
+    process.stdout.write(
+      `trusted workflow ${inertLine(w.name)} (${inertLine(w.file)}, sha256 ${w.sha256.slice(0, 12)}): signed webhooks may start its runs\n`,
+    );
+  if (file === undefined || hash === null) {
+    writeTrustedSkills(trustedSkills);
     return EXIT.ok;
   }
   process.stdout.write(`trusted ${file} (sha256 ${hash.slice(0, 12)})\n`);
@@ -143,17 +169,28 @@ export async function runTrustDiff(
   if (typeof file === 'number') return file;
   const cwd = workspace(flags);
   const extra = await skillsAndPlugins(cwd);
+  let workflows: WorkflowChange[];
+  try {
+    workflows = baseWorkflowChanges(cwd, base);
+  } catch (err) {
+    if (!(err instanceof WorkflowError)) throw err;
+    return reportError(flags.json, 'CONFIG_ERROR', err.message);
+  }
+  const widened = workflows.filter((w) => w.change === 'added' || w.change === 'changed');
   if (file === undefined) {
     if (flags.json)
       process.stdout.write(
-        `${JSON.stringify({ file: null, base, trust: null, changes: [], programs: [], ...extra }, null, 2)}\n`,
+        `${JSON.stringify({ file: null, base, trust: null, changes: [], programs: [], ...extra, workflows }, null, 2)}\n`,
       );
     else {
-      if (!extra.skills.length)
-        process.stdout.write(dim(`no project config or skills in ${cwd}; installed plugins:\n`));
+      if (!extra.skills.length && !workflows.length)
+        process.stdout.write(dim(`no project config, skills or workflows in ${cwd}; installed plugins:\n`));
       writeSkillsAndPlugins(extra);
+      writeWorkflowChanges(workflows);
     }
-    return EXIT.ok;
+    if (!check || !widened.length) return EXIT.ok;
+    if (!flags.json) workflowsWidened(widened);
+    return EXIT.failed;
   }
   const rel = relative(cwd, file);
   const before = gitShow(cwd, base, rel);
@@ -176,7 +213,7 @@ export async function runTrustDiff(
   }));
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ file, base, trust: state, changes, programs, ...extra }, null, 2)}\n`,
+      `${JSON.stringify({ file, base, trust: state, changes, programs, ...extra, workflows }, null, 2)}\n`,
     );
   } else {
     if (!changes.length) process.stdout.write(`no permission changes in ${rel} since ${base}\n`);
@@ -192,12 +229,14 @@ export async function runTrustDiff(
         `${red('~ changed')}  ${inertLine(p.path)} changed since you trusted ${rel} (run by ${inertLine(p.by)}); its hooks and servers are ignored until \`keel trust\`\n`,
       );
     writeSkillsAndPlugins(extra);
+    writeWorkflowChanges(workflows);
   }
-  if (check && expansions.length) {
-    if (!flags.json)
+  if (check && (expansions.length || widened.length)) {
+    if (!flags.json && expansions.length)
       process.stderr.write(
         `${red('keel:')} ${expansions.length} permission expansion${expansions.length === 1 ? '' : 's'} in ${rel}\n`,
       );
+    if (!flags.json && widened.length) workflowsWidened(widened);
     return EXIT.failed;
   }
   return EXIT.ok;
@@ -240,4 +279,46 @@ function writeSkillsAndPlugins({ skills, plugins }: SkillsAndPlugins): void {
       process.stdout.write(
         `${p.approved ? '  plugin ' : red('! plugin ')} ${inertLine(p.name)} ${p.approved ? 'widens' : 'would widen (not approved: ignored)'}: ${inertLine(line)}\n`,
       );
+}
+
+/** Each workflow against the base revision (git show of `.keel/workflows/NAME.yaml`). */
+function baseWorkflowChanges(cwd: string, base: string): WorkflowChange[] {
+  const listing = gitShow(cwd, base, WORKFLOWS_DIR);
+  // `git show REV:folder` lists the folder: a header line, a blank line, then one name a line
+  const names = (listing ?? '')
+    .split('\n')
+    .slice(2)
+    .filter((n) => n.endsWith('.yaml'))
+    .map((n) => n.slice(0, -5));
+  return workflowChanges(
+    cwd,
+    keelPaths().trustFile,
+    (name) => (names.includes(name) ? gitShow(cwd, base, `${WORKFLOWS_DIR}/${name}.yaml`) : undefined),
+    names,
+  );
+}
+
+function writeWorkflowChanges(workflows: WorkflowChange[]): void {
+  for (const w of workflows) {
+    const name = inertLine(w.name);
+    const untrusted =
+      w.trust === 'untrusted' || w.trust === 'changed' ? ` (${w.trust}: refused until \`keel trust\`)` : '';
+    if (w.change === 'added')
+      process.stdout.write(
+        `${red('+ expands')}  workflow ${name} added: signed webhooks may start its runs${untrusted}\n`,
+      );
+    if (w.change === 'changed')
+      process.stdout.write(
+        `${red('+ expands')}  workflow ${name} changed: ${w.fields.map(inertLine).join(', ')}${untrusted}\n`,
+      );
+    if (w.change === 'removed') process.stdout.write(`- narrows  workflow ${name} removed\n`);
+    if (w.change === 'unchanged' && untrusted)
+      process.stdout.write(`${red('~ changed')}  workflow ${name}${untrusted}\n`);
+  }
+}
+
+function workflowsWidened(widened: WorkflowChange[]): void {
+  process.stderr.write(
+    `${red('keel:')} ${widened.length} workflow${widened.length === 1 ? '' : 's'} added or changed in ${WORKFLOWS_DIR}\n`,
+  );
 }

@@ -66,6 +66,11 @@ export function trustFile(file: string, storePath: string, programs: readonly Pr
   return hash;
 }
 
+/** The sha256 `keel trust` recorded for a file (a workflow, a skill's SKILL.md), if any: a caller that hashes the text it read compares against it. */
+export function trustedHash(file: string, storePath: string): string | undefined {
+  return recordOf(readStore(storePath)[resolve(file)])?.sha256;
+}
+
 export type TrustState = 'trusted' | 'untrusted' | 'changed';
 
 export interface TrustCheck {
@@ -246,11 +251,6 @@ function narrowOnly(
     top = nextTop;
     entries = nextEntries;
   }
-}
-
-/** The hash `keel trust` recorded for a file (a project skill's SKILL.md), or undefined when it recorded none. */
-export function trustedHash(path: string, storePath: string): string | undefined {
-  return recordOf(readStore(storePath)[resolve(path)])?.sha256;
 }
 
 /** Record that the user trusts these files with these contents (hashed by the caller, as keel read them). */

@@ -92,6 +92,117 @@ const MIGRATIONS: Migration[] = [
      PRIMARY KEY (run_id, seq)
    )`),
   same(`CREATE INDEX ledger_ts ON ledger(ts)`),
+  // hub workflows (issue 28, src/hub/runs-store.ts): runs started by signed webhooks, their stages, the
+  // delivery ids that make a repeated webhook return its first receipt, signals (kept until their stage
+  // parks), timers any process may fire, the requests the hub routed and the replies to them (what a
+  // quorum counts), and each run's hash-chained, sealed events
+  same(`CREATE TABLE hub_runs (
+     id TEXT PRIMARY KEY,
+     workflow TEXT NOT NULL,
+     workflow_sha256 TEXT NOT NULL,
+     source TEXT NOT NULL,
+     event TEXT NOT NULL,
+     delivery_id TEXT NOT NULL,
+     body_sha256 TEXT NOT NULL,
+     signal_secret_env TEXT,
+     status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed')),
+     stage_index INTEGER NOT NULL,
+     created_at BIGINT NOT NULL,
+     updated_at BIGINT NOT NULL,
+     event_count BIGINT NOT NULL DEFAULT 0,
+     head_hash TEXT NOT NULL,
+     head_mac TEXT NOT NULL
+   )`),
+  same(`CREATE INDEX hub_runs_created ON hub_runs(created_at)`),
+  same(`CREATE TABLE hub_run_stages (
+     run_id TEXT NOT NULL REFERENCES hub_runs(id),
+     position INTEGER NOT NULL,
+     id TEXT NOT NULL,
+     kind TEXT NOT NULL CHECK (kind IN ('agent', 'quorum', 'await_signal', 'approval')),
+     state TEXT NOT NULL CHECK (state IN ('pending', 'active', 'parked', 'done', 'timed_out')),
+     attempt INTEGER NOT NULL DEFAULT 0,
+     min_producers INTEGER,
+     prompt TEXT,
+     signal TEXT,
+     timeout_ms BIGINT,
+     mode TEXT,
+     started_at BIGINT,
+     ended_at BIGINT,
+     PRIMARY KEY (run_id, position),
+     UNIQUE (run_id, id)
+   )`),
+  same(`CREATE TABLE hub_stage_eligible (
+     run_id TEXT NOT NULL,
+     stage_id TEXT NOT NULL,
+     agent_id TEXT NOT NULL,
+     agent_name TEXT NOT NULL,
+     PRIMARY KEY (run_id, stage_id, agent_id)
+   )`),
+  // a delivery id is kept per start secret (by its variable's name), not per workflow: a delivery
+  // captured on its way to one workflow cannot start another that shares its secret
+  same(`CREATE TABLE hub_deliveries (
+     secret_env TEXT NOT NULL,
+     delivery_id TEXT NOT NULL,
+     workflow TEXT NOT NULL,
+     body_sha256 TEXT NOT NULL,
+     run_id TEXT NOT NULL,
+     received_at BIGINT NOT NULL,
+     PRIMARY KEY (secret_env, delivery_id)
+   )`),
+  same(`CREATE TABLE hub_signals (
+     run_id TEXT NOT NULL,
+     signal_id TEXT NOT NULL,
+     name TEXT NOT NULL,
+     body_sha256 TEXT NOT NULL,
+     received_at BIGINT NOT NULL,
+     consumed_stage TEXT,
+     consumed_attempt INTEGER,
+     PRIMARY KEY (run_id, signal_id)
+   )`),
+  same(`CREATE INDEX hub_signals_waiting ON hub_signals(run_id, name, received_at)`),
+  same(`CREATE TABLE hub_timers (
+     id TEXT PRIMARY KEY,
+     kind TEXT NOT NULL,
+     run_id TEXT NOT NULL,
+     stage_id TEXT NOT NULL,
+     attempt INTEGER NOT NULL,
+     due_at BIGINT NOT NULL
+   )`),
+  same(`CREATE INDEX hub_timers_due ON hub_timers(due_at)`),
+  same(`CREATE TABLE hub_stage_requests (
+     message_id TEXT PRIMARY KEY,
+     run_id TEXT NOT NULL,
+     stage_id TEXT NOT NULL,
+     attempt INTEGER NOT NULL,
+     agent_id TEXT NOT NULL,
+     request_hash TEXT NOT NULL,
+     body TEXT NOT NULL,
+     created_at BIGINT NOT NULL,
+     UNIQUE (run_id, stage_id, attempt, agent_id)
+   )`),
+  same(`CREATE TABLE hub_stage_replies (
+     request_message_id TEXT PRIMARY KEY REFERENCES hub_stage_requests(message_id),
+     message_id TEXT NOT NULL UNIQUE,
+     run_id TEXT NOT NULL,
+     stage_id TEXT NOT NULL,
+     attempt INTEGER NOT NULL,
+     agent_id TEXT NOT NULL,
+     request_hash TEXT NOT NULL,
+     reply_hash TEXT NOT NULL,
+     received_at BIGINT NOT NULL
+   )`),
+  same(`CREATE INDEX hub_stage_replies_stage ON hub_stage_replies(run_id, stage_id, attempt)`),
+  same(`CREATE TABLE hub_run_events (
+     run_id TEXT NOT NULL,
+     seq BIGINT NOT NULL,
+     ts BIGINT NOT NULL,
+     type TEXT NOT NULL,
+     data TEXT NOT NULL,
+     prev TEXT NOT NULL,
+     hash TEXT NOT NULL,
+     mac TEXT NOT NULL,
+     PRIMARY KEY (run_id, seq)
+   )`),
 ];
 
 /** The schema version this keel writes. */
