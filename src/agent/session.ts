@@ -34,7 +34,7 @@ import { Spend, type Spent } from './budgets.js';
 import { parseEvents } from './event-schema.js';
 import type { SessionEvent } from './events.js';
 import { replay, type SessionState } from './history.js';
-import { runSession, type SessionResult } from './loop.js';
+import { runSession, type SessionResult, type WorktreeJournal } from './loop.js';
 import { trivialTask } from './prompt.js';
 import type { Runtime } from './runtime.js';
 import { RunError } from './terminal.js';
@@ -80,6 +80,8 @@ export interface StartOptions {
   approve?: Approver;
   /** A subagent's: its parent's node in the tree's spending counter, which its own spending is charged to too. */
   spendParent?: Spend;
+  /** The workspace as trees, for a session a killed run may resume call by call (a fix's; see loop.ts). */
+  worktree?: WorktreeJournal;
 }
 
 export interface SessionOutcome extends SessionResult {
@@ -358,6 +360,7 @@ async function runIn(
       ...(opts.onToolOutput ? { onToolOutput: opts.onToolOutput } : {}),
       ...(opts.onReasoning ? { onReasoning: opts.onReasoning } : {}),
       ...(reopened ? { resume: reopened.state } : {}),
+      ...(opts.worktree ? { worktree: opts.worktree } : {}),
       ...(opts.inbox ? { inbox: opts.inbox } : {}),
       ...(injected ? { memory: injected.text } : {}),
       ...(repoMap ? { context: [repoMap] } : {}),

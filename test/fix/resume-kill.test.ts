@@ -1,0 +1,159 @@
+/**
+ * The proof that a killed fix resumes without redoing an effect (issue 27): one small scripted fix is
+ * killed (SIGKILL, through the KEEL_FAULT_KILL_AFTER_EVENT test hook) right after each of its events in
+ * turn, then resumed with `--resume-run`, as a batch worker's next attempt does. Every resumed run must
+ * end with the uninterrupted run's diff, verdict and ledger (a re-issued call counted once), with no
+ * write applied twice: the shell command appends a line to a file, which a second run would double.
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ledgerEntriesOf } from '../../src/batch/ledger-from-log.js';
+import type { ScriptTurn } from '../../src/model/script.js';
+import { openDb } from '../../src/store/db.js';
+import { EventLog } from '../../src/store/event-log.js';
+import { fixtureRepo } from '../e2e/fix-harness.js';
+import { type KeelRun, keel, keelHome, model, modelFlags } from '../e2e/harness.js';
+import { git } from '../helpers/tmp.js';
+
+const ISSUE = 'mean() of [2, 4, 6] returns 3, not 4';
+const BUGGY = '  return sum(values) / (values.length + 1);';
+// each answer reports its own usage, so the ledgers of runs in different temporary folders compare exactly
+const TURNS: ScriptTurn[] = [
+  { text: '1. mean divides by one too many.\n2. Divide by values.length.' },
+  { tool_calls: [{ name: 'read_file', arguments: { path: 'src/stats.js' } }] },
+  {
+    tool_calls: [
+      {
+        name: 'edit_file',
+        arguments: {
+          path: 'src/stats.js',
+          old_string: BUGGY,
+          new_string: '  return sum(values) / values.length;',
+        },
+      },
+    ],
+  },
+  { tool_calls: [{ name: 'shell', arguments: { command: "printf 'ran\\n' >> NOTES.txt" } }] },
+  { text: 'mean now divides by the length.' },
+].map((turn, i) => ({ ...turn, usage: { prompt_tokens: 100 * (i + 1), completion_tokens: i + 1 } }));
+
+interface Outcome {
+  doc: Record<string, unknown>;
+  diff: string;
+  notes: string;
+  ledger: Array<Record<string, unknown>>;
+  reissued: number;
+  /** Calls with more than one result in the log (an effect settled twice). */
+  doubled: string[];
+  events: number;
+}
+
+/** The fix's diff, verdict, ledger and effect counts, as the run left them. */
+function outcomeOf(repo: string, home: string, runId: string, run: KeelRun): Outcome {
+  const doc = JSON.parse(run.stdout);
+  const branch = String(doc.branch);
+  const db = openDb(join(home, 'keel.db'));
+  try {
+    const log = new EventLog(db);
+    const sessions = new Map<string, number>();
+    const entries = ledgerEntriesOf(log, runId, { runId: 'r', taskId: 't' });
+    const ledger = entries.map((e) => {
+      if (!sessions.has(e.sessionId ?? '')) sessions.set(e.sessionId ?? '', sessions.size);
+      return {
+        session: sessions.get(e.sessionId ?? ''),
+        model: e.model,
+        prompt: e.promptTokens,
+        completion: e.completionTokens,
+        cost: e.costSource,
+      };
+    });
+    const results = new Map<string, number>();
+    let events = log.events(runId).length;
+    for (const child of log.childSessions(runId)) {
+      const all = log.events(child.id);
+      events += all.length;
+      for (const e of all.filter((e) => e.type === 'tool_result')) {
+        const key = `${child.id}/${e.data.call_id}`;
+        results.set(key, (results.get(key) ?? 0) + 1);
+      }
+    }
+    return {
+      // the verdict and the spend (carried over from the killed run, not counted again)
+      doc: {
+        status: doc.status,
+        code: doc.code,
+        verification: doc.verification,
+        files_changed: doc.files_changed,
+        attempts: doc.attempts,
+        rounds: doc.rounds,
+        tokens: doc.tokens,
+        cost_usd: doc.cost_usd,
+      },
+      diff: git(repo, 'diff', 'main', branch),
+      notes: git(repo, 'show', `${branch}:NOTES.txt`),
+      ledger,
+      reissued: entries.filter((e) => e.reissued).length,
+      doubled: [...results].filter(([, n]) => n > 1).map(([k]) => k),
+      events,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/** One fix of a fresh copy of the fixture, killed after its `killAt`th event and resumed (none: run through). */
+async function fixKilledAt(killAt: number | undefined, n: number): Promise<Outcome & { killed: boolean }> {
+  const repo = fixtureRepo('stats');
+  const home = keelHome();
+  const server = await model(TURNS);
+  const runId = `20261205-000000-${n.toString(16).padStart(6, '0')}`;
+  const args = ['fix', '--repo', repo, '--issue', ISSUE, '--json', ...modelFlags(server)];
+  const first = await keel(args, {
+    cwd: home,
+    home,
+    env: {
+      KEEL_BATCH_FIX_RUN_ID: runId,
+      ...(killAt === undefined ? {} : { KEEL_FAULT_KILL_AFTER_EVENT: String(killAt) }),
+    },
+    timeoutMs: 60_000,
+  });
+  if (killAt === undefined) return { ...outcomeOf(repo, home, runId, first), killed: false };
+  expect(first.signal, `${first.stdout}\n${first.stderr}`).toBe('SIGKILL');
+  const resumed = await keel([...args, '--resume-run', runId], { cwd: home, home, timeoutMs: 60_000 });
+  expect(resumed.code, `killed after event ${killAt}: ${resumed.stdout}\n${resumed.stderr}`).toBe(0);
+  return { ...outcomeOf(repo, home, runId, resumed), killed: true };
+}
+
+/** Run `work` over `items`, at most `limit` at once. */
+async function pool<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await work(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: limit }, lane));
+  return out;
+}
+
+describe('keel fix --resume-run', () => {
+  it('a fix killed after any one of its events resumes to the same diff, verdict and ledger, with no effect twice', async () => {
+    const reference = await fixKilledAt(undefined, 0);
+    expect(reference.doc.status).toBe('verified');
+    expect(reference.notes).toBe('ran\n');
+    expect(reference.doubled).toEqual([]);
+    const boundaries = Array.from({ length: reference.events }, (_, i) => i + 1);
+    const runs = await pool(boundaries, 3, (at) => fixKilledAt(at, at));
+    for (const [i, run] of runs.entries()) {
+      const at = `killed after event ${i + 1} of ${reference.events}`;
+      expect(run.killed, at).toBe(true);
+      expect(run.doc, at).toEqual(reference.doc);
+      expect(run.diff, at).toBe(reference.diff);
+      expect(run.notes, at).toBe('ran\n');
+      expect(run.ledger, at).toEqual(reference.ledger);
+      expect(run.doubled, at).toEqual([]);
+      expect(run.reissued, at).toBeLessThanOrEqual(1);
+    }
+    // a kill between a request's log line and its answer re-issues that request, marked so
+    expect(runs.some((r) => r.reissued === 1)).toBe(true);
+  }, 600_000);
+});
