@@ -5,7 +5,7 @@
  * events fold to.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
@@ -102,13 +102,21 @@ export class ResumeError extends Error {
   override name = 'ResumeError';
 }
 
-/** Whether a process is alive on this machine (signal 0 checks without sending anything). */
+/**
+ * Whether a process is alive on this machine (signal 0 checks without sending anything). A zombie is not:
+ * it runs nothing, and a killed run's orphan stays one until whoever adopted it reaps it.
+ */
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    // gone meanwhile; or no /proc on this system, where signal 0 is all there is
+    return !existsSync('/proc/self/stat');
   }
 }
 
