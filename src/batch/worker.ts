@@ -55,7 +55,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   const spec = task.spec as BatchTask;
   // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends;
   // a task whose killed attempt started a fix on this machine goes on with that fix, from its log
-  const earlier = await earlierFixRun(queue, lease);
+  const earlier = await earlierFixRun(queue, lease, opts.env ?? process.env);
   const fixRun = earlier ?? newFixRunId();
   const child = startFix(spec, fixRun, opts, earlier !== undefined);
   await queue.note(lease, 'fix_started', {
@@ -128,8 +128,16 @@ function newFixRunId(now = new Date()): string {
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
-/** The fix run an earlier attempt of this task started on this machine (its log is in this KEEL_HOME), if any. */
-async function earlierFixRun(queue: RunQueue, lease: Lease): Promise<string | undefined> {
+/**
+ * The fix run an earlier attempt of this task started on this machine, if its log is in this KEEL_HOME
+ * and began after the batch run did: the journal may be a shared database's, and a line naming another
+ * fix of this machine must not make this task take that fix over.
+ */
+async function earlierFixRun(
+  queue: RunQueue,
+  lease: Lease,
+  env: NodeJS.ProcessEnv,
+): Promise<string | undefined> {
   const started = (await queue.events(lease.runId)).filter(
     (e) =>
       e.type === 'fix_started' &&
@@ -138,7 +146,23 @@ async function earlierFixRun(queue: RunQueue, lease: Lease): Promise<string | un
       e.data.host === hostname() &&
       typeof e.data.fix_run === 'string',
   );
-  return started.at(-1)?.data.fix_run as string | undefined;
+  const fixRun = started.at(-1)?.data.fix_run as string | undefined;
+  if (fixRun === undefined) return undefined;
+  const createdAt = (await queue.run(lease.runId))?.createdAt ?? Number.POSITIVE_INFINITY;
+  const db = openDb(keelPaths(env).db);
+  try {
+    const log = new EventLog(db);
+    const row = log.getSession(fixRun);
+    // no log yet: the fix died before it opened one, and starts afresh under the id the journal names
+    if (!row) return fixRun;
+    if (row.mode !== 'fix' || Date.parse(row.created_at) < createdAt) return undefined;
+    // a fix stopped (its worker went away) or failed by its provider ended without a verdict and left
+    // nothing to go on from: the attempt starts a new one. A verdict it reached is read back, not redone.
+    const end = log.events(fixRun).findLast((e) => e.type === 'fix_end')?.data.code;
+    return end === 'CANCELLED' || end === 'MODEL_ERROR' ? undefined : fixRun;
+  } finally {
+    db.close();
+  }
 }
 
 function startFix(task: BatchTask, fixRun: string, opts: WorkerOptions, resume: boolean): ChildProcess {

@@ -31,6 +31,8 @@ export interface PriorRun {
   attemptSessions: string[];
   /** Processes that ran the run before (run_start, fix_resume). */
   pids: number[];
+  /** How long those processes ran, from their events (the time between a kill and its resume left out). */
+  wallMs: number;
 }
 
 /**
@@ -52,8 +54,9 @@ export function readPriorRun(
       'CONFIG_ERROR',
       `--resume-run ${runId} fixed ${row.prompt === issue ? `another repository (${row.cwd})` : 'another issue'}; resume it with its own --repo and --issue`,
     );
-  const prior: PriorRun = { attempts: new Map(), attemptSessions: [], pids: [] };
-  for (const e of log.events(runId)) {
+  const prior: PriorRun = { attempts: new Map(), attemptSessions: [], pids: [], wallMs: 0 };
+  const own = log.events(runId);
+  for (const e of own) {
     const d = e.data;
     if ((e.type === 'run_start' || e.type === 'fix_resume') && typeof d.pid === 'number')
       prior.pids.push(d.pid);
@@ -70,6 +73,14 @@ export function readPriorRun(
     if (child.forked_seq !== null || !log.firstOfType(child.id, 'user_message')) continue;
     if (child.mode === 'plan') prior.planSession ??= child.id;
     else if (child.mode === 'edit') prior.attemptSessions.push(child.id);
+  }
+  // the wall budget is the run's: what its earlier processes took counts, the time it lay dead does not
+  const times = [...own, ...log.childSessions(runId).flatMap((c) => log.events(c.id))]
+    .map((e) => ({ at: Date.parse(e.ts), resume: e.type === 'fix_resume' }))
+    .sort((a, b) => a.at - b.at);
+  for (let i = 1; i < times.length; i++) {
+    const [from, to] = [times[i - 1], times[i]];
+    if (from && to && !to.resume) prior.wallMs += to.at - from.at;
   }
   return prior;
 }

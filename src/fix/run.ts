@@ -137,6 +137,8 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     own?.close();
     throw err;
   }
+  // the wall budget carries over too: the killed processes' time is the run's
+  const ranBefore = prior?.wallMs ?? 0;
   const {
     runId,
     runtime,
@@ -354,7 +356,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     const spent = () => ({
       tokens: tokens.input + tokens.output,
       cost,
-      wallS: (Date.now() - runStarted) / 1000,
+      wallS: (Date.now() - runStarted + ranBefore) / 1000,
     });
     const session = sessionRunner(opts, runtime, model, runId, snapshot, suite, tokens, spent, (n, c) => {
       rounds += n;
