@@ -5,6 +5,7 @@
  * end with the uninterrupted run's diff, verdict and ledger (a re-issued call counted once), with no
  * write applied twice: the shell command appends a line to a file, which a second run would double.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ledgerEntriesOf } from '../../src/batch/ledger-from-log.js';
@@ -156,4 +157,34 @@ describe('keel fix --resume-run', () => {
     // a kill between a request's log line and its answer re-issues that request, marked so
     expect(runs.some((r) => r.reissued === 1)).toBe(true);
   }, 600_000);
+
+  it('a write cut off, whose file someone changed before the resume, ends blocked_uncertain and is left for a person', async () => {
+    const repo = fixtureRepo('stats');
+    const home = keelHome();
+    const server = await model(TURNS);
+    const runId = '20261205-000000-0000ff';
+    const args = ['fix', '--repo', repo, '--issue', ISSUE, '--json', ...modelFlags(server)];
+    // event 21: the edit_file call's tool_start (run 3, plan 5, fix 2, the attempt's first 11)
+    const env = { KEEL_BATCH_FIX_RUN_ID: runId, KEEL_FAULT_KILL_AFTER_EVENT: '21' };
+    const first = await keel(args, { cwd: home, home, env, timeoutMs: 60_000 });
+    expect(first.signal).toBe('SIGKILL');
+    const db = openDb(join(home, 'keel.db'));
+    const log = new EventLog(db);
+    const attempt = log.childSessions(runId).find((s) => s.mode === 'edit')?.id ?? '';
+    expect(log.events(attempt).at(-1)).toMatchObject({ type: 'tool_start', data: { tool: 'edit_file' } });
+    db.close();
+    const file = join(home, 'worktrees', runId, 'src', 'stats.js');
+    const theirs = `${readFileSync(file, 'utf8')}// someone else was here\n`;
+    writeFileSync(file, theirs);
+    const resumed = await keel([...args, '--resume-run', runId], { cwd: home, home, timeoutMs: 60_000 });
+    expect(resumed.code, resumed.stderr).toBe(1);
+    const doc = JSON.parse(resumed.stdout);
+    expect(doc).toMatchObject({ status: 'blocked_uncertain', code: 'BLOCKED_UNCERTAIN' });
+    expect(doc.reason).toContain('src/stats.js');
+    // nothing was written over their change, and the worktree stays for the person to look at
+    expect(readFileSync(file, 'utf8')).toBe(theirs);
+    expect(doc.worktree).toBe(join(home, 'worktrees', runId));
+    // the model was never asked again: three requests before the kill, none after
+    expect(server.requests.filter((r) => r.path.endsWith('/chat/completions')).length).toBe(3);
+  }, 120_000);
 });

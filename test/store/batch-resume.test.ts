@@ -105,4 +105,29 @@ describe('keel batch: a killed worker’s task', () => {
     const asked = server.requests.filter((r) => r.path.endsWith('/chat/completions'));
     expect(asked.length).toBe(5);
   }, 180_000);
+
+  it('a task that ended blocked_uncertain says so in batch status and report', async () => {
+    const home = keelHome();
+    const dir = tempDir('keel-batch-');
+    const store = await openStore({ engine: 'sqlite', path: join(home, 'keel.db') });
+    try {
+      const queue = new RunQueue(store);
+      await queue.createRun('bu', { concurrency: 1, tasks: [{ id: 't0', spec: { id: 't0' } }] });
+      const lease = await queue.claim('bu', 'test');
+      if (!lease) throw new Error('no task to claim');
+      // what a worker writes for a fix whose JSON says blocked_uncertain (batch/worker.ts)
+      await queue.finish(lease, 'failed', {
+        status: 'blocked_uncertain',
+        exit_code: 1,
+        code: 'BLOCKED_UNCERTAIN',
+        error: 'the edit_file call on src/stats.js was cut off, and the file now holds neither ...',
+      });
+    } finally {
+      await store.close();
+    }
+    const status = await keel(['batch', 'status', 'bu'], { cwd: dir, home });
+    expect(status.stdout).toContain('t0  blocked_uncertain  the edit_file call on src/stats.js was cut off');
+    const report = JSON.parse((await keel(['batch', 'report', 'bu', '--json'], { cwd: dir, home })).stdout);
+    expect(report.tasks).toMatchObject([{ id: 't0', verdict: 'blocked_uncertain' }]);
+  });
 });
