@@ -158,8 +158,10 @@ export function recordedSnapshot(d: Record<string, unknown>, repo: string): Snap
   const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
   const dir = String(d.dir);
   const top = typeof d.top === 'string' ? d.top : dir;
-  // keel's git runner works only in repositories keel opened: this one by the top keel recorded
+  // keel's git runner works only in repositories keel opened: the worktree and the user's repository
+  // (where the branch lives, and `git worktree remove` runs) by the tops keel recorded
   if (existsSync(top)) openRepoAt(top);
+  if (typeof d.repo === 'string' && existsSync(d.repo)) openRepoAt(d.repo);
   const optional = {
     ...(str(d.repo) ? { repo: str(d.repo) } : {}),
     ...(str(d.branch) ? { branch: str(d.branch) } : {}),
