@@ -103,7 +103,10 @@ function outcomeOf(repo: string, home: string, runId: string, run: KeelRun): Out
 }
 
 /** One fix of a fresh copy of the fixture, killed after its `killAt`th event and resumed (none: run through). */
-async function fixKilledAt(killAt: number | undefined, n: number): Promise<Outcome & { killed: boolean }> {
+async function fixKilledAt(
+  killAt: number | undefined,
+  n: number,
+): Promise<Outcome & { killed: boolean; requests: number }> {
   const repo = fixtureRepo('stats');
   const home = keelHome();
   const server = await model(TURNS);
@@ -118,11 +121,14 @@ async function fixKilledAt(killAt: number | undefined, n: number): Promise<Outco
     },
     timeoutMs: 60_000,
   });
-  if (killAt === undefined) return { ...outcomeOf(repo, home, runId, first), killed: false };
+  // what the model server heard, over both processes: a call made twice would show here
+  const asked = () => server.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
+  if (killAt === undefined)
+    return { ...outcomeOf(repo, home, runId, first), killed: false, requests: asked() };
   expect(first.signal, `${first.stdout}\n${first.stderr}`).toBe('SIGKILL');
   const resumed = await keel([...args, '--resume-run', runId], { cwd: home, home, timeoutMs: 60_000 });
   expect(resumed.code, `killed after event ${killAt}: ${resumed.stdout}\n${resumed.stderr}`).toBe(0);
-  return { ...outcomeOf(repo, home, runId, resumed), killed: true };
+  return { ...outcomeOf(repo, home, runId, resumed), killed: true, requests: asked() };
 }
 
 /** Run `work` over `items`, at most `limit` at once. */
@@ -153,6 +159,8 @@ describe('keel fix --resume-run', () => {
       expect(run.ledger, at).toEqual(reference.ledger);
       expect(run.doubled, at).toEqual([]);
       expect(run.reissued, at).toBeLessThanOrEqual(1);
+      // the model is asked exactly as often as in the uninterrupted run (a re-issued request was never sent)
+      expect(run.requests, at).toBe(reference.requests);
     }
     // a kill between a request's log line and its answer re-issues that request, marked so
     expect(runs.some((r) => r.reissued === 1)).toBe(true);
