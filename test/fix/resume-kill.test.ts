@@ -47,6 +47,8 @@ interface Outcome {
   /** Calls with more than one result in the log (an effect settled twice). */
   doubled: string[];
   events: number;
+  /** Where each fix_verdict is in the run's order of events (its place counted from 1). */
+  verdictsAt: number[];
 }
 
 /** The fix's diff, verdict, ledger and effect counts, as the run left them. */
@@ -69,10 +71,13 @@ function outcomeOf(repo: string, home: string, runId: string, run: KeelRun): Out
       };
     });
     const results = new Map<string, number>();
-    let events = log.events(runId).length;
+    const own = log.events(runId);
+    let events = own.length;
+    const times: string[] = own.map((e) => e.ts);
     for (const child of log.childSessions(runId)) {
       const all = log.events(child.id);
       events += all.length;
+      times.push(...all.map((e) => e.ts));
       for (const e of all.filter((e) => e.type === 'tool_result')) {
         const key = `${child.id}/${e.data.call_id}`;
         results.set(key, (results.get(key) ?? 0) + 1);
@@ -91,11 +96,14 @@ function outcomeOf(repo: string, home: string, runId: string, run: KeelRun): Out
         cost_usd: doc.cost_usd,
       },
       diff: git(repo, 'diff', 'main', branch),
-      notes: git(repo, 'show', `${branch}:NOTES.txt`),
+      notes: gitOr(repo, 'show', `${branch}:NOTES.txt`),
       ledger,
       reissued: entries.filter((e) => e.reissued).length,
       doubled: [...results].filter(([, n]) => n > 1).map(([k]) => k),
       events,
+      verdictsAt: own
+        .filter((e) => e.type === 'fix_verdict')
+        .map((v) => times.filter((t) => t <= v.ts).length),
     };
   } finally {
     db.close();
@@ -106,10 +114,11 @@ function outcomeOf(repo: string, home: string, runId: string, run: KeelRun): Out
 async function fixKilledAt(
   killAt: number | undefined,
   n: number,
+  turns: ScriptTurn[] = TURNS,
 ): Promise<Outcome & { killed: boolean; requests: number }> {
   const repo = fixtureRepo('stats');
   const home = keelHome();
-  const server = await model(TURNS);
+  const server = await model(turns);
   const runId = `20261205-000000-${n.toString(16).padStart(6, '0')}`;
   const args = ['fix', '--repo', repo, '--issue', ISSUE, '--json', ...modelFlags(server)];
   const first = await keel(args, {
@@ -129,6 +138,15 @@ async function fixKilledAt(
   const resumed = await keel([...args, '--resume-run', runId], { cwd: home, home, timeoutMs: 60_000 });
   expect(resumed.code, `killed after event ${killAt}: ${resumed.stdout}\n${resumed.stderr}`).toBe(0);
   return { ...outcomeOf(repo, home, runId, resumed), killed: true, requests: asked() };
+}
+
+/** A git command's output, or '' when it fails (a file the branch does not hold). */
+function gitOr(repo: string, ...args: string[]): string {
+  try {
+    return git(repo, ...args);
+  } catch {
+    return '';
+  }
 }
 
 /** Run `work` over `items`, at most `limit` at once. */
@@ -195,4 +213,34 @@ describe('keel fix --resume-run', () => {
     // the model was never asked again: three requests before the kill, none after
     expect(server.requests.filter((r) => r.path.endsWith('/chat/completions')).length).toBe(3);
   }, 120_000);
+
+  it('killed around a failed attempt’s verdict, its rollback and the next attempt’s start, a fix resumes to the same end', async () => {
+    const edit = (to: string): ScriptTurn => ({
+      tool_calls: [
+        { name: 'edit_file', arguments: { path: 'src/stats.js', old_string: BUGGY, new_string: to } },
+      ],
+    });
+    const twoAttempts: ScriptTurn[] = [
+      { text: '1. Change the divisor.' },
+      edit('  return sum(values) / (values.length + 2);'),
+      { text: 'changed the divisor.' },
+      edit('  return sum(values) / values.length;'),
+      { text: 'mean now divides by the length.' },
+    ].map((turn, i) => ({ ...turn, usage: { prompt_tokens: 100 * (i + 1), completion_tokens: i + 1 } }));
+    const reference = await fixKilledAt(undefined, 0x100, twoAttempts);
+    expect(reference.doc).toMatchObject({ status: 'verified', attempts: 2 });
+    // the first verdict, the next attempt's log line, its session's start and its task (with the feedback)
+    const first = reference.verdictsAt[0] ?? 0;
+    expect(first).toBeGreaterThan(0);
+    const boundaries = [first - 1, first, first + 1, first + 2, first + 3];
+    const runs = await pool(boundaries, 3, (at) => fixKilledAt(at, 0x100 + at, twoAttempts));
+    for (const [i, run] of runs.entries()) {
+      const at = `killed after event ${boundaries[i]}`;
+      expect(run.doc, at).toEqual(reference.doc);
+      expect(run.diff, at).toBe(reference.diff);
+      expect(run.ledger, at).toEqual(reference.ledger);
+      expect(run.requests, at).toBe(reference.requests);
+      expect(run.doubled, at).toEqual([]);
+    }
+  }, 300_000);
 });
