@@ -14,6 +14,33 @@ export interface TokenCount {
  */
 export type RecordedCall = ToolCall & { wire_id?: string };
 
+/**
+ * What a call is about to do, recorded in its tool_start before it does it, so a run killed mid-call can
+ * be resumed without redoing an effect (agent/effect-resume.ts): a read is run again; a write names each
+ * target's sha256 before and after (null: absent) and the result it returns; a command in the workspace
+ * names the workspace's tree; any other effect (an MCP tool, a remote agent) says whether it is declared
+ * read-only, and one that is not is never run twice.
+ */
+export type ToolIntent =
+  | { effect: 'read' }
+  | {
+      effect: 'write';
+      files: Array<{ path: string; before: string | null; after: string | null }>;
+      result?: {
+        output: string;
+        is_error: boolean;
+        files_changed: string[];
+        diff_lines: number;
+        outcome?: import('../tools/types.js').ToolOutcome;
+        diff?: string;
+      };
+    }
+  | { effect: 'worktree'; tree?: string }
+  | { effect: 'other'; read_only: boolean };
+
+/** How a resumed run settled a call the killed one left without a result. */
+export type ResumedAs = 'rerun' | 'happened' | 'applied' | 'restored';
+
 export type SessionEvent =
   | {
       type: 'session_start';
@@ -82,6 +109,8 @@ export type SessionEvent =
         signals: Record<string, number>;
         reason: string;
       };
+      /** The same request again: the run that sent it first was killed before its answer was logged. */
+      reissued?: true;
     }
   | { type: 'model_retry'; round: number; model: string; attempt: number; error: string; delay_ms: number }
   | { type: 'model_fallback'; round: number; from: string; to: string; error: string }
@@ -127,7 +156,20 @@ export type SessionEvent =
   | { type: 'safety_net'; [key: string]: unknown }
   /** A tool call created protected names (.git, keel.toml, .keel) that keel removed after it ran. */
   | { type: 'violation'; call_id: string; tool: string; removed: string[] }
-  | { type: 'tool_start'; call_id: string; tool: string; args: unknown; sandboxed?: boolean }
+  | {
+      type: 'tool_start';
+      call_id: string;
+      tool: string;
+      args: unknown;
+      sandboxed?: boolean;
+      intent?: ToolIntent;
+    }
+  /**
+   * A resumed run found a call it cannot settle: an effect keel cannot check (an MCP tool not declared
+   * read-only) may have happened, or a write's target holds neither its before nor its after. The run
+   * ends BLOCKED_UNCERTAIN; nothing is run again.
+   */
+  | { type: 'effect_uncertain'; call_id: string; tool: string; reason: string }
   | {
       type: 'tool_result';
       call_id: string;
@@ -143,6 +185,10 @@ export type SessionEvent =
       diff?: string;
       /** The call never finished: the process running it was killed; keel did not run it again. */
       interrupted?: boolean;
+      /** Each written file's sha256 after the call (null: absent). */
+      files_after?: Array<{ path: string; after: string | null }>;
+      /** Settled by a resumed run (see ResumedAs); absent for a call run once, as usual. */
+      resumed?: ResumedAs;
       /** Written by older versions when wait_agent collected a child; no longer counted (the tree's counter is). */
       child_usage?: { input: number; output: number; cost_usd: number | null };
     }

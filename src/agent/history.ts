@@ -7,7 +7,7 @@
 
 import type { ChatMessage, ToolCall } from '../model/types.js';
 import type { ToolList } from '../policy/tool-allowlist.js';
-import type { SessionEvent, TokenCount } from './events.js';
+import type { SessionEvent, TokenCount, ToolIntent } from './events.js';
 
 export interface OpenCall {
   tool: string;
@@ -15,6 +15,10 @@ export interface OpenCall {
   started: boolean;
   /** The id the request sends for this call (the provider's, or keel's own when it had none). */
   wire: string;
+  /** The arguments as the model sent them (a resumed run runs the call with them). */
+  arguments: string;
+  /** What its tool_start said it was about to do. */
+  intent?: ToolIntent;
 }
 
 export interface SessionState {
@@ -49,6 +53,8 @@ export interface SessionState {
   active: string[];
   /** Lists of the tools the session may still use (skills' allowed-tools): a call must be on each. */
   allowLists: ToolList[];
+  /** The round of a model request logged without its answer: a resumed run sends it again (re-issued). */
+  unanswered?: number;
 }
 
 export function initialState(): SessionState {
@@ -113,13 +119,17 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
     }
     case 'user_message':
       if (!state.task) state.task = event.text;
+      // a new message makes the next request a new one, not the unanswered one again
+      state.unanswered = undefined;
       push({ role: 'user', content: event.text, ...(event.images?.length ? { images: event.images } : {}) });
       // a new message is a new question: the same call again answers it, it is no loop (chat turns, steering)
       state.seen.clear();
       break;
     case 'model_request':
-      state.rounds++;
+      // a re-issued request is the round that went unanswered, not a new one
+      if (!event.reissued) state.rounds++;
       state.run.rounds++;
+      state.unanswered = event.round;
       break;
     case 'assistant_message': {
       state.tokens.input += event.usage.input;
@@ -139,8 +149,12 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
       const ids = [...event.tool_calls.map((c) => c.id), ...(event.invalid_calls ?? []).map((c) => c.id)];
       push({ role: 'assistant', content: event.text, ...(calls.length ? { toolCalls: calls } : {}) });
       state.open = new Map(
-        calls.map((c, i) => [ids[i] ?? c.id, { tool: c.name, started: false, wire: c.id }]),
+        calls.map((c, i) => [
+          ids[i] ?? c.id,
+          { tool: c.name, started: false, wire: c.id, arguments: event.tool_calls[i]?.arguments ?? '{}' },
+        ]),
       );
+      state.unanswered = undefined;
       state.calls += event.tool_calls.length;
       break;
     }
@@ -157,7 +171,10 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
       break;
     case 'tool_start': {
       const call = state.open.get(event.call_id);
-      if (call) call.started = true;
+      if (call) {
+        call.started = true;
+        if (event.intent) call.intent = event.intent;
+      }
       break;
     }
     case 'tool_result':
@@ -181,6 +198,8 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
       state.messages = [...(system ? [system] : []), head, ...tail];
       state.origins = [...(system ? [state.origins[0] as number] : []), seq, ...tailOrigins];
       state.compactions++;
+      // a request refused as too big is answered (by its error): the one after the compaction is new
+      state.unanswered = undefined;
       if (event.usage) {
         state.tokens.input += event.usage.input;
         state.tokens.output += event.usage.output;
@@ -197,6 +216,7 @@ export function reduce(state: SessionState, event: SessionEvent, seq: number): S
       break;
     case 'session_end':
       state.ended = true;
+      state.unanswered = undefined;
       break;
     default:
       break;

@@ -15,6 +15,7 @@ import type { Approver } from './approvals.js';
 import { exceeded, Spend, type Spent } from './budgets.js';
 import { numberCalls } from './call-ids.js';
 import { compact, isContextOverflow, requestTokensFromError, windowFromError } from './compaction.js';
+import { settleOpenCalls } from './effect-resume.js';
 import type { SessionEvent, TokenCount } from './events.js';
 import { initialState, reduce, type SessionState } from './history.js';
 import { imageCache, imageRef, withImages } from './images.js';
@@ -111,6 +112,18 @@ export interface SessionOptions {
   spend?: Spend;
   /** Run just before the end is recorded (a session's subagents end there), so the end counts what they spent. */
   beforeEnd?(): Promise<void>;
+  /**
+   * The workspace's state as a git tree, for a session that can be resumed after a kill (a fix's): each
+   * command's intent records the tree, and a resume settles the calls a killed run left open by the rules
+   * of effect-resume.ts instead of reporting them interrupted.
+   */
+  worktree?: WorktreeJournal;
+}
+
+/** The workspace as a tree id, and back: what a command's intent records and a resume restores. */
+export interface WorktreeJournal {
+  tree(): string;
+  restore(tree: string): void;
 }
 
 export interface SessionResult {
@@ -187,7 +200,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     return seq;
   };
   offer();
-  let lastText = '';
+  // a killed run resumed goes on from its last answer (a session's summary is its last text)
+  let lastText = opts.resume && opts.worktree ? state.lastText : '';
   const filesChanged = new Set<string>();
 
   // one controller for the run: the user's Ctrl+C and the wall-clock budget both abort it
@@ -303,6 +317,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       const estimate = estimateRequestTokens(messages, specs);
       // decided from the log as it stands before this request, so a resumed run decides the same
       const route = opts.model.route?.();
+      // logged before it is sent: a request logged without its answer was cut off, and is sent again
+      const reissued = state.unanswered === round;
       record({
         type: 'model_request',
         round,
@@ -321,6 +337,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
               },
             }
           : {}),
+        ...(reissued ? { reissued: true as const } : {}),
       });
       try {
         return await streamAnswer({ ...opts, record }, body, run.signal, round);
@@ -368,12 +385,27 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         text: opts.prompt,
         ...(opts.images?.length ? { images: opts.images.map(imageRef) } : {}),
       });
+    // a killed run's open calls, settled by their intents before anything else happens
+    if (opts.resume && opts.worktree) await settleOpenCalls(callRun, opts.worktree);
+    // killed after its final answer was logged: the session ends as it would have, no new request
+    let answered = opts.resume !== undefined && opts.worktree !== undefined && endedOnAnswer(state);
     for (;;) {
+      if (answered) {
+        answered = false;
+        const verdict = await hook('Stop', { result: state.lastText });
+        if (verdict.decision !== 'deny') {
+          result = { code: 'COMPLETED', reason: 'the model answered without tool calls' };
+          break;
+        }
+        stopHookRetries++;
+        record({ type: 'user_message', text: `The task is not finished: ${verdict.reason}` });
+      }
       throwIfAborted();
       checkBudgets();
       // steering that arrived while the last step ran: every call has its answer by now, so it fits here
       for (const text of opts.inbox?.() ?? []) record({ type: 'user_message', text });
-      const round = state.rounds + 1;
+      // the round a killed run asked the model and never heard back for is asked again, as that round
+      const round = state.unanswered ?? state.rounds + 1;
       if (window !== undefined) {
         const size = await measure(state.messages);
         // compaction budgets are in keel's estimate: the window in those units
@@ -509,6 +541,12 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
     filesChanged: files,
     ...(lastCut ? { finish: 'length' as const } : {}),
   };
+}
+
+/** The log ends on an answer without calls (cut off neither by a kill before its answer nor at the output limit). */
+function endedOnAnswer(state: SessionState): boolean {
+  const last = state.messages.at(-1);
+  return last?.role === 'assistant' && !last.toolCalls?.length && state.unanswered === undefined;
 }
 
 /** What an event records as spent on the model: an answer's usage, a compaction's summary request. */

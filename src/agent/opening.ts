@@ -71,6 +71,8 @@ function resumeRun(opts: SessionOptions, record: (event: SessionEvent) => number
     model: opts.model.currentModel(),
     pid: process.pid,
   });
+  // a session kept with its workspace's trees (a fix's) settles them by their intents (effect-resume.ts)
+  if (opts.worktree) return;
   for (const [callId, call] of pending) {
     record({
       type: 'tool_result',

@@ -5,7 +5,7 @@
  * events fold to.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
@@ -37,7 +37,7 @@ import { Spend, type Spent } from './budgets.js';
 import { parseEvents } from './event-schema.js';
 import type { SessionEvent } from './events.js';
 import { replay, type SessionState } from './history.js';
-import { runSession, type SessionResult } from './loop.js';
+import { runSession, type SessionResult, type WorktreeJournal } from './loop.js';
 import { trivialTask } from './prompt.js';
 import type { Runtime } from './runtime.js';
 import { RunError } from './terminal.js';
@@ -87,6 +87,8 @@ export interface StartOptions {
   approve?: Approver;
   /** A subagent's: its parent's node in the tree's spending counter, which its own spending is charged to too. */
   spendParent?: Spend;
+  /** The workspace as trees, for a session a killed run may resume call by call (a fix's; see loop.ts). */
+  worktree?: WorktreeJournal;
 }
 
 export interface SessionOutcome extends SessionResult {
@@ -107,13 +109,21 @@ export class ResumeError extends Error {
   override name = 'ResumeError';
 }
 
-/** Whether a process is alive on this machine (signal 0 checks without sending anything). */
+/**
+ * Whether a process is alive on this machine (signal 0 checks without sending anything). A zombie is not:
+ * it runs nothing, and a killed run's orphan stays one until whoever adopted it reaps it.
+ */
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    // gone meanwhile; or no /proc on this system, where signal 0 is all there is
+    return !existsSync('/proc/self/stat');
   }
 }
 
@@ -372,6 +382,7 @@ async function runIn(
       ...(opts.onToolOutput ? { onToolOutput: opts.onToolOutput } : {}),
       ...(opts.onReasoning ? { onReasoning: opts.onReasoning } : {}),
       ...(reopened ? { resume: reopened.state } : {}),
+      ...(opts.worktree ? { worktree: opts.worktree } : {}),
       ...(opts.inbox ? { inbox: opts.inbox } : {}),
       ...(injected ? { memory: injected.text } : {}),
       ...(skills.length ? { skills: skillCatalog(skills) } : {}),

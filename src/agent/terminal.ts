@@ -11,6 +11,8 @@ export const TERMINAL_CODES = [
   'CONFIG_ERROR',
   'ENVIRONMENT_ERROR',
   'CANCELLED',
+  /** A resumed run met an effect it cannot check (see agent/effect-resume.ts): a person must look. */
+  'BLOCKED_UNCERTAIN',
 ] as const;
 
 export type TerminalCode = (typeof TERMINAL_CODES)[number];

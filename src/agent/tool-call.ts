@@ -4,17 +4,19 @@
  * the safety net taken, the tool run, PostToolUse hooks heard, and the result capped and recorded.
  */
 import { createHash } from 'node:crypto';
+import { resolve as resolvePath } from 'node:path';
 import type { ToolCall } from '../model/types.js';
 import { type Ask, type Decision, decide } from '../policy/gate.js';
 import { type HookPayload, type HookSpec, matchingHooks, runHooks } from '../policy/hooks.js';
 import { ScopeError } from '../policy/scope.js';
 import { offList } from '../policy/tool-allowlist.js';
 import { isFamily, resolveAction } from '../tools/family.js';
+import { fileSha256 } from '../tools/file-change.js';
 import { parseArgs } from '../tools/registry.js';
 import { capResult } from '../tools/truncate.js';
 import { type Tool, type ToolContext, ToolError, type ToolResult } from '../tools/types.js';
 import { type ApprovalRequest, newQuestionId } from './approvals.js';
-import type { SessionEvent } from './events.js';
+import type { ResumedAs, SessionEvent, ToolIntent } from './events.js';
 import type { SessionState } from './history.js';
 import type { SessionOptions } from './loop.js';
 import { Stop } from './stop.js';
@@ -110,6 +112,8 @@ export async function runCall(
   call: ToolCall,
   round: number,
   cutOff: boolean,
+  /** A resumed run settling a call the killed one left open: how (recorded on the result). */
+  resumed?: ResumedAs,
 ): Promise<string> {
   const { opts, state, catalogue, allowed, record, hooks, hookBase, filesChanged, run } = session;
   const { tools, policy, config } = opts;
@@ -233,18 +237,21 @@ export async function runCall(
     for (const r of saved) record({ type: 'safety_net', ...r });
   }
   const sandboxed = tool.effect === 'exec' ? decision.sandboxed : undefined;
+  const ctx: ToolContext = {
+    ...baseContext(session),
+    ...(decision.child ? { granted: decision.child } : {}),
+  };
+  // the intent is in the log before the effect: a run killed mid-call is resumed from it (effect-resume.ts)
+  const intent = await intentOf(tool, parsed.args, ctx, opts);
   record({
     type: 'tool_start',
     call_id: call.id,
     tool: name,
     args: parsed.args,
     ...(sandboxed === undefined ? {} : { sandboxed }),
+    intent,
   });
   const t0 = Date.now();
-  const ctx: ToolContext = {
-    ...baseContext(session),
-    ...(decision.child ? { granted: decision.child } : {}),
-  };
   const onToolOutput = opts.onToolOutput;
   if (onToolOutput) ctx.onOutput = (text, stream) => onToolOutput(call.id, text, stream);
   const exec = sandboxed ? opts.sandboxExec : opts.plainExec;
@@ -324,6 +331,8 @@ export async function runCall(
     duration_ms: Date.now() - t0,
     ...(outcome ? { outcome } : {}),
     ...(diff ? { diff } : {}),
+    ...(intent.effect === 'write' ? { files_after: filesAfter(scope.root, intent) } : {}),
+    ...(resumed ? { resumed } : {}),
   });
   if (allowTools) record({ type: 'tools_narrowed', ...allowTools, call_id: call.id });
   if (violations.length) {
@@ -333,6 +342,53 @@ export async function runCall(
   }
   throwIfAborted();
   return output;
+}
+
+/**
+ * What a call is about to do (see ToolIntent): a write's hashes and result as its tool works them out, a
+ * workspace command's tree (when the session keeps trees: a fix's), an MCP tool's declared read-only-ness.
+ */
+async function intentOf(
+  tool: Tool,
+  args: unknown,
+  ctx: ToolContext,
+  opts: SessionOptions,
+): Promise<ToolIntent> {
+  if (tool.name.startsWith('mcp__')) return { effect: 'other', read_only: tool.effect === 'read' };
+  if (tool.effect === 'read') return { effect: 'read' };
+  if (tool.effect === 'write' && tool.intend) {
+    try {
+      const planned = await tool.intend(args, ctx);
+      const r = planned.result;
+      return {
+        effect: 'write',
+        files: planned.files,
+        result: {
+          output: capResult(r.output),
+          is_error: r.isError ?? false,
+          files_changed: r.filesChanged ?? [],
+          diff_lines: r.diffLines ?? 0,
+          ...(r.outcome ? { outcome: r.outcome } : {}),
+          ...(r.diff ? { diff: r.diff } : {}),
+        },
+      };
+    } catch (err) {
+      // the call fails the same way when it runs, before it writes: nothing to hash
+      if (err instanceof ToolError || err instanceof ScopeError || isFsError(err))
+        return { effect: 'write', files: [] };
+      throw err;
+    }
+  }
+  if (tool.resume === 'worktree') {
+    const tree = opts.worktree?.tree();
+    return { effect: 'worktree', ...(tree ? { tree } : {}) };
+  }
+  return { effect: 'other', read_only: false };
+}
+
+/** Each file a write named, hashed after it ran. */
+function filesAfter(root: string, intent: Extract<ToolIntent, { effect: 'write' }>) {
+  return intent.files.map((f) => ({ path: f.path, after: fileSha256(resolvePath(root, f.path)) }));
 }
 
 function isFsError(err: unknown): boolean {

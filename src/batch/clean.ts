@@ -68,6 +68,9 @@ export async function cleanRun(store: Store, runId: string): Promise<CleanResult
     const workerPid = e.data.worker_pid;
     if (typeof workerPid === 'number' && ended(workerPid, (cmd) => cmd.includes(`batch worker ${attempt}`)))
       removed.push(`process ${workerPid} (batch worker ${attempt})`);
+    // a resumed attempt names the fix run its killed one started: the run is one, its newest process counts
+    const same = fixes.findIndex((f) => f.fixRun === fixRun && f.taskId === e.taskId);
+    if (same >= 0) fixes.splice(same, 1);
     fixes.push({ fixRun, taskId: e.taskId, fixPid });
   }
   const paths = keelPaths();

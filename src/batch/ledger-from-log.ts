@@ -1,6 +1,7 @@
 /**
  * A worker's model calls, read back from its sessions' event logs into ledger entries: one per
- * `assistant_message`, timed from the `model_request` before it. The worker (`keel fix`) records its
+ * `assistant_message`, timed from the `model_request` before it (marked re-issued when that request was
+ * sent again after a kill). The worker (`keel fix`) records its
  * sessions in KEEL_HOME; the supervisor copies them into the team store's ledger when the attempt ends.
  */
 import type { EventLog, StoredEvent } from '../store/event-log.js';
@@ -23,11 +24,20 @@ export function ledgerEntriesOf(
     const session = log.getSession(sessionId);
     if (!session) return;
     let requestedAt: number | undefined;
+    let reissued = false;
     for (const event of log.events(sessionId)) {
-      if (event.type === 'model_request') requestedAt = Date.parse(event.ts);
+      if (event.type === 'model_request') {
+        requestedAt = Date.parse(event.ts);
+        // sent again after a kill: the log marks it (agent/loop.ts), and so does the ledger
+        reissued = event.data.reissued === true;
+      }
       if (event.type !== 'assistant_message') continue;
-      entries.push(entry(event, session.provider, sessionId, requestedAt, where));
+      entries.push({
+        ...entry(event, session.provider, sessionId, requestedAt, where),
+        ...(reissued ? { reissued } : {}),
+      });
       requestedAt = undefined;
+      reissued = false;
     }
     for (const child of log.childSessions(sessionId)) visit(child.id);
   };

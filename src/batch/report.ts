@@ -6,8 +6,11 @@ import type { Store } from '../store/engine.js';
 import { Ledger } from '../store/ledger.js';
 import { RunQueue } from '../store/queue.js';
 
-/** `verified`, `failed`, `cancelled`, or `unfinished` (no attempt ended it yet). */
-export type Verdict = 'verified' | 'failed' | 'cancelled' | 'unfinished';
+/**
+ * `verified`, `failed`, `cancelled`, `blocked_uncertain` (a resumed attempt met an effect keel cannot check:
+ * a person must look), or `unfinished` (no attempt ended it yet).
+ */
+export type Verdict = 'verified' | 'failed' | 'cancelled' | 'blocked_uncertain' | 'unfinished';
 
 export interface TaskReport {
   id: string;
@@ -51,8 +54,11 @@ export async function reportRun(store: Store, runId: string): Promise<RunReport 
     if (!task) continue;
     if (e.type === 'claimed') task.attempts++;
     else if (e.type === 'finished') {
-      task.verdict = VERDICT[String(e.data.outcome)] ?? 'failed';
-      const result = (e.data.result ?? {}) as { branch?: string | null; error?: string };
+      const result = (e.data.result ?? {}) as { branch?: string | null; error?: string; status?: string };
+      task.verdict =
+        result.status === 'blocked_uncertain'
+          ? 'blocked_uncertain'
+          : (VERDICT[String(e.data.outcome)] ?? 'failed');
       task.branch = result.branch ?? null;
       task.error = result.error ?? null;
     } else if (e.type === 'released' || e.type === 'expired') task.verdict = 'unfinished';

@@ -20,9 +20,9 @@ import type { BatchTask } from './tasks-file.js';
 /** The variable that hands `keel fix` the run id its worker chose (fix-command.ts reads it). */
 export const FIX_RUN_ENV = 'KEEL_BATCH_FIX_RUN_ID';
 
-/** What a worker's task came to, as stored in the queue. */
+/** What a worker's task came to, as stored in the queue (`blocked_uncertain`: see FixResult.status). */
 export interface TaskResult {
-  status: 'verified' | 'failed' | 'cancelled';
+  status: 'verified' | 'failed' | 'cancelled' | 'blocked_uncertain';
   exit_code: number | null;
   code?: string;
   branch?: string | null;
@@ -53,11 +53,14 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   const task = (await queue.tasks(lease.runId)).find((t) => t.id === lease.taskId);
   if (task?.state !== 'running' || task.attempt !== lease.attempt) return 'lost';
   const spec = task.spec as BatchTask;
-  // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends
-  const fixRun = newFixRunId();
-  const child = startFix(spec, fixRun, opts);
+  // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends;
+  // a task whose killed attempt started a fix on this machine goes on with that fix, from its log
+  const earlier = await earlierFixRun(queue, lease, opts.env ?? process.env);
+  const fixRun = earlier ?? newFixRunId();
+  const child = startFix(spec, fixRun, opts, earlier !== undefined);
   await queue.note(lease, 'fix_started', {
     fix_run: fixRun,
+    ...(earlier ? { resumed: true } : {}),
     host: hostname(),
     worker_pid: process.pid,
     fix_pid: child.pid ?? null,
@@ -110,7 +113,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   }
   const verified = code === 0 && doc?.status === 'verified';
   const result: TaskResult = {
-    status: verified ? 'verified' : 'failed',
+    status: verified ? 'verified' : doc?.status === 'blocked_uncertain' ? 'blocked_uncertain' : 'failed',
     exit_code: code,
     ...(typeof doc?.code === 'string' ? { code: doc.code } : {}),
     ...(doc && 'branch' in doc ? { branch: (doc.branch as string | null) ?? null } : {}),
@@ -125,9 +128,47 @@ function newFixRunId(now = new Date()): string {
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
-function startFix(task: BatchTask, fixRun: string, opts: WorkerOptions): ChildProcess {
+/**
+ * The fix run an earlier attempt of this task started on this machine, if its log is in this KEEL_HOME
+ * and began after the batch run did: the journal may be a shared database's, and a line naming another
+ * fix of this machine must not make this task take that fix over.
+ */
+async function earlierFixRun(
+  queue: RunQueue,
+  lease: Lease,
+  env: NodeJS.ProcessEnv,
+): Promise<string | undefined> {
+  const started = (await queue.events(lease.runId)).filter(
+    (e) =>
+      e.type === 'fix_started' &&
+      e.taskId === lease.taskId &&
+      (e.attempt ?? 0) < lease.attempt &&
+      e.data.host === hostname() &&
+      typeof e.data.fix_run === 'string',
+  );
+  const fixRun = started.at(-1)?.data.fix_run as string | undefined;
+  if (fixRun === undefined) return undefined;
+  const createdAt = (await queue.run(lease.runId))?.createdAt ?? Number.POSITIVE_INFINITY;
+  const db = openDb(keelPaths(env).db);
+  try {
+    const log = new EventLog(db);
+    const row = log.getSession(fixRun);
+    // no log yet: the fix died before it opened one, and starts afresh under the id the journal names
+    if (!row) return fixRun;
+    if (row.mode !== 'fix' || Date.parse(row.created_at) < createdAt) return undefined;
+    // a fix stopped (its worker went away) or failed by its provider ended without a verdict and left
+    // nothing to go on from: the attempt starts a new one. A verdict it reached is read back, not redone.
+    const end = log.events(fixRun).findLast((e) => e.type === 'fix_end')?.data.code;
+    return end === 'CANCELLED' || end === 'MODEL_ERROR' ? undefined : fixRun;
+  } finally {
+    db.close();
+  }
+}
+
+function startFix(task: BatchTask, fixRun: string, opts: WorkerOptions, resume: boolean): ChildProcess {
   const [node, ...bin] = opts.keel;
   const args = [...bin, 'fix', '--repo', task.repo, '--issue', task.issue, '--json'];
+  if (resume) args.push('--resume-run', fixRun);
   if (task.test_command) args.push('--test-command', task.test_command);
   if (task.model) args.push('--model', task.model);
   return spawn(node ?? process.execPath, args, {

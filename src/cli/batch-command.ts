@@ -80,7 +80,13 @@ function standing(run: RunView): BatchEnd {
 function printTasks(tasks: TaskView[]): void {
   for (const t of tasks) {
     const result = t.result as { status?: string; error?: string; branch?: string | null } | undefined;
-    const what = t.state === 'done' ? 'verified' : t.state;
+    // a task stopped at an effect keel cannot check says so: a person must look before it runs again
+    const what =
+      t.state === 'done'
+        ? 'verified'
+        : result?.status === 'blocked_uncertain'
+          ? 'blocked_uncertain'
+          : t.state;
     const detail = result?.error ?? result?.branch ?? '';
     process.stdout.write(`${inertLine(t.id)}  ${what}${detail ? `  ${dim(inertLine(detail))}` : ''}\n`);
   }

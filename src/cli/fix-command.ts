@@ -14,6 +14,8 @@ export interface FixFlags extends CommonFlags {
   testCommand?: string;
   maxAttempts?: number;
   allowTestEdits?: boolean;
+  /** keel batch's: go on with this fix run, killed before it ended (see FixOptions.resumeRun). */
+  resumeRun?: string;
 }
 
 /** Run `keel fix`; returns the exit status. */
@@ -33,6 +35,11 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     return fail('CONFIG_ERROR', `--repo ${given} is not a folder`);
   // git answers with real paths: a path through a link would not lie inside the repository git names
   const repo = realpathSync(given);
+  if (flags.resumeRun !== undefined && !resumeRun(flags.resumeRun).resumeRun)
+    return fail(
+      'CONFIG_ERROR',
+      `--resume-run ${flags.resumeRun} is not a fix run id (20261205-024000-1a2b3c)`,
+    );
   const issue = readIssue(flags.issue);
   if (issue instanceof Error) return fail('CONFIG_ERROR', issue.message);
 
@@ -91,6 +98,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       ...(flags.testCommand ? { testCommand: flags.testCommand } : {}),
       maxAttempts: flags.maxAttempts ?? 3,
       ...batchFixRun(),
+      ...resumeRun(flags.resumeRun),
       allowTestEdits: flags.allowTestEdits === true,
       loaded,
       signal: controller.signal,
@@ -98,6 +106,12 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       onWaiting: (label) => ticker.start(label),
       ...(flags.json ? {} : { onEvent: renderEvent }),
     });
+  } catch (err) {
+    // a run to resume that is not this repository's and issue's, or whose earlier process will not stop
+    const { RunError } = await import('../agent/terminal.js');
+    if (err instanceof RunError && (err.code === 'CONFIG_ERROR' || err.code === 'ENVIRONMENT_ERROR'))
+      return fail(err.code, err.message);
+    throw err;
   } finally {
     ticker.stop();
     process.off('SIGINT', onSigint);
@@ -120,6 +134,11 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
 function batchFixRun(): { runId?: string } {
   const id = process.env.KEEL_BATCH_FIX_RUN_ID;
   return id && /^\d{8}-\d{6}-[0-9a-f]{6}$/.test(id) ? { runId: id } : {};
+}
+
+/** The fix run to go on with, when it has keel's own id shape (it names a folder). */
+function resumeRun(id: string | undefined): { resumeRun?: string } {
+  return id && /^\d{8}-\d{6}-[0-9a-f]{6}$/.test(id) ? { resumeRun: id } : {};
 }
 
 /**

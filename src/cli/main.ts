@@ -69,7 +69,9 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       "remove this repository's kept fix branches, worktrees and run folders (as keel runs prune)",
     )
     .option('-y, --yes', 'with --clean: remove without asking')
-    .option('--json', 'print one JSON document on stdout and nothing else');
+    .option('--json', 'print one JSON document on stdout and nothing else')
+    // keel batch's: a task's next attempt goes on with the fix run its killed attempt started
+    .addOption(new Option('--resume-run <id>').hideHelp());
   addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (words: string[], opts) => {
     if (words.length && opts.issue !== undefined) {
       setExit(

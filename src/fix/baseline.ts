@@ -36,14 +36,7 @@ export async function runBaseline({
   chose: (command: string) => void;
 }): Promise<{ suite: TestSuite; before: SuiteRun; runTests: () => Promise<SuiteRun>; took: string }> {
   let suite = found;
-  const box = sandbox;
-  const exec = (command: string, o: { timeoutS: number; signal: AbortSignal }) => box.run(command, o);
-  // each run starts from the user's dependencies as they are, whatever an attempt left in node_modules
-  const shot = snapshot;
-  const runTests = () => {
-    refreshDependencies(shot);
-    return suite.run({ signal: opts.signal, exec });
-  };
+  const runTests = () => suiteRunner(opts.signal, suite, snapshot, sandbox)();
   progress(
     `baseline: running \`${suite.detected.command}\` (${suite.detected.source}) ${sandbox.kind === 'none' ? 'without a sandbox' : `in ${sandbox.kind}`}`,
   );
@@ -90,6 +83,20 @@ export async function runBaseline({
   }
   const baselineTook = baselineDone();
   return { suite, before, runTests, took: baselineTook };
+}
+
+/** Run `suite` in the sandbox, each run from the user's dependencies as they are (whatever an attempt left in node_modules). */
+export function suiteRunner(
+  signal: AbortSignal,
+  suite: TestSuite,
+  snapshot: Snapshot,
+  sandbox: Sandbox,
+): () => Promise<SuiteRun> {
+  const exec = (command: string, o: { timeoutS: number; signal: AbortSignal }) => sandbox.run(command, o);
+  return () => {
+    refreshDependencies(snapshot);
+    return suite.run({ signal, exec });
+  };
 }
 
 function firstLine(text: string): string {

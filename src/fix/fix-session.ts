@@ -4,13 +4,17 @@ import type { TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { ModelClient } from '../model/chain.js';
 import type { TestSuite } from '../verify/suite.js';
+import { sessionTotals } from './resume.js';
 import type { FixOptions } from './run.js';
 import type { Snapshot } from './snapshot.js';
+import { worktreeJournal } from './worktree-journal.js';
 
 export type SessionRun = (
   mode: 'plan' | 'edit',
   prompt: string,
   maxRounds: number,
+  /** A session a killed run of the fix started: read back when it ended, else resumed where it stopped. */
+  earlier?: string,
 ) => Promise<{ code: TerminalCode; reason: string; summary: string; budgetSpent?: true }>;
 
 /** What the run has used so far, which the next session's budgets are taken from. */
@@ -31,7 +35,21 @@ export function sessionRunner(
   spent: Spent,
   add: (rounds: number, cost: number | null) => void,
 ): SessionRun {
-  return async (mode, prompt, maxRounds) => {
+  const journal = worktreeJournal(snapshot);
+  return async (mode, prompt, maxRounds, earlier) => {
+    const before = earlier === undefined ? undefined : sessionTotals(runtime.log, earlier);
+    if (earlier !== undefined && before?.ended) {
+      // it ended before the kill: its outcome and spend are read from its log, nothing is asked again
+      const end = runtime.log.events(earlier).findLast((e) => e.type === 'session_end')?.data ?? {};
+      tokens.input += before.tokens.input;
+      tokens.output += before.tokens.output;
+      add(before.rounds, before.cost);
+      return {
+        code: String(end.code ?? 'COMPLETED') as TerminalCode,
+        reason: String(end.reason ?? ''),
+        summary: String(end.summary ?? ''),
+      };
+    }
     const base = opts.loaded.config;
     const left = remainingBudgets(base.budgets, spent());
     if ('spent' in left)
@@ -44,7 +62,10 @@ export function sessionRunner(
     };
     const outcome = await runtime.start({
       mode,
-      prompt,
+      // a resumed session goes on from its log: no new message
+      prompt: earlier === undefined ? prompt : '',
+      ...(earlier === undefined ? {} : { resume: earlier }),
+      worktree: journal,
       loaded: { ...opts.loaded, config },
       cwd: snapshot.dir,
       signal: opts.signal,
@@ -56,9 +77,10 @@ export function sessionRunner(
       ...(opts.onText ? { onText: opts.onText } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     });
+    // a resumed session's totals are its whole life's (its spend carries over); its rounds are counted from its log
     tokens.input += outcome.tokens.input;
     tokens.output += outcome.tokens.output;
-    add(outcome.rounds, outcome.costUsd);
+    add(earlier === undefined ? outcome.rounds : sessionTotals(runtime.log, earlier).rounds, outcome.costUsd);
     return outcome;
   };
 }

@@ -33,28 +33,36 @@ export function openRunLog(opts: {
   prompt: string;
   /** The run's id when the caller must know it before the run ends (keel serve answers with it). */
   runId?: string;
+  /** The run's log exists already (a killed run resumed): it goes on, with a fix_resume event. */
+  resume?: boolean;
 }): RunLog {
   const runtime = opts.runtime ?? openRuntime(opts.env);
   const { paths, log, audit } = runtime;
   const runId = opts.runId ?? newSessionId();
-  log.createSession({
-    id: runId,
-    mode: opts.mode,
-    cwd: opts.cwd,
-    provider: opts.config.provider,
-    model: opts.config.model || 'scripted',
-    prompt: opts.prompt,
-  });
   const record = (type: string, data: Record<string, unknown>) =>
     appendAudited(log, audit, runId, type, data);
-  record('run_start', {
-    mode: opts.mode,
-    cwd: opts.cwd,
-    provider: opts.config.provider,
-    model: opts.config.model,
-    // `keel runs prune` leaves a run alone while its process lives
-    pid: process.pid,
-  });
+  if (opts.resume) {
+    log.reopenSession(runId);
+    // `keel runs prune` leaves a run alone while its newest process lives
+    record('fix_resume', { pid: process.pid });
+  } else {
+    log.createSession({
+      id: runId,
+      mode: opts.mode,
+      cwd: opts.cwd,
+      provider: opts.config.provider,
+      model: opts.config.model || 'scripted',
+      prompt: opts.prompt,
+    });
+    record('run_start', {
+      mode: opts.mode,
+      cwd: opts.cwd,
+      provider: opts.config.provider,
+      model: opts.config.model,
+      // `keel runs prune` leaves a run alone while its process lives
+      pid: process.pid,
+    });
+  }
   return {
     runId,
     runtime,

@@ -4,7 +4,7 @@ import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
-import type { Runtime } from '../agent/runtime.js';
+import { openRuntime, type Runtime } from '../agent/runtime.js';
 import { count, RunError, type TerminalCode } from '../agent/terminal.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { createModelClient } from '../model/create.js';
@@ -17,11 +17,23 @@ import { describeRun, findSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
 import { baseline as summarizeBaseline, type Verdict, verify, withTestEdits } from '../verify/verifier.js';
-import { runBaseline } from './baseline.js';
+import { runBaseline, suiteRunner } from './baseline.js';
 import { sessionRunner } from './fix-session.js';
 import { observeFix } from './observe.js';
 import { attemptPrompt, planPrompt, testEditFeedback } from './prompts.js';
 import { writeReport } from './report.js';
+import {
+  discardLeftover,
+  madeCommit,
+  type PriorRun,
+  readPriorRun,
+  recordedAttempt,
+  recordedBaseline,
+  recordedResult,
+  recordedSnapshot,
+  sessionTotals,
+  stopEarlierRuns,
+} from './resume.js';
 import { fixRouting } from './routing.js';
 import { openRunLog } from './run-log.js';
 import {
@@ -58,12 +70,19 @@ export interface FixOptions {
   onEvent?(event: SessionEvent): void;
   /** The run's id (default: a fresh one), for a caller that answers with it before the run ends. */
   runId?: string;
+  /**
+   * Go on with this run, killed before it ended (a `keel batch` task's next attempt): what its log says is
+   * done (snapshot, baseline, plan, judged attempts, calls with results) is not done again, its sessions
+   * continue from their logs, and its spend carries over. A run with no log yet starts under this id.
+   */
+  resumeRun?: string;
 }
 
 export interface FixResult {
   runId: string;
   code: TerminalCode;
-  status: 'verified' | 'failed';
+  /** `blocked_uncertain`: a resumed run met an effect it cannot check, and stopped for a person to look. */
+  status: 'verified' | 'failed' | 'blocked_uncertain';
   reason: string;
   summary: string;
   attempts: number;
@@ -79,6 +98,8 @@ export interface FixResult {
   /** Where the kept attempt is to look at (a worktree or a copy), or null when nothing was kept there. */
   worktree: string | null;
   testCommand: string | null;
+  /** The run had ended before it was resumed: this is its recorded result, and nothing ran again. */
+  replayed?: true;
 }
 
 /**
@@ -91,6 +112,7 @@ export async function runFix(given: FixOptions): Promise<FixResult> {
     ? { ...given, loaded: { ...given.loaded, config: withTierPrices(given.loaded.config) } }
     : given;
   const result = await runToVerdict(opts);
+  if (result.replayed) return result;
   const env = opts.env ?? process.env;
   await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
   return result;
@@ -111,15 +133,47 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     };
   };
   const config = opts.loaded.config;
-  const { runId, runtime, paths, log, record, close } = openRunLog({
+  // a killed run resumed: its log says what is done; its earlier process is stopped before anything is touched
+  const own = opts.runtime ? undefined : openRuntime(env);
+  const shared = opts.runtime ?? (own as Runtime);
+  let prior: PriorRun | undefined;
+  try {
+    prior = opts.resumeRun ? readPriorRun(shared.log, opts.resumeRun, opts.repo, opts.issue) : undefined;
+    if (prior) await stopEarlierRuns(prior.pids);
+  } catch (err) {
+    own?.close();
+    throw err;
+  }
+  // the wall budget carries over too: the killed processes' time is the run's
+  const ranBefore = prior?.wallMs ?? 0;
+  const {
+    runId,
+    runtime,
+    paths,
+    log,
+    record,
+    close: closeLog,
+  } = openRunLog({
     env,
-    ...(opts.runtime ? { runtime: opts.runtime } : {}),
+    runtime: shared,
     mode: 'fix',
     cwd: opts.repo,
     config,
     prompt: opts.issue,
-    ...(opts.runId ? { runId: opts.runId } : {}),
+    ...(opts.resumeRun ? { runId: opts.resumeRun } : opts.runId ? { runId: opts.runId } : {}),
+    ...(prior ? { resume: true } : {}),
   });
+  const close = () => {
+    closeLog();
+    own?.close();
+  };
+  if (prior?.end) {
+    // it ended before it was killed: its recorded result, nothing done again
+    const replayed = recordedResult(runId, prior.end);
+    log.finishSession(runId, replayed.code, replayed.reason, replayed.costUsd);
+    close();
+    return replayed;
+  }
   const tokens = { input: 0, output: 0 };
   let cost: number | null = 0;
   let rounds = 0;
@@ -153,6 +207,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       testCommand: userCommand,
       ...r,
     };
+    // the whole result: a run resumed after this is recorded reads it back (recordedResult)
     record('fix_end', {
       code: out.code,
       status: out.status,
@@ -162,27 +217,46 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       commit: out.commit,
       worktree: out.worktree,
       cost_usd: out.costUsd,
+      summary: out.summary,
+      files: out.files,
+      verification: out.verification,
+      rounds: out.rounds,
+      tokens: out.tokens,
+      paths: out.paths,
+      snapshot: out.snapshot,
+      test_command: out.testCommand,
     });
     log.finishSession(runId, out.code, out.reason, out.costUsd);
     return out;
   };
 
   try {
-    progress('snapshot: creating a worktree (your checkout is not touched)');
-    snapshot = createSnapshot(opts.repo, runId, slugify(opts.issue), paths.worktreesDir);
-    const linked = snapshot.linked.length ? `; linked ${snapshot.linked.join(', ')} from your checkout` : '';
-    progress(
-      `snapshot: ${snapshot.branch ? `branch ${snapshot.branch}` : 'a copy'} at ${snapshot.dir}${linked}`,
-    );
-    record('fix_snapshot', {
-      kind: snapshot.kind,
-      dir: snapshot.dir,
-      top: snapshot.top,
-      repo: snapshot.repo ?? null,
-      branch: snapshot.branch,
-      base: snapshot.base,
-      linked: snapshot.linked,
-    });
+    if (prior?.snapshot) {
+      snapshot = recordedSnapshot(prior.snapshot, opts.repo);
+      progress(`resuming run ${runId}: its snapshot at ${snapshot.dir}`);
+    } else {
+      // a run killed between making its worktree and logging it left one behind: removed, made afresh
+      if (prior) discardLeftover(opts.repo, runId, slugify(opts.issue), paths.worktreesDir);
+      progress('snapshot: creating a worktree (your checkout is not touched)');
+      snapshot = createSnapshot(opts.repo, runId, slugify(opts.issue), paths.worktreesDir);
+      const linked = snapshot.linked.length
+        ? `; linked ${snapshot.linked.join(', ')} from your checkout`
+        : '';
+      progress(
+        `snapshot: ${snapshot.branch ? `branch ${snapshot.branch}` : 'a copy'} at ${snapshot.dir}${linked}`,
+      );
+      record('fix_snapshot', {
+        kind: snapshot.kind,
+        dir: snapshot.dir,
+        top: snapshot.top,
+        repo: snapshot.repo ?? null,
+        branch: snapshot.branch,
+        base: snapshot.base,
+        linked: snapshot.linked,
+        linked_from: snapshot.linkedFrom,
+        module_shadows: snapshot.moduleShadows,
+      });
+    }
 
     const found = findSuite(snapshot.dir, reportsDir, opts.testCommand ?? config.test_command);
     if (!found) {
@@ -193,23 +267,33 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     }
     userCommand = found.detected.command;
     sandbox = await testSandbox(snapshot, reportsDir, opts.loaded);
-    const {
-      suite,
-      before,
-      runTests,
-      took: baselineTook,
-    } = await runBaseline({
-      opts,
-      found,
-      snapshot,
-      sandbox,
-      reportsDir,
-      progress,
-      waiting,
-      chose: (command) => {
-        userCommand = command;
-      },
-    });
+    const recorded = prior?.baseline
+      ? recordedBaseline(prior.baseline, found, snapshot, reportsDir)
+      : undefined;
+    const baselineDone = recorded
+      ? {
+          ...recorded,
+          runTests: (() => {
+            const box = sandbox;
+            const shot = snapshot;
+            return suiteRunner(opts.signal, recorded.suite, shot, box);
+          })(),
+          took: 'recorded',
+        }
+      : await runBaseline({
+          opts,
+          found,
+          snapshot,
+          sandbox,
+          reportsDir,
+          progress,
+          waiting,
+          chose: (command) => {
+            userCommand = command;
+          },
+        });
+    const { suite, before, runTests, took: baselineTook } = baselineDone;
+    if (recorded) userCommand = recorded.suite.detected.command;
     if (opts.signal.aborted)
       return result({
         code: 'CANCELLED',
@@ -217,18 +301,25 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         reason: 'interrupted while running the baseline',
       });
     const base = summarizeBaseline(before);
-    record('fix_baseline', {
-      command: before.command,
-      exit_code: before.exitCode,
-      passing: base.passing,
-      failing: base.failing,
-      problem: base.problem,
-      duration_ms: before.durationMs,
-      parsed: before.parsed,
-      ...(before.checks === undefined
-        ? {}
-        : { checks: before.checks.map((c) => ({ name: c.name, command: c.command, passed: c.passed })) }),
-    });
+    // the whole run and the suite it settled on are kept: a resumed run judges against them, not a new baseline
+    if (!recorded)
+      record('fix_baseline', {
+        command: before.command,
+        exit_code: before.exitCode,
+        passing: base.passing,
+        failing: base.failing,
+        problem: base.problem,
+        duration_ms: before.durationMs,
+        parsed: before.parsed,
+        ...(before.checks === undefined
+          ? {}
+          : { checks: before.checks.map((c) => ({ name: c.name, command: c.command, passed: c.passed })) }),
+        suite_command: suite.detected.command,
+        run: before,
+        ...(snapshot.writableCopies?.size
+          ? { writable_copies: [...snapshot.writableCopies].map(([shadow, names]) => [shadow, [...names]]) }
+          : {}),
+      });
     if (base.problem) {
       throw new RunError(
         'ENVIRONMENT_ERROR',
@@ -278,28 +369,48 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     const spent = () => ({
       tokens: tokens.input + tokens.output,
       cost,
-      wallS: (Date.now() - runStarted) / 1000,
+      wallS: (Date.now() - runStarted + ranBefore) / 1000,
     });
     const session = sessionRunner(opts, runtime, model, runId, snapshot, suite, tokens, spent, (n, c) => {
       rounds += n;
       cost = cost === null || c === null ? null : cost + c;
     });
 
-    progress('plan: asking the model for a short plan');
-    const planOutcome = await session(
-      'plan',
-      planPrompt(opts.issue, before, shown),
-      Math.min(config.budgets.max_rounds, 8),
-    );
-    if (planOutcome.code === 'MODEL_ERROR' || planOutcome.code === 'CANCELLED') {
-      return result({
-        code: planOutcome.code,
-        status: 'failed',
-        reason: planOutcome.reason,
-      });
+    /** A session of the killed run that is done: its spend carries over, nothing in it runs again. */
+    const carry = (id: string) => {
+      const t = sessionTotals(log, id);
+      tokens.input += t.tokens.input;
+      tokens.output += t.tokens.output;
+      rounds += t.rounds;
+      cost = cost === null || t.cost === null ? null : cost + t.cost;
+    };
+    let plan: string;
+    if (prior?.plan !== undefined) {
+      plan = prior.plan;
+      // the plan session's spend carries over
+      if (prior.planSession) carry(prior.planSession);
+    } else {
+      progress('plan: asking the model for a short plan');
+      const planOutcome = await session(
+        'plan',
+        planPrompt(opts.issue, before, shown),
+        Math.min(config.budgets.max_rounds, 8),
+        prior?.planSession,
+      );
+      if (
+        planOutcome.code === 'MODEL_ERROR' ||
+        planOutcome.code === 'CANCELLED' ||
+        planOutcome.code === 'BLOCKED_UNCERTAIN'
+      ) {
+        return result({
+          code: planOutcome.code,
+          status: planOutcome.code === 'BLOCKED_UNCERTAIN' ? 'blocked_uncertain' : 'failed',
+          reason: planOutcome.reason,
+        });
+      }
+      plan = planOutcome.summary;
+      record('fix_plan', { plan });
     }
-    const plan = planOutcome.summary;
-    record('fix_plan', { plan });
 
     let feedback = '';
     let last: {
@@ -318,13 +429,36 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     let attempts = 0;
     for (let attempt = 1; attempt <= opts.maxAttempts; attempt++) {
       attempts = attempt;
+      const earlier = prior?.attempts.get(attempt);
+      const judged = earlier?.verdict;
+      if (judged) {
+        // judged before the kill: the verdict stands, the attempt's spend carries over, nothing is redone
+        const sessionId = prior?.attemptSessions[attempt - 1];
+        if (sessionId) carry(sessionId);
+        last = recordedAttempt(judged);
+        feedback = typeof judged.feedback === 'string' ? judged.feedback : '';
+        const verdict = last.verdict;
+        if (verdict?.environmentProblem !== undefined)
+          return finish('ENVIRONMENT_ERROR', 'failed', last.why, attempts, last, before, plan, shown);
+        if (verdict?.status === 'verified')
+          return finish('COMPLETED', 'verified', verdict.reason, attempts, last, before, plan, shown);
+        // the rollback after it happened before the next attempt was logged
+        if (attempt < opts.maxAttempts && !prior?.attempts.has(attempt + 1)) rollback(snapshot);
+        continue;
+      }
       progress(`attempt ${attempt} of ${opts.maxAttempts}: editing in the snapshot`);
-      record('fix_attempt', { attempt });
+      if (!earlier) record('fix_attempt', { attempt });
       const outcome = await session(
         'edit',
         attemptPrompt(opts.issue, plan, shown, feedback),
         config.budgets.max_rounds,
+        earlier ? prior?.attemptSessions[attempt - 1] : undefined,
       );
+      if (outcome.code === 'BLOCKED_UNCERTAIN') {
+        // the worktree is left as it is, for the person to look at
+        keep = true;
+        return result({ code: outcome.code, status: 'blocked_uncertain', reason: outcome.reason, attempts });
+      }
       if (outcome.code === 'MODEL_ERROR' || outcome.code === 'CANCELLED') {
         rollback(snapshot);
         return finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, shown);
@@ -337,9 +471,17 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       if (!diff.files.length) {
         const why = `attempt ${attempt} changed no files (the model said: ${firstLine(outcome.summary)})`;
         progress(`verdict: not verified: ${why}`);
-        record('fix_verdict', { attempt, status: 'failed', reason: why });
         last = { patch: '', files: [], summary: outcome.summary, why };
         feedback = `Your previous attempt changed no files. ${why}`;
+        record('fix_verdict', {
+          attempt,
+          status: 'failed',
+          reason: why,
+          files: [],
+          patch: '',
+          summary: outcome.summary,
+          feedback,
+        });
         continue;
       }
       const guard = guardTests(snapshot, testPaths, diff.files, countEdits, doctestModules);
@@ -371,8 +513,6 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         passed: after.results.filter((r) => r.status === 'passed').length,
         failed: after.results.filter((r) => r.status === 'failed').length,
       };
-      // the attempt's diff too (capped), so the run's page shows each attempt as it is judged
-      record('fix_verdict', { attempt, ...verdict, files: diff.files, tests, patch: capped(diff.patch) });
       last = {
         verdict,
         after,
@@ -381,6 +521,19 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         summary: outcome.summary,
         why: verdict.reason,
       };
+      // what the model is told next, worked out now: a run resumed after the verdict goes on from it
+      const setAside = guard.edits.length && !countEdits ? testEditFeedback(guard.edits) : '';
+      feedback = `Your previous attempt did not pass verification: ${verdict.reason}\n${describeRun(after)}${setAside}`;
+      record('fix_verdict', {
+        attempt,
+        ...verdict,
+        files: diff.files,
+        tests,
+        patch: diff.patch,
+        summary: outcome.summary,
+        after,
+        feedback,
+      });
       if (verdict.environmentProblem !== undefined) {
         // the machine, not the attempt, failed: another attempt would be judged by the same broken machine
         const why = `the tests could not run after attempt ${attempt}: ${verdict.environmentProblem}. The attempt is kept, not verified because of the environment`;
@@ -393,8 +546,6 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       }
       // the verifier's reason starts with its verdict: said once, not 'not verified: not verified:'
       progress(`verdict: ${verdict.reason}`);
-      const setAside = guard.edits.length && !countEdits ? testEditFeedback(guard.edits) : '';
-      feedback = `Your previous attempt did not pass verification: ${verdict.reason}\n${describeRun(after)}${setAside}`;
       if (attempt < opts.maxAttempts) rollback(snapshot);
     }
     return finish('VERIFICATION_FAILED', 'failed', last.why, attempts, last, before, plan, shown);
@@ -426,8 +577,11 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     targets: string[],
   ): FixResult {
     if (!snapshot) throw new Error('finish before snapshot');
-    let commit: string | null = null;
-    if (last.files.length && status === 'verified') {
+    // a resumed run may find the commit made already (killed after it): it is taken, not made twice
+    let commit: string | null = prior ? madeCommit(snapshot) : null;
+    if (commit) {
+      // committed before the kill
+    } else if (last.files.length && status === 'verified') {
       commit = commitAttempt(
         snapshot,
         last.files,
@@ -475,7 +629,8 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       ...(status === 'failed' ? { failure: reason } : {}),
     });
     // a verified fix lives on its branch; the worktree folder is only scaffolding
-    if (status === 'verified' && snapshot.kind === 'worktree') removeWorktree(snapshot);
+    if (status === 'verified' && snapshot.kind === 'worktree' && existsSync(snapshot.top))
+      removeWorktree(snapshot);
     const out = result({
       code,
       status,
@@ -518,18 +673,6 @@ function traceEvents(log: EventLog, runId: string): StoredEvent[] {
   return all.sort(
     (a, b) => a.ts.localeCompare(b.ts) || a.session_id.localeCompare(b.session_id) || a.seq - b.seq,
   );
-}
-
-/** The most of an attempt's diff its verdict event carries; the report's diff.patch has the whole last one. */
-const VERDICT_PATCH_BYTES = 64 * 1024;
-
-function capped(patch: string): string {
-  if (Buffer.byteLength(patch) <= VERDICT_PATCH_BYTES) return patch;
-  const cut = Buffer.from(patch)
-    .subarray(0, VERDICT_PATCH_BYTES)
-    .toString('utf8')
-    .replace(/\uFFFD$/, '');
-  return `${cut}\n[... cut at ${VERDICT_PATCH_BYTES} bytes of ${Buffer.byteLength(patch)}]\n`;
 }
 
 function firstLine(text: string): string {

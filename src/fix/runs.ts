@@ -68,7 +68,8 @@ export function summarizeRun(log: EventLog, paths: KeelPaths, row: SessionRow): 
   const last = (type: string) => events.findLast((e) => e.type === type)?.data;
   const snap = last('fix_snapshot');
   const end = last(row.mode === 'fix' ? 'fix_end' : 'loop_end');
-  const start = last('run_start');
+  // a resumed run's newest process is named by its last fix_resume
+  const start = events.findLast((e) => e.type === 'run_start' || e.type === 'fix_resume')?.data;
   const code = row.code ?? (typeof start?.pid === 'number' && alive(start.pid) ? 'running' : 'interrupted');
   // runs before the snapshot named its repository made their worktree from the repository they ran in
   const repo = str(snap?.repo) ?? (snap?.kind === 'worktree' ? (findRepo(row.cwd) ?? null) : null);

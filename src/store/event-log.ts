@@ -37,6 +37,21 @@ export interface NewSession {
   prompt: string;
 }
 
+/** Appends made by this process, for the fault hook below. */
+let appended = 0;
+
+/**
+ * A test hook, for the proof that a killed run resumes without redoing an effect: with
+ * KEEL_FAULT_KILL_AFTER_EVENT=N in its environment, the process kills itself (SIGKILL, no clean-up) right
+ * after its Nth event is committed, so a test can stop a run at every event boundary. An environment
+ * variable is set by whoever starts keel; neither a repository nor a model can reach it.
+ */
+function faultAfterAppend(): void {
+  appended++;
+  const at = process.env.KEEL_FAULT_KILL_AFTER_EVENT;
+  if (at !== undefined && Number(at) === appended) process.kill(process.pid, 'SIGKILL');
+}
+
 /** How many candidates an ambiguous id prefix lists. */
 const AMBIGUOUS_SHOWN = 5;
 
@@ -83,6 +98,7 @@ export class EventLog {
         return row.seq;
       })
       .immediate();
+    faultAfterAppend();
     return { session_id: sessionId, seq, ts, type, data };
   }
 

@@ -21,6 +21,7 @@ export function exitCodeFor(code: TerminalCode): number {
     case 'LOOP_DETECTED':
     case 'NO_TEST_PROGRESS':
     case 'VERIFICATION_FAILED':
+    case 'BLOCKED_UNCERTAIN':
       return EXIT.failed;
     case 'CONFIG_ERROR':
       return EXIT.usage;

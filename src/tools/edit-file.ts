@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { openHeld } from '../policy/held-path.js';
 import { hasBinaryExtension } from './binary.js';
-import { countDiffLines, writeAtomic } from './file-change.js';
+import { countDiffLines, sha256, writeAtomic } from './file-change.js';
 import { workspacePath } from './files.js';
 import {
   decodeFile,
@@ -12,7 +12,7 @@ import {
   type TextEncoding,
   unrepresentable,
 } from './text-encoding.js';
-import { type Tool, type ToolContext, ToolError } from './types.js';
+import { type Tool, type ToolContext, ToolError, type ToolResult } from './types.js';
 import { unifiedDiff } from './unified-diff.js';
 
 const schema = z.object({
@@ -34,20 +34,31 @@ export const editFileTool: Tool<typeof schema> = {
     const p = await prepare(args, ctx);
     return { path: p.shown, diff: unifiedDiff(p.shown, p.before, p.after) };
   },
+  async intend(args, ctx) {
+    const p = await prepare(args, ctx);
+    return {
+      files: [{ path: p.shown, before: sha256(p.original), after: sha256(p.bytes) }],
+      result: resultOf(p, args),
+    };
+  },
   async execute(args, ctx) {
     const p = await prepare(args, ctx);
     await writeAtomic(p.abs, p.bytes, p.mode);
-    const diff = countDiffLines(p.before, p.after);
-    const replacements = args.replace_all ? p.count : 1;
-    return {
-      output: `Edited ${p.shown}: ${replacements} replacement${replacements === 1 ? '' : 's'} (+${diff.added} -${diff.removed} lines)`,
-      filesChanged: [p.shown],
-      diffLines: diff.added + diff.removed,
-      outcome: { added: diff.added, removed: diff.removed },
-      diff: unifiedDiff(p.shown, p.before, p.after),
-    };
+    return resultOf(p, args);
   },
 };
+
+function resultOf(p: Awaited<ReturnType<typeof prepare>>, args: z.infer<typeof schema>): ToolResult {
+  const diff = countDiffLines(p.before, p.after);
+  const replacements = args.replace_all ? p.count : 1;
+  return {
+    output: `Edited ${p.shown}: ${replacements} replacement${replacements === 1 ? '' : 's'} (+${diff.added} -${diff.removed} lines)`,
+    filesChanged: [p.shown],
+    diffLines: diff.added + diff.removed,
+    outcome: { added: diff.added, removed: diff.removed },
+    diff: unifiedDiff(p.shown, p.before, p.after),
+  };
+}
 
 /** An edit worked out but not written: what execute writes, and what preview shows a person first. */
 async function prepare(args: z.infer<typeof schema>, ctx: ToolContext) {
@@ -94,6 +105,7 @@ async function prepare(args: z.infer<typeof schema>, ctx: ToolContext) {
     before,
     after,
     count,
+    original: bytes,
     bytes: encodeEdit(after, encoding, args.path),
     mode: info.mode & 0o7777,
   };

@@ -1,6 +1,6 @@
 /** Writing a file change safely (atomic replace) and measuring it in lines, shared by edit_file and write_file. */
-import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { constants, readFileSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { HeldDir } from '../policy/held-path.js';
@@ -90,4 +90,24 @@ function splitLines(text: string): string[] {
   const lines = text.split('\n');
   if (text.endsWith('\n')) lines.pop();
   return lines;
+}
+
+/** The sha256 of bytes, hex: how a write's intent names a file's content. */
+export function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/**
+ * The sha256 of the file at `path` (absolute, canonical) as it is now, or null when nothing is there. A
+ * folder or other non-file is named, not hashed: it is neither a write's before nor its after.
+ */
+export function fileSha256(path: string): string | null {
+  try {
+    return sha256(readFileSync(path));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    if (code === 'EISDIR') return 'not-a-file';
+    throw err;
+  }
 }

@@ -11,6 +11,8 @@ export const runTestsTool: Tool<typeof schema> = {
   name: 'run_tests',
   description: "Run the project's tests, or those matching filter; returns counts and failures.",
   effect: 'exec',
+  // its effects stay in the workspace: a resumed run restores the tree and runs it again
+  resume: 'worktree',
   schema,
   paths: () => [],
   async execute(args, ctx) {

@@ -17,6 +17,8 @@ export const shellTool: Tool<typeof schema> = {
   name: 'shell',
   description: 'Run a shell command (sh -c, no stdin) in the workspace; returns exit code and output.',
   effect: 'exec',
+  // its effects stay in the workspace: a resumed run restores the tree and runs it again
+  resume: 'worktree',
   schema,
   paths: () => [],
   async execute(args, ctx) {

@@ -72,6 +72,31 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
   /** A write tool's change worked out without making it: what a person is asked to approve. */
   preview?(args: z.infer<S>, ctx: ToolContext): Promise<{ path: string; diff: string }>;
+  /**
+   * A write tool's intent, worked out without writing: each target's sha256 now and after the write, and
+   * the result the call will return. Recorded before the write, so a run killed mid-call can tell on
+   * resume whether the write happened (agent/effect-resume.ts). Throws as execute would for a bad call.
+   */
+  intend?(args: z.infer<S>, ctx: ToolContext): Promise<WriteIntent>;
+  /**
+   * `worktree`: the call's effects stay in the workspace's files (shell, run_tests), so a resumed run puts
+   * the workspace back to its tree at the call's intent and runs it again. Without it, an `exec` call is
+   * one keel cannot check after the fact.
+   */
+  resume?: 'worktree';
+}
+
+/** A file a write will change: workspace-relative path, sha256 of its bytes before and after (null: absent). */
+export interface FileHashes {
+  path: string;
+  before: string | null;
+  after: string | null;
+}
+
+/** What a write tool intends: the files it changes and the result it returns once it has. */
+export interface WriteIntent {
+  files: FileHashes[];
+  result: ToolResult;
 }
 
 /** Error thrown by a tool for a bad call; its message goes back to the model. */

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { type HeldFile, openHeld } from '../policy/held-path.js';
 import { hasBinaryExtension } from './binary.js';
-import { countDiffLines, writeAtomic } from './file-change.js';
+import { countDiffLines, fileSha256, sha256, writeAtomic } from './file-change.js';
 import { workspacePath } from './files.js';
 import {
   binaryReason,
@@ -17,7 +17,7 @@ import {
   type TextEncoding,
   unrepresentable,
 } from './text-encoding.js';
-import { type Tool, type ToolContext, ToolError } from './types.js';
+import { type Tool, type ToolContext, ToolError, type ToolResult } from './types.js';
 import { unifiedDiff } from './unified-diff.js';
 
 const MAX_DIFF_BYTES = 5 * 1024 * 1024;
@@ -47,34 +47,45 @@ export const writeFileTool: Tool<typeof schema> = {
     const p = await prepare(args, ctx);
     return { path: p.shown, diff: p.unchanged ? '' : diffOf(p) };
   },
+  async intend(args, ctx) {
+    const p = await prepare(args, ctx);
+    // a file too big to hold in memory is hashed from the disk: the before is what is there now
+    const before = p.existed ? (p.existing.bytes ? sha256(p.existing.bytes) : fileSha256(p.abs)) : null;
+    return { files: [{ path: p.shown, before, after: sha256(p.bytes) }], result: resultOf(p) };
+  },
   async execute(args, ctx) {
     const p = await prepare(args, ctx);
-    if (p.unchanged) return { output: `${p.shown} already has this content; nothing written` };
+    if (p.unchanged) return resultOf(p);
     // missing folders are made, and the file written, in held folders (see held-path.ts)
     await writeAtomic(p.abs, p.bytes, p.mode, true);
-
-    const diff = countDiffLines(p.existing.text, p.content);
-    const diffLines = diff.added + diff.removed;
-    if (!p.existed) {
-      return {
-        output: `Created ${p.shown} (${diff.added} lines)`,
-        filesChanged: [p.shown],
-        diffLines,
-        outcome: { added: diff.added, removed: 0 },
-        diff: diffOf(p),
-      };
-    }
-    const kept =
-      p.existing.encoding === 'utf-8' ? '' : `; kept its encoding, ${encodingLabel(p.existing.encoding)}`;
-    return {
-      output: `Overwrote ${p.shown} (+${diff.added} -${diff.removed} lines${kept})`,
-      filesChanged: [p.shown],
-      diffLines,
-      outcome: { added: diff.added, removed: diff.removed },
-      diff: diffOf(p),
-    };
+    return resultOf(p);
   },
 };
+
+/** What a write returns once it has written (or found the content already there). */
+function resultOf(p: Prepared): ToolResult {
+  if (p.unchanged) return { output: `${p.shown} already has this content; nothing written` };
+  const diff = countDiffLines(p.existing.text, p.content);
+  const diffLines = diff.added + diff.removed;
+  if (!p.existed) {
+    return {
+      output: `Created ${p.shown} (${diff.added} lines)`,
+      filesChanged: [p.shown],
+      diffLines,
+      outcome: { added: diff.added, removed: 0 },
+      diff: diffOf(p),
+    };
+  }
+  const kept =
+    p.existing.encoding === 'utf-8' ? '' : `; kept its encoding, ${encodingLabel(p.existing.encoding)}`;
+  return {
+    output: `Overwrote ${p.shown} (+${diff.added} -${diff.removed} lines${kept})`,
+    filesChanged: [p.shown],
+    diffLines,
+    outcome: { added: diff.added, removed: diff.removed },
+    diff: diffOf(p),
+  };
+}
 
 /** A write worked out but not done: what execute writes, and what preview shows a person first. */
 interface Prepared {
