@@ -6,8 +6,8 @@ import type { Store } from '../store/engine.js';
 import { Ledger } from '../store/ledger.js';
 import { RunQueue } from '../store/queue.js';
 
-/** `verified`, `failed`, `cancelled`, or `unfinished` (no attempt ended it yet). */
-export type Verdict = 'verified' | 'failed' | 'cancelled' | 'unfinished';
+/** `verified`, `failed`, `cancelled`, `cost_cap` (the run's cap stopped it before a call), or `unfinished` (no attempt ended it yet). */
+export type Verdict = 'verified' | 'failed' | 'cancelled' | 'cost_cap' | 'unfinished';
 
 export interface TaskReport {
   id: string;
@@ -52,7 +52,8 @@ export async function reportRun(store: Store, runId: string): Promise<RunReport 
     if (e.type === 'claimed') task.attempts++;
     else if (e.type === 'finished') {
       task.verdict = VERDICT[String(e.data.outcome)] ?? 'failed';
-      const result = (e.data.result ?? {}) as { branch?: string | null; error?: string };
+      const result = (e.data.result ?? {}) as { status?: string; branch?: string | null; error?: string };
+      if (result.status === 'cost_cap') task.verdict = 'cost_cap';
       task.branch = result.branch ?? null;
       task.error = result.error ?? null;
     } else if (e.type === 'released' || e.type === 'expired') task.verdict = 'unfinished';

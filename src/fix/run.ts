@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
-import { count, RunError, type TerminalCode } from '../agent/terminal.js';
+import { type BudgetName, count, RunError, type TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
+import type { CallLedger } from '../model/call-ledger.js';
 import { createModelClient } from '../model/create.js';
 import { GitError } from '../policy/git.js';
 import { type Sandbox, SandboxError } from '../policy/sandbox.js';
@@ -55,11 +56,15 @@ export interface FixOptions {
   onEvent?(event: SessionEvent): void;
   /** The run's id (default: a fresh one), for a caller that answers with it before the run ends. */
   runId?: string;
+  /** The team store's ledger every model call of the run is recorded to (and a cost cap checked against). */
+  calls?: CallLedger;
 }
 
 export interface FixResult {
   runId: string;
   code: TerminalCode;
+  /** With BUDGET_EXCEEDED: which budget (`cost_cap` when the run's --cost-cap stopped it). */
+  budget?: BudgetName;
   status: 'verified' | 'failed';
   reason: string;
   summary: string;
@@ -261,7 +266,9 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       : [`the whole suite: \`${before.command}\` exits ${before.exitCode} and must exit 0`];
     progress(`target: ${shown.join(', ')}`);
 
-    const model = createModelClient(config, env, { cwd: opts.repo });
+    // every call in the ledger under this run: the caller's (a batch's run and task), else the fix run itself
+    const calls = opts.calls ?? runtime.calls?.with({ runId });
+    const model = createModelClient(config, env, { cwd: opts.repo, ...(calls ? { calls } : {}) });
     const spent = () => ({
       tokens: tokens.input + tokens.output,
       cost,
@@ -278,9 +285,10 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       planPrompt(opts.issue, before, shown),
       Math.min(config.budgets.max_rounds, 8),
     );
-    if (planOutcome.code === 'MODEL_ERROR' || planOutcome.code === 'CANCELLED') {
+    if (endsRun(planOutcome)) {
       return result({
         code: planOutcome.code,
+        ...(planOutcome.budget ? { budget: planOutcome.budget } : {}),
         status: 'failed',
         reason: planOutcome.reason,
       });
@@ -312,9 +320,10 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         attemptPrompt(opts.issue, plan, shown, feedback),
         config.budgets.max_rounds,
       );
-      if (outcome.code === 'MODEL_ERROR' || outcome.code === 'CANCELLED') {
+      if (endsRun(outcome)) {
         rollback(snapshot);
-        return finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, shown);
+        const end = finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, shown);
+        return outcome.budget ? { ...end, budget: outcome.budget } : end;
       }
       if (outcome.budgetSpent) {
         // the run's budget is gone before this attempt could start: the last attempt stands as it was judged
@@ -478,6 +487,20 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     if (end?.type === 'fix_end') appendFileSync(report.trace, `${JSON.stringify(end)}\n`);
     return out;
   }
+}
+
+/**
+ * A session's end that ends the run: the model failing, Ctrl+C, or a call the ledger refused (the run's
+ * cost cap, a model it cannot price under the cap, the team store away): another attempt would meet the same.
+ */
+function endsRun(outcome: { code: TerminalCode; budget?: BudgetName }): boolean {
+  return (
+    outcome.code === 'MODEL_ERROR' ||
+    outcome.code === 'CANCELLED' ||
+    outcome.code === 'CONFIG_ERROR' ||
+    outcome.code === 'ENVIRONMENT_ERROR' ||
+    outcome.budget === 'cost_cap'
+  );
 }
 
 /** `4.2 s`, `2 min 5 s`: a duration for people. */

@@ -1,5 +1,6 @@
 /** The model client: a primary model and its fallbacks, each with retries, timeouts and a cooldown after failing. */
 import { DEFAULT_MAX_OUTPUT_TOKENS } from './answer-limit.js';
+import type { CallLedger } from './call-ledger.js';
 import { type RetryInfo, type RetryPolicy, withRetry } from './retry.js';
 import { abortReason, type StreamTimeouts, streamWithTimeouts } from './timeouts.js';
 import {
@@ -19,6 +20,7 @@ import {
   type Provider,
   type ToolCall,
   type ToolSpec,
+  type Usage,
 } from './types.js';
 
 /** One model the client may use: a provider, the model name on it, and its configured context window. */
@@ -51,6 +53,8 @@ export interface ModelClientOptions {
   temperature?: number;
   /** For tests: the clock used for cooldowns. */
   now?: () => number;
+  /** Where every call is recorded as it ends, and what may refuse a call before it starts (a cost cap). */
+  calls?: CallLedger;
 }
 
 /** A request's size for a window check, and how it was had: the server's tokenizer, or keel's estimate plus its margin. */
@@ -71,18 +75,34 @@ function entryKey(entry: ModelEntry): string {
 
 /** Streams from the first healthy model in the chain, falling back when one fails before answering. */
 export class ModelClient {
-  private readonly coolingUntil = new Map<string, number>();
+  private readonly coolingUntil: Map<string, number>;
   private readonly now: () => number;
   private last: ModelEntry;
 
   constructor(
     readonly entries: readonly ModelEntry[],
     private readonly options: ModelClientOptions,
+    /** A view's cooldowns are its client's (withCalls). */
+    coolingUntil = new Map<string, number>(),
   ) {
     const primary = entries[0];
     if (!primary) throw new Error('ModelClient needs at least one model');
     this.last = primary;
     this.now = options.now ?? Date.now;
+    this.coolingUntil = coolingUntil;
+  }
+
+  /** Where this client's calls are recorded, if anywhere. */
+  get calls(): CallLedger | undefined {
+    return this.options.calls;
+  }
+
+  /** The same client (its models and cooldowns), its calls recorded to `calls` (a session's view of the run's ledger). */
+  withCalls(calls: CallLedger | undefined): ModelClient {
+    const { calls: _, ...options } = this.options;
+    const view = new ModelClient(this.entries, calls ? { ...options, calls } : options, this.coolingUntil);
+    view.last = this.last;
+    return view;
   }
 
   /** The model that answered last (the primary before any call). */
@@ -156,6 +176,8 @@ export class ModelClient {
     let lastError: ModelError | undefined;
     for (const [i, entry] of candidates.entries()) {
       let produced = false;
+      // a refused call (the cost cap, a model without a price under it) is not made, and not a model's failure
+      await this.options.calls?.before(entry.model);
       try {
         for await (const delta of this.streamEntry(entry, request, signal, hooks)) {
           if (delta.type === 'text' || delta.type === 'reasoning' || delta.type === 'tool_call')
@@ -208,23 +230,42 @@ export class ModelClient {
     );
     let output = ''; // answer and reasoning text alike cost output tokens
     const calls: ToolCall[] = [];
-    let usageSeen = false;
+    let usage: Usage | undefined;
     let done: Delta | undefined;
-    for await (const delta of attempts) {
-      if (delta.type === 'done') {
-        done = delta; // held back so usage can precede it
-        continue;
-      }
-      if (delta.type === 'text' || delta.type === 'reasoning') output += delta.text;
-      if (delta.type === 'tool_call') calls.push(delta.call);
-      if (delta.type === 'usage') usageSeen = true;
-      yield { ...delta, model: entry.model };
-    }
-    if (!usageSeen) {
+    const started = Date.now();
+    const estimated = async () => {
       await loadTokenizer();
-      const usage = estimateUsage(request.messages, request.tools, output, calls);
+      return estimateUsage(request.messages, request.tools, output, calls);
+    };
+    /** The call's ledger row, as it ends. */
+    const record = (used: Usage) =>
+      this.options.calls?.record({
+        provider: entry.provider.name,
+        model: entry.model,
+        usage: used,
+        latencyMs: Date.now() - started,
+      });
+    try {
+      for await (const delta of attempts) {
+        if (delta.type === 'done') {
+          done = delta; // held back so usage can precede it
+          continue;
+        }
+        if (delta.type === 'text' || delta.type === 'reasoning') output += delta.text;
+        if (delta.type === 'tool_call') calls.push(delta.call);
+        if (delta.type === 'usage') usage = delta.usage;
+        yield { ...delta, model: entry.model };
+      }
+    } catch (err) {
+      // a call that failed after it had used tokens (counted, or output streamed) is still a call that cost
+      if (usage || output || calls.length) await record(usage ?? (await estimated()));
+      throw err;
+    }
+    if (!usage) {
+      usage = await estimated();
       yield { type: 'usage', usage, model: entry.model };
     }
+    await record(usage);
     const finishReason = done?.type === 'done' ? done.finishReason : calls.length > 0 ? 'tool_calls' : 'stop';
     yield { type: 'done', finishReason, model: entry.model };
   }

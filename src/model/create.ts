@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { apiKeyFor, ConfigError } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import type { Config, ModelRef, ProviderName } from '../config/schema.js';
+import type { CallLedger } from './call-ledger.js';
 import { ModelClient, type ModelEntry } from './chain.js';
 import { createOllamaProvider } from './ollama.js';
 import { createOpenAiProvider } from './openai.js';
@@ -15,6 +16,8 @@ export interface CreateModelClientOptions {
   cwd?: string;
   /** For tests: the clock used for cooldowns. */
   now?: () => number;
+  /** The ledger the client records every call to (and checks a cost cap against). */
+  calls?: CallLedger;
 }
 
 /** Where a fallback model on a different provider looks when it names no base_url. */
@@ -92,6 +95,7 @@ export function createModelClient(
     ...(config.max_output_tokens !== undefined ? { maxOutputTokens: config.max_output_tokens } : {}),
     ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
     ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.calls ? { calls: opts.calls } : {}),
   });
 }
 

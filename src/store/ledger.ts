@@ -118,6 +118,13 @@ export class Ledger {
     return this.store.transaction((tx) => this.recordIn(tx, entry));
   }
 
+  /** Record calls in order, all or none (rows kept back while the store was away). */
+  async recordAll(entries: LedgerEntry[]): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      for (const e of entries) await this.recordIn(tx, e);
+    });
+  }
+
   /** Record one call inside the caller's transaction (with the event that caused it, say). */
   async recordIn(tx: Sql, entry: LedgerEntry): Promise<number> {
     check(entry);
