@@ -124,6 +124,18 @@ describe.each(engines)('the ledger of every call on $name', (engine) => {
     180_000,
   );
 
+  it.skipIf(engine.skip)('a one-shot session (keel ask) is a run of its own in the ledger', async () => {
+    const env = engine.env;
+    const server = await model([{ text: 'four', usage: USAGE }]);
+    const home = pricedHome(server.url);
+    const run = await keel(['ask', '--json', 'what is 2 + 2?'], { cwd: home, home, env });
+    expect(run.code, run.stderr).toBe(0);
+    const id = JSON.parse(run.stdout).session_id as string;
+    const ledger = await ledgerOf(id, home, env);
+    expect(ledger.calls).toHaveLength(1);
+    expect(ledger.calls[0]).toMatchObject({ session_id: id, task_id: null, cost_source: 'priced' });
+  });
+
   it.skipIf(engine.skip)(
     "a batch's rows name its run and task once each; its cost cap stops dispatch and calls, and a resume keeps it",
     async () => {
@@ -196,4 +208,22 @@ describe.each(engines)('the ledger of every call on $name', (engine) => {
     },
     240_000,
   );
+});
+
+describe('a team store keel cannot reach', () => {
+  it('stops keel fix and keel ask before any model call, with exit 3 naming the store', async () => {
+    const server = await model(priced(TURNS));
+    const home = pricedHome(server.url);
+    const repo = fixtureRepo('stats');
+    const env = { KEEL_STORE: 'postgres://keel:s3cret@127.0.0.1:1/keel' };
+    const fix = await keel(['fix', '--repo', repo, '--issue', ISSUE, '--json'], { cwd: repo, home, env });
+    expect(fix.code).toBe(3);
+    const error = JSON.parse(fix.stdout).error as string;
+    expect(error).toContain('cannot open the team store at postgres://keel:***@127.0.0.1:1/keel');
+    expect(error).not.toContain('s3cret');
+    const ask = await keel(['ask', 'hi'], { cwd: home, home, env });
+    expect(ask.code).toBe(3);
+    expect(ask.stderr).toContain('for the ledger of model calls');
+    expect(modelPosts(server)).toBe(0);
+  });
 });
