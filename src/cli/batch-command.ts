@@ -142,7 +142,7 @@ function progressOf(run: RunView, spend: LedgerTotals | undefined, now: number):
 }
 
 /** `[#######-------] 3/5 ended · 1 running · 42 s · ETA 28 s · $0.0120 (+ 4 calls of unknown cost)` */
-function progressLine(run: RunView, p: Progress): string {
+function progressLine(run: CappedRun, p: Progress): string {
   const c = run.counts;
   const total = Object.values(c).reduce((a, b) => a + b, 0);
   const ended = c.done + c.failed + c.cancelled;
@@ -151,7 +151,8 @@ function progressLine(run: RunView, p: Progress): string {
   const bar = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
   const eta = p.eta_s === null ? 'ETA unknown' : `ETA ${p.eta_s} s`;
   const unknown = p.unknown_cost_calls ? ` (+ ${p.unknown_cost_calls} calls of unknown cost)` : '';
-  return `${bar} ${ended}/${total} ended · ${c.running} running · ${p.elapsed_s} s · ${eta} · $${p.cost_usd.toFixed(4)}${unknown}`;
+  const cap = run.cap ? ` of $${run.cap.capUsd} cap` : '';
+  return `${bar} ${ended}/${total} ended · ${c.running} running · ${p.elapsed_s} s · ${eta} · $${p.cost_usd.toFixed(4)}${cap}${unknown}`;
 }
 
 /** `keel batch FILE`: queue the tasks (or resume the run with --run-id) and supervise until nothing is left. */
@@ -303,7 +304,7 @@ export async function batchStatus(runId: string | undefined, flags: Flags): Prom
       process.stdout.write(`${JSON.stringify(runDocument(capped, listed, { end, progress }), null, 2)}\n`);
     else {
       printTasks(listed);
-      process.stdout.write(`${summary(capped)}\n${progressLine(run, progress)}\n`);
+      process.stdout.write(`${summary(capped)}\n${progressLine(capped, progress)}\n`);
     }
     return END_EXIT[end] === EXIT.interrupted ? EXIT.failed : END_EXIT[end];
   });

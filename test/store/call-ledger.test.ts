@@ -10,7 +10,7 @@ import type { ScriptTurn } from '../../src/model/script.js';
 import { fixtureRepo, modelPosts } from '../e2e/fix-harness.js';
 import { keel, keelHome, model } from '../e2e/harness.js';
 import { freshPgDatabase, skipReason } from '../helpers/pg.js';
-import { tempDir } from '../helpers/tmp.js';
+import { gitRepo, tempDir } from '../helpers/tmp.js';
 import { line, TURNS } from './batch-harness.js';
 
 const pgUrl = await freshPgDatabase();
@@ -124,17 +124,30 @@ describe.each(engines)('the ledger of every call on $name', (engine) => {
     180_000,
   );
 
-  it.skipIf(engine.skip)('a one-shot session (keel ask) is a run of its own in the ledger', async () => {
-    const env = engine.env;
-    const server = await model([{ text: 'four', usage: USAGE }]);
-    const home = pricedHome(server.url);
-    const run = await keel(['ask', '--json', 'what is 2 + 2?'], { cwd: home, home, env });
-    expect(run.code, run.stderr).toBe(0);
-    const id = JSON.parse(run.stdout).session_id as string;
-    const ledger = await ledgerOf(id, home, env);
-    expect(ledger.calls).toHaveLength(1);
-    expect(ledger.calls[0]).toMatchObject({ session_id: id, task_id: null, cost_source: 'priced' });
-  });
+  it.skipIf(engine.skip)(
+    'a one-shot session (keel ask, keel review) is a run of its own in the ledger',
+    async () => {
+      const env = engine.env;
+      const server = await model([
+        { text: 'four', usage: USAGE },
+        { text: '{"verdict": "APPROVE", "findings": []}', usage: USAGE },
+      ]);
+      const home = pricedHome(server.url);
+      const run = await keel(['ask', '--json', 'what is 2 + 2?'], { cwd: home, home, env });
+      expect(run.code, run.stderr).toBe(0);
+      const id = JSON.parse(run.stdout).session_id as string;
+      const ledger = await ledgerOf(id, home, env);
+      expect(ledger.calls).toHaveLength(1);
+      expect(ledger.calls[0]).toMatchObject({ session_id: id, task_id: null, cost_source: 'priced' });
+      const repo = gitRepo({ 'math.js': 'export const add = (a, b) => a - b;\n' });
+      writeFileSync(join(repo, 'math.js'), 'export const add = (a, b) => a + b;\n');
+      const review = await keel(['review', '--json'], { cwd: repo, home, env });
+      expect(review.code, review.stderr).toBe(0);
+      const reviewId = JSON.parse(review.stdout).session_id as string;
+      expect((await ledgerOf(reviewId, home, env)).calls.map((c) => c.session_id)).toEqual([reviewId]);
+      expect(modelPosts(server)).toBe(2);
+    },
+  );
 
   it.skipIf(engine.skip)(
     "a batch's rows name its run and task once each; its cost cap stops dispatch and calls, and a resume keeps it",
@@ -172,6 +185,7 @@ describe.each(engines)('the ledger of every call on $name', (engine) => {
       expect(status.code).toBe(1);
       expect(status.stdout).toContain('t1  cost_cap');
       expect(status.stdout).toContain('(cost_cap: cost cap reached: $0.1000 spent of $0.09)');
+      expect(status.stdout).toContain('· $0.1000 of $0.09 cap');
       const report = await keel(['batch', 'report', runId, '--json'], { cwd: dir, home, env });
       const reportDoc = JSON.parse(report.stdout);
       expect(reportDoc).toMatchObject({ stopped: 'cost_cap', cost_cap_usd: 0.09 });
