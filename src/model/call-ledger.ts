@@ -48,12 +48,16 @@ export class CallRefused extends Error {
   }
 }
 
-/** A call as it ended: which model, what it used (usage undefined: nothing known to be used), how long. */
+/** A call as it ended: which model, what it used, how long. */
 export interface EndedCall {
   provider: string;
   model: string;
   usage: Usage;
   latencyMs: number;
+  /** How routing chose this call's model, when it was chosen per call (else the context's). */
+  routing?: RouteDecision;
+  /** A request re-issued on resume because its response was never recorded. */
+  reissued?: boolean;
 }
 
 export interface CallLedgerOptions {
@@ -157,7 +161,7 @@ export class CallLedger {
         : priced === null
           ? [undefined, 'unknown']
           : [priced, usage.reported ? 'priced' : 'estimated'];
-    const routing = context.routing;
+    const routing = call.routing ?? context.routing;
     return {
       runId: context.runId,
       ...(context.taskId ? { taskId: context.taskId } : {}),
@@ -173,6 +177,7 @@ export class CallLedger {
       latencyMs: call.latencyMs,
       ...(cost === undefined ? {} : { costUsd: cost }),
       costSource: source,
+      ...(call.reissued ? { reissued: true } : {}),
     };
   }
 }

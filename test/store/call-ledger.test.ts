@@ -86,6 +86,9 @@ describe.each(engines)('the ledger of every call on $name', (engine) => {
       expect(new Set(sessions).size).toBe(2);
       expect(sessions[0]).toBe(sessions[1]);
       expect(ledger.totals.cost_usd).toBeCloseTo(4 * PER_CALL, 10);
+      const shown = await keel(['ledger', doc.session_id], { cwd: home, home, env });
+      expect(shown.stdout).toContain(`#4 openai/test-model  1000+100 tokens (0 cached)`);
+      expect(shown.stdout).toContain(`$0.0200 priced  session ${sessions[3]}`);
 
       // capped at $0.05: calls start at $0, $0.02 and $0.04; the fourth would start at $0.06 and is not made
       const capped = await model(priced(TURNS));
@@ -180,6 +183,8 @@ describe.each(engines)('the ledger of every call on $name', (engine) => {
       expect(ledger.calls.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5]);
       expect(new Set(ledger.calls.map((c) => c.cost_source))).toEqual(new Set(['priced']));
       expect(ledger.totals.cost_usd).toBeCloseTo(5 * PER_CALL, 10);
+      const listed = await keel(['ledger'], { cwd: dir, home, env });
+      expect(listed.stdout).toContain(`${runId}  5 calls (2 tasks)  5000+500 tokens  $0.1000`);
 
       const status = await keel(['batch', 'status', runId], { cwd: dir, home, env });
       expect(status.code).toBe(1);
