@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ScriptTurn } from '../../src/model/script.js';
 import { fixtureRepo, modelPosts } from '../e2e/fix-harness.js';
-import { keel, keelHome, model } from '../e2e/harness.js';
+import { keel, keelHome, lastSessionEvents, model } from '../e2e/harness.js';
+import { Pane } from '../e2e/pane.js';
 import { freshPgDatabase, skipReason } from '../helpers/pg.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
 import { line, TURNS } from './batch-harness.js';
@@ -227,6 +228,28 @@ describe.each(engines)('the ledger of every call on $name', (engine) => {
     },
     240_000,
   );
+});
+
+describe('a chat', () => {
+  it('records each of its sessions as a run of its own', async () => {
+    const server = await model([{ text: 'hello from the chat', usage: USAGE }]);
+    const home = pricedHome(server.url);
+    const repo = gitRepo();
+    const pane = Pane.start(['chat', '--context-window', '32000'], { cwd: repo, home });
+    await pane.waitFor(/ctx \d/);
+    pane.type('hi', 'Enter');
+    await pane.waitFor('hello from the chat');
+    // the row is written as the call ends, so it is there once the turn's session has ended
+    let events = lastSessionEvents(home);
+    for (let i = 0; i < 100 && !events.some((e) => e.type === 'session_end'); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      events = lastSessionEvents(home);
+    }
+    const id = events[0]?.session_id ?? '';
+    const ledger = await ledgerOf(id, home, {});
+    expect(ledger.calls).toHaveLength(1);
+    expect(ledger.calls[0]).toMatchObject({ session_id: id, cost_source: 'priced', prompt_tokens: 1000 });
+  });
 });
 
 describe('a team store keel cannot reach', () => {
