@@ -541,7 +541,9 @@ export async function compactIn(
   const { env, log, audit } = runtime;
   const { config } = opts.loaded;
   const { row, state } = reopen(log, opts.id, auditOf(runtime));
-  const model = createModelClient(config, env, { cwd: row.cwd });
+  // the summary's request is one of the session's calls: in the ledger under the session's run
+  const calls = runtime.calls?.with({ runId: row.id, sessionId: row.id });
+  const model = createModelClient(config, env, { cwd: row.cwd, ...(calls ? { calls } : {}) });
   const { compact } = await import('./compaction.js');
   const { estimateRequestTokens } = await import('../model/tokens.js');
   // with no known window, "the window" is the history itself: the newest share of it stays verbatim
