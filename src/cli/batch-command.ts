@@ -6,7 +6,7 @@ import { reportRun } from '../batch/report.js';
 import { type BatchEnd, supervise } from '../batch/supervisor.js';
 import { readTasksFile, TasksFileError } from '../batch/tasks-file.js';
 import { runWorker } from '../batch/worker.js';
-import { unpricedUnderCap } from '../model/open-ledger.js';
+import { modelsOf, unpricedUnderCap } from '../model/open-ledger.js';
 import type { Store } from '../store/engine.js';
 import { Ledger, type LedgerTotals } from '../store/ledger.js';
 import { RunQueue, type RunView, type TaskView } from '../store/queue.js';
@@ -170,15 +170,16 @@ export async function runBatch(
   // a cap is held to the cent: a model of a task without a price is said before anything is queued
   // (each worker's `keel fix` checks again with its repository's config)
   if (flags.costCap !== undefined) {
-    let config: ReturnType<typeof load>['loaded']['config'];
+    let loaded: ReturnType<typeof load>['loaded'];
     try {
-      config = load(flags).loaded.config;
+      loaded = load(flags).loaded;
     } catch (err) {
       if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
       throw err;
     }
     for (const t of tasks) {
-      const unpriced = unpricedUnderCap({ ...config, ...(t.model ? { model: t.model } : {}) }, flags.costCap);
+      const config = { ...loaded.config, ...(t.model ? { model: t.model } : {}) };
+      const unpriced = unpricedUnderCap(loaded, flags.costCap, modelsOf(config));
       if (unpriced) return reportError(flags.json, 'CONFIG_ERROR', `task ${t.id}: ${unpriced}`);
     }
   }

@@ -60,7 +60,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
   }
 
   // a cap is held to the cent: every model the run may call needs a price before anything starts
-  const unpriced = unpricedUnderCap(loaded.config, flags.costCap);
+  const unpriced = unpricedUnderCap(loaded, flags.costCap);
   if (unpriced) return fail('CONFIG_ERROR', unpriced);
 
   // the snapshot is a branch and a worktree of this repository: a git folder keel cannot write is said now

@@ -4,6 +4,7 @@
  * cannot be reached stops the command before it spends anything (the faces end it with exit 3).
  */
 import { join } from 'node:path';
+import type { LoadedConfig } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import type { Config } from '../config/schema.js';
 import { openStore, redact, type Store, storeTarget } from '../store/engine.js';
@@ -28,11 +29,29 @@ export function modelsOf(config: Config): string[] {
   return [config.model || 'scripted', ...config.fallback_models.map((m) => m.model)];
 }
 
-/** Under a cap, the first model the run may call that has no configured price (its message), else undefined. */
-export function unpricedUnderCap(config: Config, costCapUsd: number | undefined): string | undefined {
+/**
+ * Under a cap, why the run may not start: a model it may call without a price, or with a price only a
+ * project's keel.toml gives. A repository that switches to its own model and prices it near zero would
+ * otherwise make the cap count real spending as free, so a price counts under a cap only when the
+ * user's own config (or the environment) gives one; the one in force may still be a project's higher one.
+ */
+export function unpricedUnderCap(
+  loaded: LoadedConfig,
+  costCapUsd: number | undefined,
+  models: string[] = modelsOf(loaded.config),
+): string | undefined {
   if (costCapUsd === undefined) return undefined;
-  const model = modelsOf(config).find((m) => !Object.hasOwn(config.pricing, m));
-  return model === undefined ? undefined : unpricedMessage(model, costCapUsd);
+  for (const model of models) {
+    if (!Object.hasOwn(loaded.config.pricing, model)) return unpricedMessage(model, costCapUsd);
+    const own = loaded.layers.some((layer) => {
+      if (layer.kind === 'project') return false;
+      const pricing = layer.values.pricing as Record<string, unknown> | undefined;
+      return typeof pricing === 'object' && pricing !== null && Object.hasOwn(pricing, model);
+    });
+    if (!own)
+      return `--cost-cap $${costCapUsd}: model "${model}" is priced only by ${loaded.projectFile ?? "the project's keel.toml"}, and a repository cannot set what a cap counts: add [pricing."${model}"] to your own config`;
+  }
+  return undefined;
 }
 
 /** Open the configured store's ledger for a run; rows an earlier run could not send go first. */
