@@ -32,6 +32,8 @@ export interface CallContext {
   taskId?: string;
   sessionId?: string;
   routing?: RouteDecision;
+  /** The calls of this view re-issue requests whose responses were never recorded (a resumed run). */
+  reissued?: boolean;
 }
 
 /** Why a call was not made: the cap is reached, a model under a cap has no price, or the store is away. */
@@ -177,7 +179,7 @@ export class CallLedger {
       latencyMs: call.latencyMs,
       ...(cost === undefined ? {} : { costUsd: cost }),
       costSource: source,
-      ...(call.reissued ? { reissued: true } : {}),
+      ...((call.reissued ?? context.reissued) ? { reissued: true } : {}),
     };
   }
 }
