@@ -23,7 +23,7 @@ export interface Answer {
 /** Stream the model's answer to a request and collect its text, reasoning, tool calls and usage. */
 export async function streamAnswer(
   opts: SessionOptions,
-  request: { messages: ChatMessage[]; tools: ToolSpec[]; contextWindow?: number },
+  request: { messages: ChatMessage[]; tools: ToolSpec[]; contextWindow?: number; reissued?: boolean },
   signal: AbortSignal,
   round: number,
 ): Promise<Answer> {

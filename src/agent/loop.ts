@@ -340,7 +340,12 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         ...(reissued ? { reissued: true as const } : {}),
       });
       try {
-        return await streamAnswer({ ...opts, record }, body, run.signal, round);
+        return await streamAnswer(
+          { ...opts, record },
+          reissued ? { ...body, reissued } : body,
+          run.signal,
+          round,
+        );
       } catch (err) {
         if (attempt > 0 || !isContextOverflow(err)) throw err;
         // the server's own numbers are the truth; else assume the request was a little too big

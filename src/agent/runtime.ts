@@ -6,6 +6,7 @@
  * sandbox factory for the session's scope), and its tool registry (builtins plus the factories it is given).
  */
 import { type KeelPaths, keelPaths } from '../config/paths.js';
+import type { CallLedger } from '../model/call-ledger.js';
 import { AuditLog } from '../store/audit.js';
 import { type Db, openDb } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
@@ -23,6 +24,8 @@ export interface Runtime {
   readonly db: Db;
   readonly log: EventLog;
   readonly audit: AuditLog;
+  /** The team store's ledger a session records its calls to when its run gives none (a person's session is its own run). */
+  readonly calls?: CallLedger;
   /** Run a session (new, or reopened with `resume`) in this runtime; every event is stored before it takes effect. */
   start(opts: StartOptions): Promise<SessionOutcome>;
   /** Fold a stored session's older turns into a summary now (`keel sessions compact`). */
@@ -32,7 +35,10 @@ export interface Runtime {
 }
 
 /** Open keel's store for this process under `env`'s KEEL_HOME (or the user's state folder). */
-export function openRuntime(env: NodeJS.ProcessEnv = process.env): Runtime {
+export function openRuntime(
+  env: NodeJS.ProcessEnv = process.env,
+  opts: { calls?: CallLedger } = {},
+): Runtime {
   const paths = keelPaths(env);
   const db = openDb(paths.db);
   const audit = new AuditLog(paths.auditDir);
@@ -43,6 +49,7 @@ export function openRuntime(env: NodeJS.ProcessEnv = process.env): Runtime {
     db,
     log: new EventLog(db),
     audit,
+    ...(opts.calls ? { calls: opts.calls } : {}),
     start: (opts) => (closed ? Promise.reject(closedError()) : runSessionIn(runtime, opts)),
     compact: (opts) => (closed ? Promise.reject(closedError()) : compactIn(runtime, opts)),
     close() {
@@ -61,8 +68,9 @@ const closedError = () => new Error('this keel runtime is closed: open another t
 export async function withRuntime<T>(
   env: NodeJS.ProcessEnv | undefined,
   work: (rt: Runtime) => Promise<T>,
+  opts: { calls?: CallLedger } = {},
 ): Promise<T> {
-  const runtime = openRuntime(env ?? process.env);
+  const runtime = openRuntime(env ?? process.env, opts);
   try {
     return await work(runtime);
   } finally {

@@ -201,14 +201,17 @@ async function runIn(
     });
   // the session's repository is found now, once: a .git the model makes later is never used by keel
   pinWorkspace(scope.root);
-  const model = opts.model ?? createModelClient(config, env, { cwd: opts.cwd });
+  const client = opts.model ?? createModelClient(config, env, { cwd: opts.cwd });
   // the window the server runs with: Ollama takes it per request (num_ctx), and compaction budgets by it everywhere.
   // Asked now and awaited only before the first request, so its round trips overlap the set-up below
   const windowAsked =
     config.context_window !== undefined
       ? Promise.resolve(config.context_window)
-      : serverWindow(model, config, opts.signal);
+      : serverWindow(client, config, opts.signal);
   const sessionId = reopened?.row.id ?? opts.id ?? newSessionId();
+  // every call in the ledger under this session: in its run's (a fix's, a parent's), else a run of its own
+  const calls = client.calls?.with({ sessionId }) ?? runtime.calls?.with({ runId: sessionId, sessionId });
+  const model = calls ? client.withCalls(calls) : client;
   // the row exists before anything can fail: a session that cannot start still has its log and audit line
   if (reopened) log.reopenSession(sessionId);
   else
@@ -564,7 +567,9 @@ export async function compactIn(
   const { env, log, audit } = runtime;
   const { config } = opts.loaded;
   const { row, state } = reopen(log, opts.id, auditOf(runtime));
-  const model = createModelClient(config, env, { cwd: row.cwd });
+  // the summary's request is one of the session's calls: in the ledger under the session's run
+  const calls = runtime.calls?.with({ runId: row.id, sessionId: row.id });
+  const model = createModelClient(config, env, { cwd: row.cwd, ...(calls ? { calls } : {}) });
   const { compact } = await import('./compaction.js');
   const { estimateRequestTokens } = await import('../model/tokens.js');
   // with no known window, "the window" is the history itself: the newest share of it stays verbatim

@@ -1,4 +1,5 @@
 /** How a run stops from inside the loop, and how whatever ended it becomes one terminal code. */
+import { CallRefused } from '../model/call-ledger.js';
 import { type BudgetName, RunError, type TerminalCode } from './terminal.js';
 
 /** Thrown inside a run to end it with this code (a budget, a hook, a loop, a violation, Ctrl+C). */
@@ -21,6 +22,11 @@ export function classify(
   if (cause instanceof Stop)
     return { code: cause.code, reason: cause.reason, ...(cause.budget ? { budget: cause.budget } : {}) };
   if (cause instanceof RunError) return { code: cause.code, reason: cause.message };
+  // a call the ledger would not let start: the cost cap, a model it cannot price under a cap, the store away
+  if (cause instanceof CallRefused)
+    return cause.why === 'cost_cap'
+      ? { code: 'BUDGET_EXCEEDED', reason: cause.message, budget: 'cost_cap' }
+      : { code: cause.why === 'unpriced' ? 'CONFIG_ERROR' : 'ENVIRONMENT_ERROR', reason: cause.message };
   if (cause instanceof Error && cause.name === 'ModelError')
     return { code: 'MODEL_ERROR', reason: cause.message };
   // a fault of keel or of this machine (a bug, a full disk): the run still ends with one terminal code,

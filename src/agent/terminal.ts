@@ -17,7 +17,14 @@ export const TERMINAL_CODES = [
 
 export type TerminalCode = (typeof TERMINAL_CODES)[number];
 
-export type BudgetName = 'max_rounds' | 'max_tokens' | 'max_cost_usd' | 'max_wall_s' | 'max_diff_lines';
+export type BudgetName =
+  | 'max_rounds'
+  | 'max_tokens'
+  | 'max_cost_usd'
+  | 'max_wall_s'
+  | 'max_diff_lines'
+  /** A run's --cost-cap, held against the team store's ledger before each call (model/call-ledger.ts). */
+  | 'cost_cap';
 
 /** A failure that ends a run, carrying its terminal code. Only cli/ turns it into an exit status. */
 export class RunError extends Error {

@@ -8,9 +8,10 @@ import { RunQueue } from '../store/queue.js';
 
 /**
  * `verified`, `failed`, `cancelled`, `blocked_uncertain` (a resumed attempt met an effect keel cannot check:
- * a person must look), or `unfinished` (no attempt ended it yet).
+ * a person must look), `cost_cap` (the run's cap stopped it before a call), or `unfinished` (no attempt
+ * ended it yet).
  */
-export type Verdict = 'verified' | 'failed' | 'cancelled' | 'blocked_uncertain' | 'unfinished';
+export type Verdict = 'verified' | 'failed' | 'cancelled' | 'blocked_uncertain' | 'cost_cap' | 'unfinished';
 
 export interface TaskReport {
   id: string;
@@ -56,8 +57,8 @@ export async function reportRun(store: Store, runId: string): Promise<RunReport 
     else if (e.type === 'finished') {
       const result = (e.data.result ?? {}) as { branch?: string | null; error?: string; status?: string };
       task.verdict =
-        result.status === 'blocked_uncertain'
-          ? 'blocked_uncertain'
+        result.status === 'blocked_uncertain' || result.status === 'cost_cap'
+          ? result.status
           : (VERDICT[String(e.data.outcome)] ?? 'failed');
       task.branch = result.branch ?? null;
       task.error = result.error ?? null;

@@ -9,11 +9,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import type { Store } from '../store/engine.js';
 import { type Claimed, QUEUE_CHANNEL, RunQueue, type RunView } from '../store/queue.js';
+import { capStanding } from './cost-cap.js';
 import { type BatchTask, repoProblem } from './tasks-file.js';
 import type { TaskResult } from './worker.js';
 
-/** How a batch ended: every task verified, some not, paused for the provider, or cancelled. */
-export type BatchEnd = 'verified' | 'failed' | 'paused_provider' | 'cancelled';
+/** How a batch ended: every task verified, some not, paused for the provider, stopped at its cost cap, or cancelled. */
+export type BatchEnd = 'verified' | 'failed' | 'paused_provider' | 'cost_cap' | 'cancelled';
 
 export interface SuperviseOptions {
   store: Store;
@@ -46,20 +47,26 @@ export async function supervise(opts: SuperviseOptions): Promise<BatchEnd | 'sto
       const run = await queue.run(opts.runId);
       if (!run) throw new Error(`run ${opts.runId} is not in the queue`);
       opts.onProgress?.(run);
+      // a run at its cost cap starts no task: checked (one sum over the ledger) before each claim
+      const capReached = async () => (await capStanding(opts.store, run))?.reached === true;
       if (run.status === 'running')
-        for (let claimed = await queue.claim(opts.runId, owner); claimed; ) {
+        for (
+          let claimed = (await capReached()) ? undefined : await queue.claim(opts.runId, owner);
+          claimed;
+        ) {
           await start(claimed);
-          claimed = await queue.claim(opts.runId, owner);
+          claimed = (await capReached()) ? undefined : await queue.claim(opts.runId, owner);
         }
       const now = (await queue.run(opts.runId)) ?? run;
       if (!workers.size) {
         if (now.status === 'cancelled' && !now.counts.running) return 'cancelled';
         if (now.status === 'paused_provider' && !now.counts.running) return 'paused_provider';
+        const total = Object.values(now.counts).reduce((a, b) => a + b, 0);
         // tasks that workers of another (or an earlier) supervisor hold still count: wait for them
-        if (now.status === 'running' && !now.counts.queued && !now.counts.running) {
-          const total = Object.values(now.counts).reduce((a, b) => a + b, 0);
+        if (now.status === 'running' && !now.counts.running && (await capReached()))
+          return now.counts.done === total ? 'verified' : 'cost_cap';
+        if (now.status === 'running' && !now.counts.queued && !now.counts.running)
           return now.counts.done === total ? 'verified' : 'failed';
-        }
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 1_000);

@@ -1,9 +1,10 @@
 /**
  * One batch worker process (`keel batch worker RUN TASK ATTEMPT`, started by the supervisor): it holds
- * the task's lease for its attempt, renewing it every ~2 s, runs `keel fix --json` on the task, copies
- * the fix's model calls into the ledger and finishes the task with the verdict. It does not need its
- * supervisor: a supervisor killed meanwhile leaves it to finish, and a resumed one waits for it. Every
- * write names (task, attempt), so a worker whose lease was taken over writes nothing.
+ * the task's lease for its attempt, renewing it every ~2 s, runs `keel fix --json` on the task and
+ * finishes the task with the verdict. The fix records its own model calls in the ledger as each ends,
+ * under the batch's run and this task (FIX_LEDGER_ENV), and holds the run's cost cap before each call.
+ * It does not need its supervisor: a supervisor killed meanwhile leaves it to finish, and a resumed one
+ * waits for it. Every write names (task, attempt), so a worker whose lease was taken over writes nothing.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -12,17 +13,19 @@ import { keelPaths } from '../config/paths.js';
 import { openDb } from '../store/db.js';
 import type { Store } from '../store/engine.js';
 import { EventLog } from '../store/event-log.js';
-import { Ledger } from '../store/ledger.js';
 import { type Lease, RENEW_EVERY_MS, RunQueue } from '../store/queue.js';
-import { ledgerEntriesOf } from './ledger-from-log.js';
+import { capOf } from './cost-cap.js';
 import type { BatchTask } from './tasks-file.js';
 
 /** The variable that hands `keel fix` the run id its worker chose (fix-command.ts reads it). */
 export const FIX_RUN_ENV = 'KEEL_BATCH_FIX_RUN_ID';
+/** The variables that hand `keel fix` the batch run and task its model calls are recorded under. */
+export const FIX_LEDGER_ENV = { run: 'KEEL_BATCH_RUN_ID', task: 'KEEL_BATCH_TASK_ID' } as const;
 
 /** What a worker's task came to, as stored in the queue (`blocked_uncertain`: see FixResult.status). */
 export interface TaskResult {
-  status: 'verified' | 'failed' | 'cancelled' | 'blocked_uncertain';
+  /** `cost_cap`: the run's cost cap stopped the fix before a model call. */
+  status: 'verified' | 'failed' | 'cancelled' | 'blocked_uncertain' | 'cost_cap';
   exit_code: number | null;
   code?: string;
   branch?: string | null;
@@ -57,7 +60,8 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   // a task whose killed attempt started a fix on this machine goes on with that fix, from its log
   const earlier = await earlierFixRun(queue, lease, opts.env ?? process.env);
   const fixRun = earlier ?? newFixRunId();
-  const child = startFix(spec, fixRun, opts, earlier !== undefined);
+  const cap = capOf((await queue.run(lease.runId)) ?? { spec: undefined });
+  const child = startFix(spec, fixRun, opts, { resume: earlier !== undefined, cap });
   await queue.note(lease, 'fix_started', {
     fix_run: fixRun,
     ...(earlier ? { resumed: true } : {}),
@@ -100,7 +104,6 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   if (stopping === 'lost') return 'lost';
   if (stopping === 'released') return (await queue.release(lease, 'worker stopped')) ? 'released' : 'lost';
   const doc = parseDoc(stdout);
-  if (typeof doc?.session_id === 'string') await recordCalls(opts, doc.session_id);
   if (stopping === 'cancelled') {
     const result: TaskResult = { status: 'cancelled', exit_code: code };
     return (await queue.finish(lease, 'cancelled', result)) ? 'finished' : 'lost';
@@ -110,6 +113,11 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   if (code === 4 && PROVIDER_GONE.test(`${reason}\n${stderr}`)) {
     await queue.pause(lease.runId, `provider: ${firstLine(reason || stderr)}`);
     return (await queue.release(lease, 'provider')) ? 'paused' : 'lost';
+  }
+  if (doc?.budget === 'cost_cap') {
+    // the run's cap stopped this fix before a call: the task ends so, and the supervisor starts no other
+    const result: TaskResult = { status: 'cost_cap', exit_code: code, error: firstLine(reason) };
+    return (await queue.finish(lease, 'failed', result)) ? 'finished' : 'lost';
   }
   const verified = code === 0 && doc?.status === 'verified';
   const result: TaskResult = {
@@ -165,34 +173,28 @@ async function earlierFixRun(
   }
 }
 
-function startFix(task: BatchTask, fixRun: string, opts: WorkerOptions, resume: boolean): ChildProcess {
+function startFix(
+  task: BatchTask,
+  fixRun: string,
+  opts: WorkerOptions,
+  how: { resume: boolean; cap: number | undefined },
+): ChildProcess {
   const [node, ...bin] = opts.keel;
   const args = [...bin, 'fix', '--repo', task.repo, '--issue', task.issue, '--json'];
-  if (resume) args.push('--resume-run', fixRun);
+  if (how.resume) args.push('--resume-run', fixRun);
   if (task.test_command) args.push('--test-command', task.test_command);
   if (task.model) args.push('--model', task.model);
+  if (how.cap !== undefined) args.push('--cost-cap', String(how.cap));
   return spawn(node ?? process.execPath, args, {
     cwd: task.repo,
-    env: { ...(opts.env ?? process.env), [FIX_RUN_ENV]: fixRun },
+    env: {
+      ...(opts.env ?? process.env),
+      [FIX_RUN_ENV]: fixRun,
+      [FIX_LEDGER_ENV.run]: opts.lease.runId,
+      [FIX_LEDGER_ENV.task]: opts.lease.taskId,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-}
-
-/** Copy the fix's model calls from its sessions in KEEL_HOME into the store's ledger, in one transaction. */
-async function recordCalls(opts: WorkerOptions, sessionId: string): Promise<void> {
-  const db = openDb(keelPaths(opts.env ?? process.env).db);
-  try {
-    const entries = ledgerEntriesOf(new EventLog(db), sessionId, {
-      runId: opts.lease.runId,
-      taskId: opts.lease.taskId,
-    });
-    const ledger = new Ledger(opts.store);
-    await opts.store.transaction(async (tx) => {
-      for (const e of entries) await ledger.recordIn(tx, e);
-    });
-  } finally {
-    db.close();
-  }
 }
 
 function parseDoc(stdout: string): Record<string, unknown> | undefined {

@@ -68,6 +68,9 @@ export class Conversation {
   private current: Promise<void> | undefined;
   /** Opened at the first turn (the prompt is up before SQLite loads), closed with the chat. */
   private opened: Runtime | undefined;
+  /** The team store's ledger every call of the chat is recorded to (each session a run of its own). */
+  private ledger: { close(): Promise<void> } | undefined;
+  private opening: Promise<Runtime> | undefined;
   readonly approver: ChatApprover;
   /** Whether the server was asked for the window it runs with (when none is configured). */
   private windowAsked = false;
@@ -210,14 +213,36 @@ export class Conversation {
     await this.current;
     this.opened?.close();
     this.opened = undefined;
+    await this.ledger?.close();
+    this.ledger = undefined;
   }
 
   /** The chat's one runtime: every turn, /compact and subagents use its store and audit chain. */
   async runtime(): Promise<Runtime> {
-    if (!this.opened) {
-      const { openRuntime } = await import('../agent/runtime.js');
-      this.opened = openRuntime(this.opts.env ?? process.env);
+    // one opening at a time: two callers at once share it rather than open two stores
+    this.opening ??= this.openOnce().finally(() => {
+      this.opening = undefined;
+    });
+    return this.opened ?? (await this.opening);
+  }
+
+  private async openOnce(): Promise<Runtime> {
+    if (this.opened) return this.opened;
+    const env = this.opts.env ?? process.env;
+    const [{ openRuntime }, { LedgerStoreError, openRunLedger, PER_SESSION }] = await Promise.all([
+      import('../agent/runtime.js'),
+      import('../model/open-ledger.js'),
+    ]);
+    // a store keel cannot reach ends the turn before any call (exit 3), and the next turn tries again
+    let ledger: Awaited<ReturnType<typeof openRunLedger>>;
+    try {
+      ledger = await openRunLedger(this.loaded.config, PER_SESSION, { env });
+    } catch (err) {
+      if (err instanceof LedgerStoreError) throw new RunError('ENVIRONMENT_ERROR', err.message);
+      throw err;
     }
+    this.ledger = ledger;
+    this.opened = openRuntime(env, { calls: ledger.calls });
     return this.opened;
   }
 

@@ -1,16 +1,18 @@
 /** `keel batch FILE`, `keel batch status [RUN]`, `keel batch cancel RUN`: many fixes on the run queue. */
 import { randomBytes } from 'node:crypto';
 import { cleanProblem, cleanRun } from '../batch/clean.js';
+import { type CapStanding, capOf, capSentence, capStanding } from '../batch/cost-cap.js';
 import { reportRun } from '../batch/report.js';
 import { type BatchEnd, supervise } from '../batch/supervisor.js';
 import { readTasksFile, TasksFileError } from '../batch/tasks-file.js';
 import { runWorker } from '../batch/worker.js';
+import { modelsOf, unpricedUnderCap } from '../model/open-ledger.js';
 import type { Store } from '../store/engine.js';
 import { Ledger, type LedgerTotals } from '../store/ledger.js';
 import { RunQueue, type RunView, type TaskView } from '../store/queue.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
-import { ConfigError } from '../term/options.js';
+import { ConfigError, load } from '../term/options.js';
 import { reportError } from './errors.js';
 import { dim } from './render.js';
 import { type OpenedStore, openConfiguredStore } from './team-store.js';
@@ -25,6 +27,8 @@ const END_EXIT: Record<BatchEnd | 'stopped', number> = {
   verified: EXIT.ok,
   failed: EXIT.failed,
   paused_provider: EXIT.model,
+  // a budget, as BUDGET_EXCEEDED is for one fix: not every task verified, and the status says why
+  cost_cap: EXIT.failed,
   cancelled: EXIT.interrupted,
   // the supervisor was interrupted: its workers gave their tasks back, the same --run-id goes on
   stopped: EXIT.interrupted,
@@ -53,28 +57,48 @@ function taskDocument(t: TaskView): Record<string, unknown> {
   return { id: t.id, state: t.state, attempts: t.attempt, result: t.result ?? null };
 }
 
+/** A run with where it stands against its cost cap (undefined: no cap). */
+type CappedRun = RunView & { cap?: CapStanding };
+
+async function withCap(store: Store, run: RunView): Promise<CappedRun> {
+  const cap = await capStanding(store, run);
+  return cap ? { ...run, cap } : run;
+}
+
+/** The run's status: the queue's, or `cost_cap` once a running run has reached its cap and not every task verified. */
+function statusOf(run: CappedRun): string {
+  return run.status === 'running' && run.cap?.reached && !allVerified(run) ? 'cost_cap' : run.status;
+}
+
+function allVerified(run: RunView): boolean {
+  return run.counts.done === Object.values(run.counts).reduce((a, b) => a + b, 0);
+}
+
 function runDocument(
-  run: RunView,
+  run: CappedRun,
   tasks: TaskView[],
   extra: Record<string, unknown> = {},
 ): Record<string, unknown> {
+  const status = statusOf(run);
   return {
     run_id: run.id,
-    status: run.status,
+    status,
     ...(run.statusReason ? { reason: run.statusReason } : {}),
+    ...(status === 'cost_cap' && run.cap ? { reason: capSentence(run.cap) } : {}),
     concurrency: run.concurrency,
+    ...(run.cap ? { cost_cap_usd: run.cap.capUsd } : {}),
     counts: run.counts,
     ...extra,
     tasks: tasks.map(taskDocument),
   };
 }
 
-/** How a stored run stands: verified when every task is, paused or cancelled by its status, else failed. */
-function standing(run: RunView): BatchEnd {
+/** How a stored run stands: verified when every task is, paused, capped or cancelled by its status, else failed. */
+function standing(run: CappedRun): BatchEnd {
   if (run.status === 'paused_provider') return 'paused_provider';
   if (run.status === 'cancelled') return 'cancelled';
-  const total = Object.values(run.counts).reduce((a, b) => a + b, 0);
-  return run.counts.done === total ? 'verified' : 'failed';
+  if (statusOf(run) === 'cost_cap') return 'cost_cap';
+  return allVerified(run) ? 'verified' : 'failed';
 }
 
 function printTasks(tasks: TaskView[]): void {
@@ -84,17 +108,19 @@ function printTasks(tasks: TaskView[]): void {
     const what =
       t.state === 'done'
         ? 'verified'
-        : result?.status === 'blocked_uncertain'
-          ? 'blocked_uncertain'
+        : result?.status === 'blocked_uncertain' || result?.status === 'cost_cap'
+          ? result.status
           : t.state;
     const detail = result?.error ?? result?.branch ?? '';
     process.stdout.write(`${inertLine(t.id)}  ${what}${detail ? `  ${dim(inertLine(detail))}` : ''}\n`);
   }
 }
 
-function summary(run: RunView): string {
+function summary(run: CappedRun): string {
   const c = run.counts;
-  return `batch ${run.id}: ${c.done} verified, ${c.failed} failed, ${c.cancelled} cancelled, ${c.running} running, ${c.queued} queued${run.status !== 'running' ? ` (${run.status}${run.statusReason ? `: ${run.statusReason}` : ''})` : ''}`;
+  const status = statusOf(run);
+  const why = status === 'cost_cap' && run.cap ? capSentence(run.cap) : run.statusReason;
+  return `batch ${run.id}: ${c.done} verified, ${c.failed} failed, ${c.cancelled} cancelled, ${c.running} running, ${c.queued} queued${status !== 'running' ? ` (${status}${why ? `: ${why}` : ''})` : ''}`;
 }
 
 interface Progress {
@@ -122,7 +148,7 @@ function progressOf(run: RunView, spend: LedgerTotals | undefined, now: number):
 }
 
 /** `[#######-------] 3/5 ended · 1 running · 42 s · ETA 28 s · $0.0120 (+ 4 calls of unknown cost)` */
-function progressLine(run: RunView, p: Progress): string {
+function progressLine(run: CappedRun, p: Progress): string {
   const c = run.counts;
   const total = Object.values(c).reduce((a, b) => a + b, 0);
   const ended = c.done + c.failed + c.cancelled;
@@ -131,13 +157,14 @@ function progressLine(run: RunView, p: Progress): string {
   const bar = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
   const eta = p.eta_s === null ? 'ETA unknown' : `ETA ${p.eta_s} s`;
   const unknown = p.unknown_cost_calls ? ` (+ ${p.unknown_cost_calls} calls of unknown cost)` : '';
-  return `${bar} ${ended}/${total} ended · ${c.running} running · ${p.elapsed_s} s · ${eta} · $${p.cost_usd.toFixed(4)}${unknown}`;
+  const cap = run.cap ? ` of $${run.cap.capUsd} cap` : '';
+  return `${bar} ${ended}/${total} ended · ${c.running} running · ${p.elapsed_s} s · ${eta} · $${p.cost_usd.toFixed(4)}${cap}${unknown}`;
 }
 
 /** `keel batch FILE`: queue the tasks (or resume the run with --run-id) and supervise until nothing is left. */
 export async function runBatch(
   file: string,
-  flags: Flags & { concurrency: number; runId?: string },
+  flags: Flags & { concurrency: number; runId?: string; costCap?: number },
 ): Promise<number> {
   let tasks: ReturnType<typeof readTasksFile>;
   try {
@@ -145,6 +172,22 @@ export async function runBatch(
   } catch (err) {
     if (err instanceof TasksFileError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
     throw err;
+  }
+  // a cap is held to the cent: a model of a task without a price is said before anything is queued
+  // (each worker's `keel fix` checks again with its repository's config)
+  if (flags.costCap !== undefined) {
+    let loaded: ReturnType<typeof load>['loaded'];
+    try {
+      loaded = load(flags).loaded;
+    } catch (err) {
+      if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
+      throw err;
+    }
+    for (const t of tasks) {
+      const config = { ...loaded.config, ...(t.model ? { model: t.model } : {}) };
+      const unpriced = unpricedUnderCap(loaded, flags.costCap, modelsOf(config));
+      if (unpriced) return reportError(flags.json, 'CONFIG_ERROR', `task ${t.id}: ${unpriced}`);
+    }
   }
   const runId =
     flags.runId ??
@@ -154,10 +197,18 @@ export async function runBatch(
     const queue = new RunQueue(store);
     const { created } = await queue.createRun(runId, {
       concurrency: flags.concurrency,
-      spec: { file },
+      // the cap is the run's: kept with it, so a resume (or another supervisor) holds the same one
+      spec: { file, ...(flags.costCap !== undefined ? { cost_cap_usd: flags.costCap } : {}) },
       tasks: tasks.map((t) => ({ id: t.id, spec: t })),
     });
     if (!created) {
+      const stored = capOf((await queue.run(runId)) ?? { spec: undefined });
+      if (flags.costCap !== undefined && flags.costCap !== stored)
+        return reportError(
+          flags.json,
+          'CONFIG_ERROR',
+          `run ${runId} was started ${stored === undefined ? 'without a cost cap' : `with --cost-cap ${stored}`}; its cap stays what it was: leave --cost-cap out to resume it, or use another --run-id`,
+        );
       // the same --run-id resumes the run it names: a different tasks file is another run, not this one
       const differing = differingTasks(await queue.tasks(runId), tasks);
       if (differing.length)
@@ -201,7 +252,8 @@ async function superviseAndReport(store: Store, runId: string, flags: Flags): Pr
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
   }
-  const run = await queue.run(runId);
+  const stored = await queue.run(runId);
+  const run = stored && (await withCap(store, stored));
   const listed = await queue.tasks(runId);
   if (flags.json && run)
     process.stdout.write(
@@ -234,7 +286,8 @@ export async function batchStatus(runId: string | undefined, flags: Flags): Prom
   return withStore(flags, false, async (store, opened) => {
     const queue = store && new RunQueue(store);
     if (runId === undefined) {
-      const runs = (await queue?.runs(20)) ?? [];
+      const runs =
+        store && queue ? await Promise.all((await queue.runs(20)).map((r) => withCap(store, r))) : [];
       if (flags.json)
         process.stdout.write(
           `${JSON.stringify({ store: opened.engine, runs: runs.map((r) => runDocument(r, [])) }, null, 2)}\n`,
@@ -251,13 +304,14 @@ export async function batchStatus(runId: string | undefined, flags: Flags): Prom
         `no batch run ${JSON.stringify(runId)} in ${opened.where}`,
       );
     const listed = await queue.tasks(runId);
-    const end = standing(run);
+    const capped = await withCap(store, run);
+    const end = standing(capped);
     const progress = progressOf(run, await new Ledger(store).totals(runId), Date.now());
     if (flags.json)
-      process.stdout.write(`${JSON.stringify(runDocument(run, listed, { end, progress }), null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(runDocument(capped, listed, { end, progress }), null, 2)}\n`);
     else {
       printTasks(listed);
-      process.stdout.write(`${summary(run)}\n${progressLine(run, progress)}\n`);
+      process.stdout.write(`${summary(capped)}\n${progressLine(capped, progress)}\n`);
     }
     return END_EXIT[end] === EXIT.interrupted ? EXIT.failed : END_EXIT[end];
   });
@@ -317,12 +371,18 @@ export async function batchReport(runId: string, flags: Flags): Promise<number> 
       );
     const { totals } = report;
     const code = totals.verified === totals.tasks ? EXIT.ok : EXIT.failed;
+    const run = await new RunQueue(store).run(runId);
+    const cap = run && (await capStanding(store, run));
+    // a run its cap stopped says so, with what it spent against what it was allowed
+    const capped = cap?.reached && totals.verified < totals.tasks ? cap : undefined;
     if (flags.json) {
       process.stdout.write(
         `${JSON.stringify(
           {
             run_id: runId,
             exit_code: code,
+            ...(cap ? { cost_cap_usd: cap.capUsd } : {}),
+            ...(capped ? { stopped: 'cost_cap', reason: capSentence(capped) } : {}),
             tasks: report.tasks.map((t) => ({
               id: t.id,
               verdict: t.verdict,
@@ -356,7 +416,7 @@ export async function batchReport(runId: string, flags: Flags): Promise<number> 
       );
     }
     process.stdout.write(
-      `batch ${inertLine(runId)}: ${totals.verified}/${totals.tasks} verified, ${totals.calls} calls, ${spend(totals.costUsd, totals.unknownCostCalls)}\n`,
+      `batch ${inertLine(runId)}: ${totals.verified}/${totals.tasks} verified, ${totals.calls} calls, ${spend(totals.costUsd, totals.unknownCostCalls)}${capped ? ` (stopped: ${capSentence(capped)})` : ''}\n`,
     );
     return code;
   });

@@ -1,7 +1,10 @@
 /** `keel fix`: fix an issue in a snapshot and report "verified" only when the repository's tests prove it. */
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { newSessionId } from '../agent/session.js';
 import type { FixResult } from '../fix/run.js';
+import type { CallContext } from '../model/call-ledger.js';
+import { LedgerStoreError, openRunLedger, type RunLedger, unpricedUnderCap } from '../model/open-ledger.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load, workspace } from '../term/options.js';
@@ -16,6 +19,8 @@ export interface FixFlags extends CommonFlags {
   allowTestEdits?: boolean;
   /** keel batch's: go on with this fix run, killed before it ended (see FixOptions.resumeRun). */
   resumeRun?: string;
+  /** USD the run may spend on model calls, held against the team store's ledger before each call. */
+  costCap?: number;
 }
 
 /** Run `keel fix`; returns the exit status. */
@@ -68,6 +73,10 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     throw err;
   }
 
+  // a cap is held to the cent: every model the run may call needs a price before anything starts
+  const unpriced = unpricedUnderCap(loaded, flags.costCap);
+  if (unpriced) return fail('CONFIG_ERROR', unpriced);
+
   // the snapshot is a branch and a worktree of this repository: a git folder keel cannot write is said now
   const { unwritable } = await import('./writable.js');
   const why = unwritable(repo, { workTree: false });
@@ -76,6 +85,20 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       'ENVIRONMENT_ERROR',
       `this repository cannot take a fix branch: ${why}. keel fix adds a branch and a worktree to the repository's git folder; make it writable`,
     );
+
+  // every model call lands in the team store's ledger as it ends: a store keel cannot reach stops the run
+  // here, before any call. In a batch the calls go under the batch's run and task (batch/worker.ts)
+  const { runId, ledgerContext } = runIds();
+  let runLedger: RunLedger;
+  try {
+    runLedger = await openRunLedger(loaded.config, ledgerContext, {
+      ...(flags.costCap !== undefined ? { costCapUsd: flags.costCap } : {}),
+      warn: (message) => process.stderr.write(`${red('keel: warning:')} ${inertLine(message)}\n`),
+    });
+  } catch (err) {
+    if (err instanceof LedgerStoreError) return fail('ENVIRONMENT_ERROR', err.message);
+    throw err;
+  }
 
   const controller = new AbortController();
   // Ctrl+C or a kill ends the run CANCELLED, with its log ended and no branch or worktree left behind
@@ -97,7 +120,8 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       targetTests: flags.targetTest ?? [],
       ...(flags.testCommand ? { testCommand: flags.testCommand } : {}),
       maxAttempts: flags.maxAttempts ?? 3,
-      ...batchFixRun(),
+      runId,
+      calls: runLedger.calls,
       ...resumeRun(flags.resumeRun),
       allowTestEdits: flags.allowTestEdits === true,
       loaded,
@@ -116,6 +140,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     ticker.stop();
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
+    await runLedger.close();
   }
   const exit = exitCodeFor(result.code);
   if (flags.json) {
@@ -128,12 +153,20 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
 }
 
 /**
- * The run id a `keel batch` worker chose for this fix (KEEL_BATCH_FIX_RUN_ID), so its journal names the
- * fix's worktree and branch before the fix ends. Only keel's own id shape is taken: it names a folder.
+ * The fix's run id and what its model calls are recorded under. A `keel batch` worker chooses the fix's
+ * run id (KEEL_BATCH_FIX_RUN_ID), so its journal names the fix's worktree and branch before the fix ends
+ * (only keel's own id shape is taken: it names a folder), and hands its batch run and task
+ * (KEEL_BATCH_RUN_ID, KEEL_BATCH_TASK_ID): the ledger's run is then the batch's. Alone, it is the fix's.
  */
-function batchFixRun(): { runId?: string } {
-  const id = process.env.KEEL_BATCH_FIX_RUN_ID;
-  return id && /^\d{8}-\d{6}-[0-9a-f]{6}$/.test(id) ? { runId: id } : {};
+function runIds(): { runId: string; ledgerContext: CallContext } {
+  const given = process.env.KEEL_BATCH_FIX_RUN_ID;
+  const runId = given && /^\d{8}-\d{6}-[0-9a-f]{6}$/.test(given) ? given : newSessionId();
+  const batchRun = process.env.KEEL_BATCH_RUN_ID;
+  const task = process.env.KEEL_BATCH_TASK_ID;
+  return {
+    runId,
+    ledgerContext: batchRun ? { runId: batchRun, ...(task ? { taskId: task } : {}) } : { runId },
+  };
 }
 
 /** The fix run to go on with, when it has keel's own id shape (it names a folder). */
@@ -208,6 +241,7 @@ export function fixDocument(r: FixResult, exit: number): Record<string, unknown>
     session_id: r.runId,
     mode: 'fix',
     code: r.code,
+    ...(r.budget ? { budget: r.budget } : {}),
     exit_code: exit,
     reason: r.reason,
     summary: r.summary,

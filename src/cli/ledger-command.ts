@@ -23,6 +23,8 @@ function totalsDocument(t: LedgerTotals): Record<string, unknown> {
     cached_tokens: t.cachedTokens,
     cost_usd: t.costUsd,
     unknown_cost_calls: t.unknownCostCalls,
+    tasks: t.tasks,
+    sessions: t.sessions,
     first_at: new Date(t.firstTs).toISOString(),
     last_at: new Date(t.lastTs).toISOString(),
   };
@@ -81,7 +83,7 @@ export async function showLedger(runId: string | undefined, flags: Flags): Promi
       }
       for (const t of runs)
         process.stdout.write(
-          `${inertLine(t.runId)}  ${t.calls} call${t.calls === 1 ? '' : 's'}  ${t.promptTokens}+${t.completionTokens} tokens  ${cost(t)}  ${dim(new Date(t.lastTs).toISOString())}\n`,
+          `${inertLine(t.runId)}  ${plural(t.calls, 'call')}${scope(t)}  ${t.promptTokens}+${t.completionTokens} tokens  ${cost(t)}  ${dim(new Date(t.lastTs).toISOString())}\n`,
         );
       return EXIT.ok;
     }
@@ -97,12 +99,15 @@ export async function showLedger(runId: string | undefined, flags: Flags): Promi
       out({ store: engine, run_id: runId, totals: totalsDocument(totals), calls: calls.map(callDocument) });
       return EXIT.ok;
     }
+    // a run of several sessions (a fix's plan and attempts, a batch's fixes) says which session made each call
+    const bySession = totals.sessions > 1;
     for (const c of calls) {
+      const session = bySession && c.sessionId ? `  session ${c.sessionId}` : '';
       const routed = c.tier ? ` tier ${c.tier}${c.score !== undefined ? ` (score ${c.score})` : ''}` : '';
       const price = c.costUsd === undefined ? 'cost unknown' : `$${c.costUsd.toFixed(4)} ${c.costSource}`;
       process.stdout.write(
         `${inertLine(
-          `#${c.seq} ${c.taskId ? `${c.taskId} ` : ''}${c.provider}/${c.model}${routed}  ${c.promptTokens}+${c.completionTokens} tokens (${c.cachedTokens} cached)  ${c.latencyMs} ms  ${price}${c.reissued ? '  re-issued' : ''}`,
+          `#${c.seq} ${c.taskId ? `${c.taskId} ` : ''}${c.provider}/${c.model}${routed}  ${c.promptTokens}+${c.completionTokens} tokens (${c.cachedTokens} cached)  ${c.latencyMs} ms  ${price}${c.reissued ? '  re-issued' : ''}${session}`,
         )}\n`,
       );
     }
@@ -113,6 +118,16 @@ export async function showLedger(runId: string | undefined, flags: Flags): Promi
   } finally {
     await store?.close();
   }
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** ` (3 tasks)` for a batch, ` (2 sessions)` for a fix's plan and attempt; nothing for a session of its own. */
+function scope(t: LedgerTotals): string {
+  if (t.tasks) return ` (${plural(t.tasks, 'task')})`;
+  return t.sessions > 1 ? ` (${plural(t.sessions, 'session')})` : '';
 }
 
 function out(doc: Record<string, unknown>): void {

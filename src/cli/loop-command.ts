@@ -39,6 +39,18 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
   for (const warning of setup.loaded.warnings)
     process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
 
+  // every call in the team store's ledger: a store keel cannot reach stops the loop here, before any call
+  const { LedgerStoreError, openRunLedger, PER_SESSION } = await import('../model/open-ledger.js');
+  let runLedger: Awaited<ReturnType<typeof openRunLedger>>;
+  try {
+    runLedger = await openRunLedger(setup.loaded.config, PER_SESSION, {
+      warn: (message) => process.stderr.write(`${red('keel: warning:')} ${inertLine(message)}\n`),
+    });
+  } catch (err) {
+    if (err instanceof LedgerStoreError) return fail('ENVIRONMENT_ERROR', err.message);
+    throw err;
+  }
+
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.on('SIGINT', onSigint);
@@ -55,6 +67,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
       ...(flags.testCommand ? { testCommand: flags.testCommand } : {}),
       loaded: setup.loaded,
       signal: controller.signal,
+      calls: runLedger.calls,
       onProgress: progress,
       ...(flags.json ? {} : { onEvent: renderEvent }),
     });
@@ -64,6 +77,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
+    await runLedger.close();
   }
   const exit = exitCodeFor(result.code);
   if (flags.json) {

@@ -61,6 +61,11 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     .option('--test-command <cmd>', 'how to run the tests (default: detected)')
     .option('--max-attempts <n>', 'attempts before giving up', parseIntArg, 3)
     .option(
+      '--cost-cap <usd>',
+      "the run's spend on model calls, from the ledger: no call starts once it is reached (needs pricing)",
+      parseFloatArg,
+    )
+    .option(
       '--allow-test-edits',
       "let the model's edits to existing tests count toward the verdict (for an issue about a wrong test)",
     )
@@ -425,6 +430,11 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     )
     .option('--concurrency <n>', 'workers at once', parseIntArg, 4)
     .option('--run-id <id>', 'name the run; an existing id resumes it')
+    .option(
+      '--cost-cap <usd>',
+      "the run's spend on model calls, from the ledger: no call or task starts once it is reached (needs pricing)",
+      parseFloatArg,
+    )
     .option('--json', 'print one JSON document')
     .action(async (file: string | undefined, opts) => {
       if (!file) return batch.help({ error: true });

@@ -97,18 +97,34 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
         ),
       );
     const { withRuntime } = await import('../agent/runtime.js');
+    // the review is a run of its own in the team store's ledger: a store keel cannot reach stops it here
+    const { LedgerStoreError, openRunLedger, PER_SESSION } = await import('../model/open-ledger.js');
+    let runLedger: Awaited<ReturnType<typeof openRunLedger>>;
+    try {
+      runLedger = await openRunLedger(config, PER_SESSION);
+    } catch (err) {
+      if (err instanceof LedgerStoreError) throw new RunError('ENVIRONMENT_ERROR', err.message);
+      throw err;
+    }
     // `ask`: the reviewer may read the repository with its tools and can change nothing
-    outcome = await withRuntime(process.env, (runtime) =>
-      runtime.start({
-        mode: 'ask',
-        prompt: reviewTask(change, flags.task),
-        loaded: setup.loaded,
-        cwd: repo,
-        signal: controller.signal,
-        model,
-        ...(flags.json ? {} : { onEvent: renderEvent }),
-      }),
-    );
+    try {
+      outcome = await withRuntime(
+        process.env,
+        (runtime) =>
+          runtime.start({
+            mode: 'ask',
+            prompt: reviewTask(change, flags.task),
+            loaded: setup.loaded,
+            cwd: repo,
+            signal: controller.signal,
+            model,
+            ...(flags.json ? {} : { onEvent: renderEvent }),
+          }),
+        { calls: runLedger.calls },
+      );
+    } finally {
+      await runLedger.close();
+    }
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     if (err instanceof RunError && (err.code === 'ENVIRONMENT_ERROR' || err.code === 'CONFIG_ERROR'))

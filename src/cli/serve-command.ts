@@ -12,6 +12,7 @@ import { packageRoot } from '../config/package-root.js';
 import { keelPaths } from '../config/paths.js';
 import { graphTools } from '../graph/tools.js';
 import { memoryTools } from '../memory/tools.js';
+import { LedgerStoreError, openRunLedger, PER_SESSION, type RunLedger } from '../model/open-ledger.js';
 import { mountServeA2a } from '../server/a2a/routes.js';
 import { createApp } from '../server/app.js';
 import { TeamStore } from '../server/batches.js';
@@ -55,17 +56,26 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     );
   const token = configured || randomBytes(24).toString('base64url');
   let project: string;
+  let loaded: ReturnType<typeof loadConfig>;
   try {
     project = existingWorkspace(flags);
     // the config is read now so that a mistake is reported before the server listens
-    loadConfig({ cwd: project, flags: flagLayer(flags) });
+    loaded = loadConfig({ cwd: project, flags: flagLayer(flags) });
   } catch (err) {
     if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
     throw err;
   }
+  // every model call of the server's sessions and fix runs in the team store's ledger: opened before it listens
+  let runLedger: RunLedger;
+  try {
+    runLedger = await openRunLedger(loaded.config, PER_SESSION, { env });
+  } catch (err) {
+    if (err instanceof LedgerStoreError) return reportError(flags.json, 'ENVIRONMENT_ERROR', err.message);
+    throw err;
+  }
   const metrics = new Metrics();
   // one runtime for the server's life: every session, fix run and A2A task runs in it
-  const runtime = openRuntime(env);
+  const runtime = openRuntime(env, { calls: runLedger.calls });
   const manager = new SessionManager({
     cwd: project,
     runtime,
@@ -130,6 +140,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   if (ready) {
     await manager.close();
     runtime.close();
+    await runLedger.close();
     return reportError(flags.json, 'ENVIRONMENT_ERROR', ready);
   }
   const address = server.address();
@@ -150,5 +161,6 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   if ('closeAllConnections' in server) server.closeAllConnections();
   await teamStore?.close();
   runtime.close();
+  await runLedger.close();
   return EXIT.ok;
 }

@@ -136,6 +136,19 @@ export async function runVerb(
     return fail('CONFIG_ERROR', tooBig);
   }
 
+  // every call in the team store's ledger, the session its own run: a store keel cannot reach stops it here
+  const { LedgerStoreError, openRunLedger, PER_SESSION } = await import('../model/open-ledger.js');
+  let runLedger: Awaited<ReturnType<typeof openRunLedger>>;
+  try {
+    runLedger = await openRunLedger(setup.loaded.config, PER_SESSION, {
+      warn: (message) => process.stderr.write(`${red('keel: warning:')} ${inertLine(message)}\n`),
+    });
+  } catch (err) {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+    if (err instanceof LedgerStoreError) return fail('ENVIRONMENT_ERROR', err.message);
+    throw err;
+  }
   const { withRuntime } = await import('../agent/runtime.js');
   // on a terminal the answer is drawn as Markdown; a pipe gets the text as the model wrote it (made inert)
   const answer =
@@ -161,29 +174,32 @@ export async function runVerb(
       (await import('../tools/a2a.js')).a2aTools,
     ];
     // one session, so the runtime (store, audit chain) lives as long as it does
-    outcome = await withRuntime(process.env, (runtime) =>
-      runtime.start({
-        mode,
-        prompt,
-        tools,
-        // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
-        ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
-        loaded: setup.loaded,
-        cwd: setup.cwd,
-        signal: controller.signal,
-        ...(flags.commit ? { commit: true } : {}),
-        // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
-        ...(attended ? { approve: terminalApprover() } : {}),
-        // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
-        ...(renderer
-          ? {
-              onText: renderer.onText,
-              onReasoning: renderer.onReasoning,
-              onEvent: renderer.onEvent,
-              onIndexing: renderer.onIndexing,
-            }
-          : {}),
-      }),
+    outcome = await withRuntime(
+      process.env,
+      (runtime) =>
+        runtime.start({
+          mode,
+          prompt,
+          tools,
+          // a reopened session keeps its mode unless a verb says otherwise (`keel edit -c`)
+          ...(resume ? { resume, ...(requested ? {} : { keepMode: true }) } : {}),
+          loaded: setup.loaded,
+          cwd: setup.cwd,
+          signal: controller.signal,
+          ...(flags.commit ? { commit: true } : {}),
+          // a person at a terminal is asked (writes, commands, hooks); unattended runs (auto, --json, pipes) are not
+          ...(attended ? { approve: terminalApprover() } : {}),
+          // the answer streams inert to stdout; the work (calls, outcomes, diffs) goes to stderr
+          ...(renderer
+            ? {
+                onText: renderer.onText,
+                onReasoning: renderer.onReasoning,
+                onEvent: renderer.onEvent,
+                onIndexing: renderer.onIndexing,
+              }
+            : {}),
+        }),
+      { calls: runLedger.calls },
     );
   } catch (err) {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
@@ -200,6 +216,7 @@ export async function runVerb(
     renderer?.stop();
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
+    await runLedger.close();
   }
 
   // a new session at a new place of a repository says where else it has memory; it never shares it. Said

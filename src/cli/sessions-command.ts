@@ -248,7 +248,7 @@ export async function compactCommand(id: string, flags: CommonFlags & { json?: b
   const fail = (message: string, exit: number = EXIT.usage) => {
     if (flags.json)
       process.stdout.write(
-        `${JSON.stringify({ session_id: null, compacted: false, code: exit === EXIT.model ? 'MODEL_ERROR' : 'CONFIG_ERROR', exit_code: exit, error: message })}\n`,
+        `${JSON.stringify({ session_id: null, compacted: false, code: exit === EXIT.model ? 'MODEL_ERROR' : exit === EXIT.environment ? 'ENVIRONMENT_ERROR' : 'CONFIG_ERROR', exit_code: exit, error: message })}\n`,
       );
     else process.stderr.write(`${red('keel:')} ${inertLine(message)}\n`);
     return exit;
@@ -259,9 +259,24 @@ export async function compactCommand(id: string, flags: CommonFlags & { json?: b
   let result: Awaited<ReturnType<Runtime['compact']>>;
   try {
     const { loaded } = load({ ...flags, cwd: flags.cwd ?? row.cwd });
-    result = await withRuntime(process.env, (runtime) =>
-      runtime.compact({ id: row.id, loaded, signal: new AbortController().signal }),
-    );
+    // the summary's request lands in the ledger: a store keel cannot reach stops it before the call
+    const { LedgerStoreError, openRunLedger, PER_SESSION } = await import('../model/open-ledger.js');
+    let runLedger: Awaited<ReturnType<typeof openRunLedger>>;
+    try {
+      runLedger = await openRunLedger(loaded.config, PER_SESSION);
+    } catch (err) {
+      if (err instanceof LedgerStoreError) return fail(err.message, EXIT.environment);
+      throw err;
+    }
+    try {
+      result = await withRuntime(
+        process.env,
+        (runtime) => runtime.compact({ id: row.id, loaded, signal: new AbortController().signal }),
+        { calls: runLedger.calls },
+      );
+    } finally {
+      await runLedger.close();
+    }
   } catch (err) {
     if (err instanceof ConfigError || (err instanceof Error && /ResumeError|EventLogError/.test(err.name)))
       return fail(err.message);

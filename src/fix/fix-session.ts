@@ -1,6 +1,6 @@
 /** The model sessions of a fix run (its plan and each attempt), and the budgets each is given. */
 import type { Runtime } from '../agent/runtime.js';
-import type { TerminalCode } from '../agent/terminal.js';
+import type { BudgetName, TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { ModelClient } from '../model/chain.js';
 import type { TestSuite } from '../verify/suite.js';
@@ -15,7 +15,13 @@ export type SessionRun = (
   maxRounds: number,
   /** A session a killed run of the fix started: read back when it ended, else resumed where it stopped. */
   earlier?: string,
-) => Promise<{ code: TerminalCode; reason: string; summary: string; budgetSpent?: true }>;
+) => Promise<{
+  code: TerminalCode;
+  reason: string;
+  summary: string;
+  budget?: BudgetName;
+  budgetSpent?: true;
+}>;
 
 /** What the run has used so far, which the next session's budgets are taken from. */
 export type Spent = () => { tokens: number; cost: number | null; wallS: number };

@@ -12,6 +12,7 @@ import type { SessionOutcome } from '../agent/session.js';
 import { count, RunError, type TerminalCode } from '../agent/terminal.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { protectedStatePaths } from '../config/paths.js';
+import type { CallLedger } from '../model/call-ledger.js';
 import type { ModelClient } from '../model/chain.js';
 import { createModelClient, createRoleModelClient } from '../model/create.js';
 import { diffTrees, findRepo, git, noRepoReason, worktreeTree } from '../policy/git.js';
@@ -35,6 +36,8 @@ export interface LoopOptions {
   onProgress?(message: string): void;
   onText?(text: string): void;
   onEvent?(event: SessionEvent): void;
+  /** The team store's ledger the loop's model calls are recorded to, under the loop's run. */
+  calls?: CallLedger;
 }
 
 /** One round of the loop: its edit session, the tests after it, and the review when there was one. */
@@ -177,9 +180,12 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
     record('loop_baseline', { command: before.command, failing, ...counts(before) });
     progress(`baseline: ${countsLine(before)}`);
 
-    const model = createModelClient(config, env, { cwd: opts.cwd });
+    // every call in the ledger under the loop's run: its edit sessions' and its reviewer's
+    const calls = (opts.calls ?? runtime.calls)?.with({ runId });
+    const made = { cwd: opts.cwd, ...(calls ? { calls } : {}) };
+    const model = createModelClient(config, env, made);
     const reviewRef = config.roles.review;
-    const reviewer = reviewRef ? createRoleModelClient(config, reviewRef, env, { cwd: opts.cwd }) : undefined;
+    const reviewer = reviewRef ? createRoleModelClient(config, reviewRef, env, made) : undefined;
     const edit = editRunner(opts, runtime, model, runId, suite.detected.command);
 
     const trees: string[] = [];

@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
 import { openRuntime, type Runtime } from '../agent/runtime.js';
-import { count, RunError, type TerminalCode } from '../agent/terminal.js';
+import { type BudgetName, count, RunError, type TerminalCode } from '../agent/terminal.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
+import type { CallLedger } from '../model/call-ledger.js';
 import { createModelClient } from '../model/create.js';
 import { difficultyOfRun } from '../model/difficulty.js';
 import { routingInForce, withTierPrices } from '../model/routing.js';
@@ -76,11 +77,15 @@ export interface FixOptions {
    * continue from their logs, and its spend carries over. A run with no log yet starts under this id.
    */
   resumeRun?: string;
+  /** The team store's ledger every model call of the run is recorded to (and a cost cap checked against). */
+  calls?: CallLedger;
 }
 
 export interface FixResult {
   runId: string;
   code: TerminalCode;
+  /** With BUDGET_EXCEEDED: which budget (`cost_cap` when the run's --cost-cap stopped it). */
+  budget?: BudgetName;
   /** `blocked_uncertain`: a resumed run met an effect it cannot check, and stopped for a person to look. */
   status: 'verified' | 'failed' | 'blocked_uncertain';
   reason: string;
@@ -362,9 +367,12 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     // routed: each call's tier comes from the issue and the struggle this log shows when it is made
     const routed = fixRouting(opts.loaded, env, () => difficultyOfRun(log, runId));
     if (routed) record('fix_routing', routed.event);
+    // every call in the ledger under this run: the caller's (a batch's run and task), else the fix run itself
+    const calls = opts.calls ?? runtime.calls?.with({ runId });
     const model = createModelClient(config, env, {
       cwd: opts.repo,
       ...(routed ? { routing: routed.routing } : {}),
+      ...(calls ? { calls } : {}),
     });
     const spent = () => ({
       tokens: tokens.input + tokens.output,
@@ -397,13 +405,10 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         Math.min(config.budgets.max_rounds, 8),
         prior?.planSession,
       );
-      if (
-        planOutcome.code === 'MODEL_ERROR' ||
-        planOutcome.code === 'CANCELLED' ||
-        planOutcome.code === 'BLOCKED_UNCERTAIN'
-      ) {
+      if (endsRun(planOutcome) || planOutcome.code === 'BLOCKED_UNCERTAIN') {
         return result({
           code: planOutcome.code,
+          ...(planOutcome.budget ? { budget: planOutcome.budget } : {}),
           status: planOutcome.code === 'BLOCKED_UNCERTAIN' ? 'blocked_uncertain' : 'failed',
           reason: planOutcome.reason,
         });
@@ -459,9 +464,10 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         keep = true;
         return result({ code: outcome.code, status: 'blocked_uncertain', reason: outcome.reason, attempts });
       }
-      if (outcome.code === 'MODEL_ERROR' || outcome.code === 'CANCELLED') {
+      if (endsRun(outcome)) {
         rollback(snapshot);
-        return finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, shown);
+        const end = finish(outcome.code, 'failed', outcome.reason, attempts, last, before, plan, shown);
+        return outcome.budget ? { ...end, budget: outcome.budget } : end;
       }
       if (outcome.budgetSpent) {
         // the run's budget is gone before this attempt could start: the last attempt stands as it was judged
@@ -650,6 +656,20 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     if (end?.type === 'fix_end') appendFileSync(report.trace, `${JSON.stringify(end)}\n`);
     return out;
   }
+}
+
+/**
+ * A session's end that ends the run: the model failing, Ctrl+C, or a call the ledger refused (the run's
+ * cost cap, a model it cannot price under the cap, the team store away): another attempt would meet the same.
+ */
+function endsRun(outcome: { code: TerminalCode; budget?: BudgetName }): boolean {
+  return (
+    outcome.code === 'MODEL_ERROR' ||
+    outcome.code === 'CANCELLED' ||
+    outcome.code === 'CONFIG_ERROR' ||
+    outcome.code === 'ENVIRONMENT_ERROR' ||
+    outcome.budget === 'cost_cap'
+  );
 }
 
 /** `4.2 s`, `2 min 5 s`: a duration for people. */

@@ -1,5 +1,6 @@
 /** The model client: a primary model and its fallbacks, each with retries, timeouts and a cooldown after failing. */
 import { DEFAULT_MAX_OUTPUT_TOKENS } from './answer-limit.js';
+import type { CallLedger } from './call-ledger.js';
 import { type RetryInfo, type RetryPolicy, withRetry } from './retry.js';
 import type { RouteDecision } from './routing.js';
 import { abortReason, type StreamTimeouts, streamWithTimeouts } from './timeouts.js';
@@ -20,6 +21,7 @@ import {
   type Provider,
   type ToolCall,
   type ToolSpec,
+  type Usage,
 } from './types.js';
 
 /** One model the client may use: a provider, the model name on it, and its configured context window. */
@@ -60,6 +62,8 @@ export interface ModelClientOptions {
   now?: () => number;
   /** Routing by difficulty: each call's models are the router's choice (route()), not `entries`. */
   router?: Router;
+  /** Where every call is recorded as it ends, and what may refuse a call before it starts (a cost cap). */
+  calls?: CallLedger;
 }
 
 /** A request's size for a window check, and how it was had: the server's tokenizer, or keel's estimate plus its margin. */
@@ -72,7 +76,10 @@ export interface TokenCount {
 export type ModelDelta = Delta & { model: string };
 
 /** A request as the loop builds it; the client picks the model. */
-export type ClientRequest = Omit<ModelRequest, 'model'>;
+export type ClientRequest = Omit<ModelRequest, 'model'> & {
+  /** The same request as one a killed run sent and never logged the answer of: its ledger row says so. */
+  reissued?: boolean;
+};
 
 function entryKey(entry: ModelEntry): string {
   return `${entry.provider.name} ${entry.provider.baseUrl} ${entry.model}`;
@@ -80,7 +87,7 @@ function entryKey(entry: ModelEntry): string {
 
 /** Streams from the first healthy model in the chain, falling back when one fails before answering. */
 export class ModelClient {
-  private readonly coolingUntil = new Map<string, number>();
+  private readonly coolingUntil: Map<string, number>;
   private readonly now: () => number;
   private last: ModelEntry;
   /** The router's last decision, and the models it chose: what stream() uses until the next route(). */
@@ -89,11 +96,27 @@ export class ModelClient {
   constructor(
     readonly entries: readonly ModelEntry[],
     private readonly options: ModelClientOptions,
+    /** A view's cooldowns are its client's (withCalls). */
+    coolingUntil = new Map<string, number>(),
   ) {
     const primary = entries[0];
     if (!primary) throw new Error('ModelClient needs at least one model');
     this.last = primary;
     this.now = options.now ?? Date.now;
+    this.coolingUntil = coolingUntil;
+  }
+
+  /** Where this client's calls are recorded, if anywhere. */
+  get calls(): CallLedger | undefined {
+    return this.options.calls;
+  }
+
+  /** The same client (its models and cooldowns), its calls recorded to `calls` (a session's view of the run's ledger). */
+  withCalls(calls: CallLedger | undefined): ModelClient {
+    const { calls: _, ...options } = this.options;
+    const view = new ModelClient(this.entries, calls ? { ...options, calls } : options, this.coolingUntil);
+    view.last = this.last;
+    return view;
   }
 
   /**
@@ -183,6 +206,8 @@ export class ModelClient {
     let lastError: ModelError | undefined;
     for (const [i, entry] of candidates.entries()) {
       let produced = false;
+      // a refused call (the cost cap, a model without a price under it) is not made, and not a model's failure
+      await this.options.calls?.before(entry.model);
       try {
         for await (const delta of this.streamEntry(entry, request, signal, hooks)) {
           if (delta.type === 'text' || delta.type === 'reasoning' || delta.type === 'tool_call')
@@ -211,7 +236,8 @@ export class ModelClient {
     signal: AbortSignal,
     hooks: StreamHooks,
   ): AsyncGenerator<ModelDelta> {
-    const full: ModelRequest = { ...request, model: entry.model };
+    const { reissued, ...sent } = request;
+    const full: ModelRequest = { ...sent, model: entry.model };
     // the model's own configured window wins: it is what its server was set up for
     if (entry.contextWindow !== undefined) full.contextWindow = entry.contextWindow;
     // every request carries an output limit: a model that repeats itself must not write until the window is
@@ -235,23 +261,44 @@ export class ModelClient {
     );
     let output = ''; // answer and reasoning text alike cost output tokens
     const calls: ToolCall[] = [];
-    let usageSeen = false;
+    let usage: Usage | undefined;
     let done: Delta | undefined;
-    for await (const delta of attempts) {
-      if (delta.type === 'done') {
-        done = delta; // held back so usage can precede it
-        continue;
-      }
-      if (delta.type === 'text' || delta.type === 'reasoning') output += delta.text;
-      if (delta.type === 'tool_call') calls.push(delta.call);
-      if (delta.type === 'usage') usageSeen = true;
-      yield { ...delta, model: entry.model };
-    }
-    if (!usageSeen) {
+    const started = Date.now();
+    const estimated = async () => {
       await loadTokenizer();
-      const usage = estimateUsage(request.messages, request.tools, output, calls);
+      return estimateUsage(request.messages, request.tools, output, calls);
+    };
+    /** The call's ledger row, as it ends. */
+    const record = (used: Usage) =>
+      this.options.calls?.record({
+        provider: entry.provider.name,
+        model: entry.model,
+        usage: used,
+        latencyMs: Date.now() - started,
+        ...(this.routed ? { routing: this.routed.decision } : {}),
+        ...(reissued ? { reissued: true } : {}),
+      });
+    try {
+      for await (const delta of attempts) {
+        if (delta.type === 'done') {
+          done = delta; // held back so usage can precede it
+          continue;
+        }
+        if (delta.type === 'text' || delta.type === 'reasoning') output += delta.text;
+        if (delta.type === 'tool_call') calls.push(delta.call);
+        if (delta.type === 'usage') usage = delta.usage;
+        yield { ...delta, model: entry.model };
+      }
+    } catch (err) {
+      // a call that failed after it had used tokens (counted, or output streamed) is still a call that cost
+      if (usage || output || calls.length) await record(usage ?? (await estimated()));
+      throw err;
+    }
+    if (!usage) {
+      usage = await estimated();
       yield { type: 'usage', usage, model: entry.model };
     }
+    await record(usage);
     const finishReason = done?.type === 'done' ? done.finishReason : calls.length > 0 ? 'tool_calls' : 'stop';
     yield { type: 'done', finishReason, model: entry.model };
   }

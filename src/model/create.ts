@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { apiKeyFor, ConfigError } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import type { Config, ModelRef } from '../config/schema.js';
+import type { CallLedger } from './call-ledger.js';
 import { ModelClient, type ModelEntry, type Router } from './chain.js';
 import type { Difficulty } from './difficulty.js';
 import { createOllamaProvider } from './ollama.js';
@@ -23,6 +24,8 @@ export interface CreateModelClientOptions {
    * (`routingInForce`: never with `--model`).
    */
   routing?: { difficulty: () => Difficulty; thresholds: readonly number[] };
+  /** The ledger the client records every call to (and checks a cost cap against). */
+  calls?: CallLedger;
 }
 
 /** Build the client for the configured model and its `fallback_models`. Throws ConfigError on a config it cannot use. */
@@ -117,6 +120,7 @@ export function createModelClient(
     ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     ...(router ? { router } : {}),
+    ...(opts.calls ? { calls: opts.calls } : {}),
   });
 }
 

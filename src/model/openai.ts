@@ -170,6 +170,7 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): Provider {
               inputTokens: chunk.usage.prompt_tokens,
               outputTokens: chunk.usage.completion_tokens,
               reported: true,
+              ...meteredUsage(chunk.usage),
             },
           };
         }
@@ -376,7 +377,12 @@ function mapWireError(err: unknown, url: string): ModelError {
 /** One chunk of a Chat Completions stream, as far as keel reads it. */
 interface StreamChunk {
   error?: unknown;
-  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+  usage?: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    prompt_tokens_details?: { cached_tokens?: unknown } | null;
+    cost?: unknown;
+  } | null;
   choices?: Array<{
     delta?: {
       content?: string | null;
@@ -407,4 +413,14 @@ function mapSdkError(sdk: Sdk, err: unknown, url: string): ModelError {
   // a socket that dies mid-stream surfaces as a plain error with a system code underneath
   if (err instanceof Error && cause !== err.message) return unreachableError(url, err);
   return new ModelError('protocol', `${url}: unexpected answer: ${cause}`, url);
+}
+
+/** The cached prompt tokens and the cost a server reports beside its counts, when they are numbers. */
+function meteredUsage(usage: NonNullable<StreamChunk['usage']>): { cachedTokens?: number; costUsd?: number } {
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  const ok = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+  return {
+    ...(ok(cached) ? { cachedTokens: cached } : {}),
+    ...(ok(usage.cost) ? { costUsd: usage.cost } : {}),
+  };
 }

@@ -361,8 +361,13 @@ async function answerOpenai(res: ServerResponse, turn: ScriptTurn, model: string
   const finishReason = scriptFinish(turn);
   const reasoningField = turn.reasoning_field ?? 'reasoning_content';
   const usage = turn.usage && {
-    ...turn.usage,
+    prompt_tokens: turn.usage.prompt_tokens,
+    completion_tokens: turn.usage.completion_tokens,
     total_tokens: turn.usage.prompt_tokens + turn.usage.completion_tokens,
+    ...(turn.usage.cached_tokens !== undefined
+      ? { prompt_tokens_details: { cached_tokens: turn.usage.cached_tokens } }
+      : {}),
+    ...(turn.usage.cost !== undefined ? { cost: turn.usage.cost } : {}),
   };
 
   if (body.stream !== true) {

@@ -9,7 +9,8 @@
  * - `finish`: the finish reason sent, `stop`, `length` or `tool_calls` (default: `tool_calls` when
  *   there are tool calls, else `stop`); Ollama's `done_reason` has no `tool_calls` and says `stop`
  * - `chunk_size`: stream text, reasoning and arguments in pieces of this many characters (default: three pieces)
- * - `error` (`{"status", "retry_after"?, "body"?}`), `usage`, `delay_ms`, `chunk_delay_ms`, `hang`
+ * - `error` (`{"status", "retry_after"?, "body"?}`), `usage` (`{"prompt_tokens", "completion_tokens",
+ *   "cached_tokens"?, "cost"?}`), `delay_ms`, `chunk_delay_ms`, `hang`
  * - `endless`: stream text (or one tool call's arguments) without end, as a server ignoring max_tokens does
  * - `model`: the turn answers only that model; `expect`: checks on the request, a 400 when they fail
  * - `task`: the turn answers only requests whose first user message contains this text (concurrent sessions)
@@ -62,6 +63,10 @@ export const turnSchema = z.strictObject({
     .strictObject({
       prompt_tokens: z.number().int().nonnegative(),
       completion_tokens: z.number().int().nonnegative(),
+      /** Sent as `prompt_tokens_details.cached_tokens` (OpenAI's prompt cache). */
+      cached_tokens: z.number().int().nonnegative().optional(),
+      /** Sent as `cost`: USD the provider meters for the call (OpenRouter's usage accounting). */
+      cost: z.number().nonnegative().optional(),
     })
     .optional(),
   /** The turn only answers requests for this model (scripts fallback between models). */

@@ -50,6 +50,10 @@ export interface Usage {
   outputTokens: number;
   /** true when the server reported the counts; false when keel estimated them. */
   reported: boolean;
+  /** Prompt tokens the server served from its cache, when it says. */
+  cachedTokens?: number;
+  /** What the provider says the call cost in USD (OpenRouter's `usage.cost`), when it says. */
+  costUsd?: number;
 }
 
 export type Delta =

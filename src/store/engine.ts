@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
+import type pgModule from 'pg';
 import { type Db, openDb } from './db.js';
 import { migrateTeamStore } from './migrations.js';
 import { redact } from './redact.js';
@@ -59,7 +59,9 @@ export function storeTarget(value: string | undefined, sqlitePath: string): Stor
 
 /** Open the team store and bring its schema up to date. */
 export async function openStore(target: StoreTarget): Promise<Store> {
-  const store = target.engine === 'sqlite' ? new SqliteStore(target.path) : new PgStore(target.url);
+  // node-postgres loads only for a PostgreSQL store: a SQLite one (every session's ledger by default) never needs it
+  const store =
+    target.engine === 'sqlite' ? new SqliteStore(target.path) : new PgStore(target.url, await loadPg());
   try {
     await migrateTeamStore(store);
   } catch (err) {
@@ -191,8 +193,18 @@ class SqliteStore implements Store {
   }
 }
 
-// BIGINT counters and epoch milliseconds fit a double; node-postgres would return them as strings
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+type Pg = typeof pgModule;
+let pgLoaded: Promise<Pg> | undefined;
+
+/** node-postgres, on first use. */
+function loadPg(): Promise<Pg> {
+  pgLoaded ??= import('pg').then(({ default: pg }) => {
+    // BIGINT counters and epoch milliseconds fit a double; node-postgres would return them as strings
+    pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+    return pg;
+  });
+  return pgLoaded;
+}
 
 /** A failure that a fresh attempt of the same transaction resolves (serialization, deadlock). */
 function retryable(err: unknown): boolean {
@@ -203,15 +215,18 @@ function retryable(err: unknown): boolean {
 class PgStore implements Store {
   readonly dialect = 'postgres' as const;
   readonly where: string;
-  private readonly pool: pg.Pool;
+  private readonly pool: pgModule.Pool;
   private readonly url: string;
   private readonly notifier: Notifier;
 
-  constructor(url: string) {
+  constructor(
+    url: string,
+    private readonly pg: Pg,
+  ) {
     this.url = url;
     this.where = redact(url);
     // a server that does not answer is an error in seconds, not a hang
-    this.pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 10_000 });
+    this.pool = new this.pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 10_000 });
     // an idle connection the server drops must not crash the process
     this.pool.on('error', () => undefined);
     this.notifier = new Notifier((channel) => this.pool.query('SELECT pg_notify($1, $2)', [channel, '']));
@@ -255,7 +270,7 @@ class PgStore implements Store {
 
   async listen(channel: string, onHint: () => void): Promise<() => Promise<void>> {
     // LISTEN holds its connection for as long as it listens: never one of the pool's
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 10_000 });
+    const client = new this.pg.Client({ connectionString: this.url, connectionTimeoutMillis: 10_000 });
     client.on('error', () => undefined);
     await client.connect();
     client.on('notification', (message) => {

@@ -46,6 +46,9 @@ export interface LedgerTotals {
   cachedTokens: number;
   costUsd: number;
   unknownCostCalls: number;
+  /** The distinct tasks and sessions its calls name (a batch's tasks; a fix's plan and attempts). */
+  tasks: number;
+  sessions: number;
   firstTs: number;
   lastTs: number;
 }
@@ -84,6 +87,8 @@ interface TotalsRow {
   cached_tokens: number | null;
   cost_usd: number | null;
   unknown_cost_calls: number | null;
+  tasks: number | null;
+  sessions: number | null;
   first_ts: number;
   last_ts: number;
 }
@@ -116,6 +121,13 @@ export class Ledger {
   /** Record one call; returns its number in the run. */
   async record(entry: LedgerEntry): Promise<number> {
     return this.store.transaction((tx) => this.recordIn(tx, entry));
+  }
+
+  /** Record calls in order, all or none (rows kept back while the store was away). */
+  async recordAll(entries: LedgerEntry[]): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      for (const e of entries) await this.recordIn(tx, e);
+    });
   }
 
   /** Record one call inside the caller's transaction (with the event that caused it, say). */
@@ -178,6 +190,7 @@ export class Ledger {
 const TOTALS = `SELECT run_id, COUNT(*) AS calls, SUM(prompt_tokens) AS prompt_tokens,
   SUM(completion_tokens) AS completion_tokens, SUM(cached_tokens) AS cached_tokens, SUM(cost_usd) AS cost_usd,
   SUM(CASE WHEN cost_source = 'unknown' THEN 1 ELSE 0 END) AS unknown_cost_calls,
+  COUNT(DISTINCT task_id) AS tasks, COUNT(DISTINCT session_id) AS sessions,
   MIN(ts) AS first_ts, MAX(ts) AS last_ts
   FROM ledger`;
 
@@ -213,6 +226,8 @@ function fromTotals(r: TotalsRow): LedgerTotals {
     cachedTokens: Number(r.cached_tokens ?? 0),
     costUsd: Number(r.cost_usd ?? 0),
     unknownCostCalls: Number(r.unknown_cost_calls ?? 0),
+    tasks: Number(r.tasks ?? 0),
+    sessions: Number(r.sessions ?? 0),
     firstTs: Number(r.first_ts),
     lastTs: Number(r.last_ts),
   };

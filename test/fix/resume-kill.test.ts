@@ -8,7 +8,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ledgerEntriesOf } from '../../src/batch/ledger-from-log.js';
 import type { ScriptTurn } from '../../src/model/script.js';
 import { openDb } from '../../src/store/db.js';
 import { EventLog } from '../../src/store/event-log.js';
@@ -59,15 +58,27 @@ function outcomeOf(repo: string, home: string, runId: string, run: KeelRun): Out
   try {
     const log = new EventLog(db);
     const sessions = new Map<string, number>();
-    const entries = ledgerEntriesOf(log, runId, { runId: 'r', taskId: 't' });
+    // the ledger the model client wrote as each call ended (the fix's own run: no batch around it)
+    const entries = db
+      .prepare(
+        'SELECT session_id, model, prompt_tokens, completion_tokens, cost_source, reissued FROM ledger WHERE run_id = ? ORDER BY seq',
+      )
+      .all(runId) as Array<{
+      session_id: string | null;
+      model: string;
+      prompt_tokens: number;
+      completion_tokens: number;
+      cost_source: string;
+      reissued: number;
+    }>;
     const ledger = entries.map((e) => {
-      if (!sessions.has(e.sessionId ?? '')) sessions.set(e.sessionId ?? '', sessions.size);
+      if (!sessions.has(e.session_id ?? '')) sessions.set(e.session_id ?? '', sessions.size);
       return {
-        session: sessions.get(e.sessionId ?? ''),
+        session: sessions.get(e.session_id ?? ''),
         model: e.model,
-        prompt: e.promptTokens,
-        completion: e.completionTokens,
-        cost: e.costSource,
+        prompt: e.prompt_tokens,
+        completion: e.completion_tokens,
+        cost: e.cost_source,
       };
     });
     const results = new Map<string, number>();
@@ -98,7 +109,7 @@ function outcomeOf(repo: string, home: string, runId: string, run: KeelRun): Out
       diff: git(repo, 'diff', 'main', branch),
       notes: gitOr(repo, 'show', `${branch}:NOTES.txt`),
       ledger,
-      reissued: entries.filter((e) => e.reissued).length,
+      reissued: entries.filter((e) => e.reissued === 1).length,
       doubled: [...results].filter(([, n]) => n > 1).map(([k]) => k),
       events,
       verdictsAt: own
