@@ -88,7 +88,9 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
 
   // every model call lands in the team store's ledger as it ends: a store keel cannot reach stops the run
   // here, before any call. In a batch the calls go under the batch's run and task (batch/worker.ts)
-  const { runId, ledgerContext } = runIds();
+  if (flags.resumeRun !== undefined && !RUN_ID.test(flags.resumeRun))
+    return fail('CONFIG_ERROR', `--resume-run: not a fix run id: ${JSON.stringify(flags.resumeRun)}`);
+  const { runId, ledgerContext } = runIds(flags.resumeRun);
   let runLedger: RunLedger;
   try {
     runLedger = await openRunLedger(loaded.config, ledgerContext, {
@@ -156,11 +158,12 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
  * The fix's run id and what its model calls are recorded under. A `keel batch` worker chooses the fix's
  * run id (KEEL_BATCH_FIX_RUN_ID), so its journal names the fix's worktree and branch before the fix ends
  * (only keel's own id shape is taken: it names a folder), and hands its batch run and task
- * (KEEL_BATCH_RUN_ID, KEEL_BATCH_TASK_ID): the ledger's run is then the batch's. Alone, it is the fix's.
+ * (KEEL_BATCH_RUN_ID, KEEL_BATCH_TASK_ID): the ledger's run is then the batch's. Alone, it is the fix's:
+ * the resumed run's own id when it goes on with one.
  */
-function runIds(): { runId: string; ledgerContext: CallContext } {
-  const given = process.env.KEEL_BATCH_FIX_RUN_ID;
-  const runId = given && /^\d{8}-\d{6}-[0-9a-f]{6}$/.test(given) ? given : newSessionId();
+function runIds(resume: string | undefined): { runId: string; ledgerContext: CallContext } {
+  const given = resume ?? process.env.KEEL_BATCH_FIX_RUN_ID;
+  const runId = given && RUN_ID.test(given) ? given : newSessionId();
   const batchRun = process.env.KEEL_BATCH_RUN_ID;
   const task = process.env.KEEL_BATCH_TASK_ID;
   return {
@@ -169,9 +172,12 @@ function runIds(): { runId: string; ledgerContext: CallContext } {
   };
 }
 
-/** The fix run to go on with, when it has keel's own id shape (it names a folder). */
+/** keel's own shape of a fix run id (`20261205-024000-1a2b3c`): it names a folder, so nothing else is taken. */
+const RUN_ID = /^\d{8}-\d{6}-[0-9a-f]{6}$/;
+
+/** The fix run to go on with (its shape checked before). */
 function resumeRun(id: string | undefined): { resumeRun?: string } {
-  return id && /^\d{8}-\d{6}-[0-9a-f]{6}$/.test(id) ? { resumeRun: id } : {};
+  return id ? { resumeRun: id } : {};
 }
 
 /**
