@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 export const LAYERS = [
   ['faces', ['cli', 'chat', 'server', 'mcp']],
   ['terminal', ['term']],
-  ['applications', ['fix', 'batch']],
+  ['applications', ['fix', 'batch', 'hub']],
   ['core', ['agent']],
   ['services', ['model', 'tools', 'policy', 'memory', 'graph', 'verify']],
   ['foundation', ['store', 'config']],
