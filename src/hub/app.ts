@@ -268,27 +268,34 @@ export function createHubApp(opts: HubAppOptions): Hono<Env> {
       let beat = Date.now();
       try {
         while (open) {
-          // on (re)connect every message not acked; then the new ones and those due again
-          const due = await hub.due(caller.agentId, { all: first, after: cursor });
-          first = false;
-          for (const m of due) {
-            await stream.writeSSE({ id: String(m.seq), event: 'message', data: JSON.stringify(m) });
-            cursor = Math.max(cursor, m.seq);
+          let until: number;
+          try {
+            // on (re)connect every message not acked; then the new ones and those due again
+            const due = await hub.due(caller.agentId, { all: first, after: cursor });
+            first = false;
+            for (const m of due) {
+              await stream.writeSSE({ id: String(m.seq), event: 'message', data: JSON.stringify(m) });
+              cursor = Math.max(cursor, m.seq);
+            }
+            await hub.markDelivered(
+              caller.agentId,
+              due.map((m) => m.id),
+            );
+            if (due.length >= 500) continue;
+            const now = Date.now();
+            if (now - beat >= HEARTBEAT_MS) {
+              beat = now;
+              await stream.write(': ping\n\n');
+              await hub.touch(caller.agentId);
+            }
+            const next = await hub.nextRedelivery(caller.agentId);
+            until = Math.min(next ?? Number.POSITIVE_INFINITY, beat + HEARTBEAT_MS, now + POLL_MS);
+          } catch {
+            // the store failed for a moment (a deadlock retried out, a lost connection): what was not
+            // marked delivered is sent again, and the stream goes on
+            until = Date.now() + 250;
           }
-          await hub.markDelivered(
-            caller.agentId,
-            due.map((m) => m.id),
-          );
-          if (due.length >= 500) continue;
-          const now = Date.now();
-          if (now - beat >= HEARTBEAT_MS) {
-            beat = now;
-            await stream.write(': ping\n\n');
-            await hub.touch(caller.agentId);
-          }
-          const next = await hub.nextRedelivery(caller.agentId);
-          const until = Math.min(next ?? Number.POSITIVE_INFINITY, beat + HEARTBEAT_MS, now + POLL_MS);
-          await waiter.wait(until - now);
+          await waiter.wait(until - Date.now());
         }
       } finally {
         waiter.close();

@@ -88,17 +88,17 @@ describe.each(engines)('hub crash on $name', (engine) => {
         }
       };
       let answeredAtKill = 0;
-    let restarted: Awaited<ReturnType<typeof startHub>> | undefined;
+      let restarted: Awaited<ReturnType<typeof startHub>> | undefined;
       const killer = async () => {
         while (answered.size < N / 3) await sleep(5);
         answeredAtKill = answered.size;
-      await first.kill();
+        await first.kill();
         restarted = await startHub({ home, cwd, env, listen: `127.0.0.1:${port}` });
       };
       await Promise.all([killer(), ...Array.from({ length: 16 }, sender), responder()]);
       await restarted?.stop();
-    // the hub died with work in flight
-    expect(answeredAtKill).toBeLessThan(N);
+      // the hub died with work in flight
+      expect(answeredAtKill).toBeLessThan(N);
 
       const target: StoreTarget =
         engine.name === 'postgres'

@@ -18,7 +18,7 @@ describe('hub access', () => {
     const hub = await startHub({ home, cwd, env: { KEEL_HUB_RATE_PER_S: '20' } });
     const one = await projectWithAgents(hub, 'one', 'alice', 'bob', 'carol');
     const two = await projectWithAgents(hub, 'two', 'mallory', 'bob');
-    const { alice, bob, carol } = one.keys as Record<string, string>;
+    const [alice, bob, carol] = [one.keys.alice, one.keys.bob, one.keys.carol] as [string, string, string];
     const mallory = two.keys.mallory as string;
     const sent = await hub.api('POST', '/v1/messages', alice, {
       to: 'bob',
@@ -171,7 +171,7 @@ describe('hub access', () => {
     ])
       expect(codes, code).toContain(code);
     const text = JSON.stringify(audit.body);
-    for (const secret of [alice, bob, one.token, hub.adminToken, forged])
+    for (const secret of [alice, bob, one.token, hub.adminToken, forged] as string[])
       expect(text).not.toContain(secret.slice(-43));
   });
 
