@@ -260,7 +260,7 @@ async function measure(engine) {
       });
       started.set(sent.message.id, t0);
     } catch (err) {
-      errors.push(err.message);
+      running && errors.push(err.message);
     }
   };
   const closers = keys.map((key, i) =>
@@ -269,7 +269,7 @@ async function measure(engine) {
         // a request: ack it, then answer
         call(port, 'POST', `/v1/messages/${m.id}/ack`, key)
           .then(() => call(port, 'POST', `/v1/messages/${m.id}/reply`, key, { body: `done: ${m.body}` }))
-          .catch((err) => errors.push(err.message));
+          .catch((err) => running && errors.push(err.message));
         return;
       }
       // a reply to one of ours: ack it, count the cycle, send the next
@@ -284,7 +284,7 @@ async function measure(engine) {
           }
           return sendOne(i);
         })
-        .catch((err) => errors.push(err.message));
+        .catch((err) => running && errors.push(err.message));
     }),
   );
   await new Promise((r) => setTimeout(r, 300));
