@@ -8,7 +8,7 @@ import { streamSSE } from 'hono/streaming';
 import type { z } from 'zod';
 import { accessOf, MAX_REQUEST_BYTES, openApiDocument, RegisterBody, ReplyBody, SendBody } from './api.js';
 import { type Caller, HubError, type HubStore, LIMITS, type ProjectAuth } from './hub-store.js';
-import type { RateLimit } from './rate-limit.js';
+import { RateLimit } from './rate-limit.js';
 import { bearer, sameSecret } from './tokens.js';
 import type { Wakeups } from './wakeups.js';
 
@@ -67,29 +67,42 @@ function checkTtl(ttl: number | undefined): void {
     );
 }
 
+/** Audit rows a second for refusals of callers without a valid key (bursts of twice that). */
+const ANONYMOUS_AUDITS_PER_S = 50;
+
+function answer(err: HubError): Response {
+  return new Response(JSON.stringify({ code: err.code, error: err.message, ...err.extra }), {
+    status: err.status,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
 export function createHubApp(opts: HubAppOptions): Hono<Env> {
   const { hub, wakeups } = opts;
   const app = new Hono<Env>();
   const touched = new Map<string, number>();
 
+  // refusals of callers without a key are audited up to a rate, so a flood of bad tokens cannot fill the store
+  const anonymous = new RateLimit(ANONYMOUS_AUDITS_PER_S);
+  let unaudited = 0;
   const refuse = async (
     c: { req: { method: string; url: string } },
     err: HubError,
     who: Partial<Caller> = {},
   ) => {
-    const path = new URL(c.req.url).pathname;
+    if (!who.agentId && !anonymous.take('')) {
+      unaudited++;
+      return answer(err);
+    }
     await hub
       .audit({
         ...(who.projectId ? { projectId: who.projectId } : {}),
         ...(who.agentId ? { agentId: who.agentId } : {}),
         code: err.code,
-        detail: `${c.req.method} ${path}: ${err.message}`,
+        detail: `${c.req.method} ${new URL(c.req.url).pathname}: ${err.message}`,
       })
       .catch(() => undefined);
-    return new Response(JSON.stringify({ code: err.code, error: err.message, ...err.extra }), {
-      status: err.status,
-      headers: { 'content-type': 'application/json' },
-    });
+    return answer(err);
   };
 
   app.onError(async (err, c) => {
@@ -171,6 +184,11 @@ export function createHubApp(opts: HubAppOptions): Hono<Env> {
     ];
     for (const state of ['queued', 'delivered', 'acked', 'replied', 'cancelled', 'expired'])
       lines.push(`keel_hub_messages{state="${state}"} ${counts[state] ?? 0}`);
+    lines.push(
+      '# HELP keel_hub_unaudited_refusals_total Refusals of callers without a key past the audit rate (counted, not stored).',
+      '# TYPE keel_hub_unaudited_refusals_total counter',
+      `keel_hub_unaudited_refusals_total ${unaudited}`,
+    );
     return c.text(`${lines.join('\n')}\n${opts.metrics()}`, 200, {
       'content-type': 'text/plain; version=0.0.4',
     });

@@ -400,6 +400,16 @@ export class HubStore {
         now,
         ttlS: ttl,
       });
+      // the same key committed meanwhile by another hub process: its message is the answer
+      if (id === undefined)
+        return (
+          (await this.idempotent(tx, caller, input.idempotency_key, requestHash, now)) ??
+          new HubError(
+            409,
+            'IDEMPOTENCY_CONFLICT',
+            `idempotency key ${JSON.stringify(input.idempotency_key)} is in use`,
+          )
+        );
       return { id, created: true, recipientId: recipient.id };
     });
     const { id, created, recipientId } = check(result);
@@ -417,10 +427,11 @@ export class HubStore {
     const key = input.idempotency_key ?? `reply:${messageId}`;
     const requestHash = sha256(JSON.stringify(['reply', messageId, input.body]));
     const result = await this.write(async (tx) => {
-      const earlier = await this.idempotent(tx, caller, key, requestHash, now);
-      if (earlier) return earlier;
+      // the message's lock first: a reply retried through another process waits here, then finds its twin
       const original = await this.lockOwn(tx, caller, messageId, 'recipient');
       if (original instanceof HubError) return original;
+      const earlier = await this.idempotent(tx, caller, key, requestHash, now);
+      if (earlier) return earlier;
       const state = effectiveState(original, now);
       if (state === 'replied')
         return new HubError(409, 'ALREADY_REPLIED', `message ${messageId} has a reply already`, {
@@ -436,7 +447,7 @@ export class HubStore {
           'HOP_LIMIT',
           `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
         );
-      const id = await this.insert(tx, caller, original.sender_id, {
+      const inserted = await this.insert(tx, caller, original.sender_id, {
         body: input.body,
         replyTo: messageId,
         hop,
@@ -445,6 +456,14 @@ export class HubStore {
         now,
         ttlS: LIMITS.defaultTtlS,
       });
+      // under the message's lock no twin can have taken the key: a conflict here is another request's
+      if (inserted === undefined)
+        return new HubError(
+          409,
+          'IDEMPOTENCY_CONFLICT',
+          `idempotency key ${JSON.stringify(key)} was used for another request`,
+        );
+      const id = inserted;
       await tx.run(
         `UPDATE hub_messages SET state = 'replied', replied_at = $2, reply_id = $3, acked_at = COALESCE(acked_at, $2)
          WHERE id = $1`,
@@ -669,13 +688,14 @@ export class HubStore {
       now: number;
       ttlS: number;
     },
-  ): Promise<string> {
+  ): Promise<string | undefined> {
     const id = newId('m');
     const seq = await nextSeq(tx, `hub:${recipientId}`);
-    await tx.run(
+    const inserted = await tx.run(
       `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256, reply_to, hop,
          idempotency_key, request_sha256, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13)`,
+       VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13)
+       ON CONFLICT (sender_id, idempotency_key) DO NOTHING`,
       [
         id,
         caller.projectId,
@@ -692,7 +712,7 @@ export class HubStore {
         m.now + m.ttlS * 1000,
       ],
     );
-    return id;
+    return inserted ? id : undefined;
   }
 
   private async read(id: string): Promise<MessageView | undefined> {

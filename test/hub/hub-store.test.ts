@@ -273,4 +273,23 @@ describe.each(engines)('hub store on $name', (engine) => {
     const seqs = (await hub.due((agents.b as Caller).agentId, { all: true })).map((m) => m.seq);
     expect(seqs).toEqual(Array.from({ length: 39 }, (_, i) => i + 1));
   });
+
+  test('the same send and the same reply through two connections at once (two hub processes): one message, one reply', async () => {
+    const hub = await open();
+    const other = new HubStore(await engine.open(), { now: c.now });
+    const { agents } = await project(hub, 'a', 'b');
+    const a = agents.a as Caller;
+    const b = agents.b as Caller;
+    for (let round = 0; round < 5; round++) {
+      const input = { to: 'b', body: `same ${round}`, idempotency_key: `twin-${round}` };
+      const [x, y] = await Promise.all([hub.send(a, input), other.send(a, input)]);
+      expect(x.message.id).toBe(y.message.id);
+      expect([x.created, y.created].sort()).toEqual([false, true]);
+      const [r, q] = await Promise.all([
+        hub.reply(b, x.message.id, { body: 'ok' }),
+        other.reply(b, x.message.id, { body: 'ok' }),
+      ]);
+      expect(r.message.id).toBe(q.message.id);
+    }
+  });
 });

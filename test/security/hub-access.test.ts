@@ -3,7 +3,13 @@
  * another agent's inbox, an expired message, a revoked token's agent keys, oversized bodies, bad TTLs,
  * forwarding loops, a flood, and a hub asked to listen off loopback without a token of its own.
  */
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createHubApp } from '../../src/hub/app.js';
+import { HubStore } from '../../src/hub/hub-store.js';
+import { RateLimit } from '../../src/hub/rate-limit.js';
+import { Wakeups } from '../../src/hub/wakeups.js';
+import { openStore } from '../../src/store/engine.js';
 import { keel } from '../e2e/harness.js';
 import { projectWithAgents, readEvents, startHub } from '../e2e/hub-harness.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -181,5 +187,36 @@ describe('hub access', () => {
     expect(r.code).toBe(2);
     expect(JSON.parse(r.stdout)).toMatchObject({ code: 'CONFIG_ERROR' });
     expect(r.stdout).toContain('KEEL_HUB_ADMIN_TOKEN');
+  });
+
+  it('a flood of bad tokens is refused without filling the audit table', async () => {
+    const store = await openStore({ engine: 'sqlite', path: join(tempDir('keel-hub-flood-'), 'keel.db') });
+    const hub = new HubStore(store);
+    const app = createHubApp({
+      version: 'test',
+      hub,
+      adminToken: 'admin',
+      rate: new RateLimit(1000),
+      wakeups: new Wakeups(store),
+      metrics: () => '',
+    });
+    const refused = [];
+    for (let i = 0; i < 400; i++)
+      refused.push(
+        (
+          await app.request('/v1/inbox', {
+            headers: { authorization: `Bearer kha_${'0'.repeat(18)}_${'x'.repeat(43)}` },
+          })
+        ).status,
+      );
+    expect(new Set(refused)).toEqual(new Set([401]));
+    const [row] = await store.query<{ n: number }>('SELECT COUNT(*) AS n FROM hub_audit');
+    expect(Number(row?.n)).toBeGreaterThan(0);
+    expect(Number(row?.n)).toBeLessThan(400);
+    const metrics = await (
+      await app.request('/metrics', { headers: { authorization: 'Bearer admin' } })
+    ).text();
+    expect(Number(/keel_hub_unaudited_refusals_total (\d+)/.exec(metrics)?.[1])).toBe(400 - Number(row?.n));
+    await store.close();
   });
 });
