@@ -192,7 +192,11 @@ async function startHub(env) {
       '--json',
     ],
     {
-      env: { PATH: process.env.PATH, ...env, KEEL_HUB_RATE_PER_S: '10000000' },
+      env: {
+        PATH: process.env.PATH,
+        ...env,
+        KEEL_HUB_RATE_PER_S: '10000000',
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
