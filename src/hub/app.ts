@@ -20,9 +20,11 @@ export interface HubAppOptions {
   wakeups: Wakeups;
   /** Lines of Prometheus text the server adds (commits, batch sizes). */
   metrics(): string;
+  /** More routes on the same app, after the hub's own (workflows, webhooks); they do their own access checks. */
+  mount?(app: Hono<HubEnv>): void;
 }
 
-type Env = { Variables: { caller: Caller; project: ProjectAuth } };
+export type HubEnv = { Variables: { caller: Caller; project: ProjectAuth } };
 
 /** How often a stream says it is alive, and renews its agent's presence. */
 const HEARTBEAT_MS = 15_000;
@@ -77,9 +79,9 @@ function answer(err: HubError): Response {
   });
 }
 
-export function createHubApp(opts: HubAppOptions): Hono<Env> {
+export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
   const { hub, wakeups } = opts;
-  const app = new Hono<Env>();
+  const app = new Hono<HubEnv>();
   const touched = new Map<string, number>();
 
   // refusals of callers without a key are audited up to a rate, so a flood of bad tokens cannot fill the store
@@ -320,5 +322,6 @@ export function createHubApp(opts: HubAppOptions): Hono<Env> {
       }
     });
   });
+  opts.mount?.(app);
   return app;
 }

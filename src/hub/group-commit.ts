@@ -71,6 +71,7 @@ export class GroupCommit {
 
   private async commit(batch: Pending[]): Promise<void> {
     let ops = batch;
+    let retried = false;
     while (ops.length) {
       const current = ops;
       try {
@@ -90,6 +91,12 @@ export class GroupCommit {
         return;
       } catch (err) {
         if (!(err instanceof OpFailed)) {
+          // the store's own retries are spent (a deadlock with another hub process, a lost connection):
+          // one more try of the whole batch, then every operation of it fails
+          if (!retried) {
+            retried = true;
+            continue;
+          }
           for (const p of current) p.reject(err);
           return;
         }
