@@ -501,6 +501,109 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await batchClean(run, opts));
     });
 
+  // keel hub (issue 28): agents hand each other work through a durable hub (src/hub/)
+  const hub = program
+    .command('hub')
+    .description(
+      'agents hand each other bounded work through a durable hub (start it, keep its tokens, talk through it)',
+    )
+    .action(() => hub.help({ error: true }));
+  hub
+    .command('start')
+    .description('run the hub in the foreground (loopback only unless KEEL_HUB_ADMIN_TOKEN is set)')
+    .option('--listen <host:port>', 'where to listen', '127.0.0.1:7431')
+    .option('--rate <n>', 'requests a second per agent (bursts of twice that)', parseIntArg)
+    .option('--json', 'print {url, port, token_file, store} on stdout once listening')
+    .action(async (opts) => {
+      const { runHubStart } = await import('./hub-command.js');
+      setExit(await runHubStart(opts, version));
+    });
+  const hubToken = hub
+    .command('token')
+    .description(
+      "the hub's project tokens (needs the admin token: KEEL_HUB_ADMIN_TOKEN or the hub's token file)",
+    )
+    .action(() => hubToken.help({ error: true }));
+  hubToken
+    .command('create')
+    .description('a new project token, printed once (only its hash is kept)')
+    .requiredOption('--project <name>', 'the project (created on first use)')
+    .option('--json', 'print {token_id, token, project}')
+    .action(async (opts) => {
+      const { hubTokenCreate } = await import('./hub-command.js');
+      setExit(await hubTokenCreate(opts));
+    });
+  hubToken
+    .command('list')
+    .description('every project token and agent key (never a secret)')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { hubTokenList } = await import('./hub-command.js');
+      setExit(await hubTokenList(opts));
+    });
+  hubToken
+    .command('revoke')
+    .description('revoke a token; a project token takes the agent keys registered with it along')
+    .argument('<token-id>', 'the token id (token list shows it)')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { hubTokenRevoke } = await import('./hub-command.js');
+      setExit(await hubTokenRevoke(id, opts));
+    });
+  hub
+    .command('send')
+    .description('send a message to an agent of your project (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME)')
+    .argument('<text...>', 'the message')
+    .requiredOption('--to <name>', 'the recipient')
+    .option(
+      '--idempotency-key <key>',
+      'send again with the same key: the original back, never a second message',
+    )
+    .option('--wait <seconds>', 'wait this long for the reply and print it', parseIntArg)
+    .option('--ttl <seconds>', 'how long the message may wait to be taken (1 s to 7 days)', parseIntArg)
+    .option('--json', 'print one JSON document')
+    .action(async (words: string[], opts) => {
+      const { hubSend } = await import('./hub-command.js');
+      setExit(await hubSend(words, opts));
+    });
+  hub
+    .command('inbox')
+    .description('your open messages (not replied, cancelled or expired)')
+    .option('--follow', 'stay connected and print messages as they come (JSON lines with --json)')
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { hubInbox } = await import('./hub-command.js');
+      setExit(await hubInbox(opts));
+    });
+  hub
+    .command('reply')
+    .description('reply to a message addressed to you (a message takes one reply)')
+    .argument('<id>', 'the message id')
+    .argument('<text...>', 'the reply')
+    .option('--idempotency-key <key>', 'default: one key per message, so a retry is never a second reply')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, words: string[], opts) => {
+      const { hubReply } = await import('./hub-command.js');
+      setExit(await hubReply(id, words, opts));
+    });
+  hub
+    .command('ack')
+    .description('you have the message: it is not delivered again')
+    .argument('<id>', 'the message id')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { hubAck } = await import('./hub-command.js');
+      setExit(await hubAck(id, opts));
+    });
+  hub
+    .command('peers')
+    .description("your project's agents and whether they are online")
+    .option('--json', 'print one JSON document')
+    .action(async (opts) => {
+      const { hubPeers } = await import('./hub-command.js');
+      setExit(await hubPeers(opts));
+    });
+
   // set-up: `keel init` (src/cli/init-command.ts) and `keel completion` (src/cli/completion.ts)
   program
     .command('init')

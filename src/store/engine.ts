@@ -89,11 +89,22 @@ function sqliteValue(value: unknown): unknown {
 }
 
 function sqliteSql(db: Db): Sql {
+  // preparing costs more than running most of keel's statements: keep them, by text (bounded)
+  const prepared = new Map<string, Database.Statement>();
+  const prepare = (sql: string): Database.Statement => {
+    let statement = prepared.get(sql);
+    if (!statement) {
+      if (prepared.size >= 500) prepared.clear();
+      statement = db.prepare(sql);
+      prepared.set(sql, statement);
+    }
+    return statement;
+  };
   return {
     dialect: 'sqlite',
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
       const [sql, values] = positional(text, params);
-      const statement = db.prepare(sql);
+      const statement = prepare(sql);
       const bound = values.map(sqliteValue);
       if (!statement.reader) {
         statement.run(bound);
@@ -103,7 +114,7 @@ function sqliteSql(db: Db): Sql {
     },
     async run(text: string, params: readonly unknown[] = []): Promise<number> {
       const [sql, values] = positional(text, params);
-      return db.prepare(sql).run(values.map(sqliteValue)).changes;
+      return prepare(sql).run(values.map(sqliteValue)).changes;
     },
   };
 }

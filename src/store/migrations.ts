@@ -203,6 +203,70 @@ const MIGRATIONS: Migration[] = [
      mac TEXT NOT NULL,
      PRIMARY KEY (run_id, seq)
    )`),
+  // hub core (src/hub/hub-store.ts): projects, their tokens and agent keys (SHA-256 hashes only), agents
+  // with a presence lease, messages numbered per recipient, and the hub's refusals
+  same(`CREATE TABLE hub_projects (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL UNIQUE,
+     created_at BIGINT NOT NULL
+   )`),
+  same(`CREATE TABLE hub_tokens (
+     id TEXT PRIMARY KEY,
+     kind TEXT NOT NULL CHECK (kind IN ('project', 'agent')),
+     project_id TEXT NOT NULL REFERENCES hub_projects(id),
+     hash TEXT NOT NULL,
+     parent_id TEXT REFERENCES hub_tokens(id),
+     agent_id TEXT,
+     created_at BIGINT NOT NULL,
+     revoked_at BIGINT,
+     CHECK ((kind = 'agent') = (parent_id IS NOT NULL AND agent_id IS NOT NULL))
+   )`),
+  same(`CREATE INDEX hub_tokens_parent ON hub_tokens(parent_id)`),
+  same(`CREATE TABLE hub_agents (
+     id TEXT PRIMARY KEY,
+     project_id TEXT NOT NULL REFERENCES hub_projects(id),
+     name TEXT NOT NULL,
+     role TEXT,
+     created_at BIGINT NOT NULL,
+     last_seen BIGINT NOT NULL,
+     UNIQUE (project_id, name)
+   )`),
+  same(`CREATE TABLE hub_messages (
+     id TEXT PRIMARY KEY,
+     project_id TEXT NOT NULL REFERENCES hub_projects(id),
+     sender_id TEXT NOT NULL REFERENCES hub_agents(id),
+     recipient_id TEXT NOT NULL REFERENCES hub_agents(id),
+     seq BIGINT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('queued', 'delivered', 'acked', 'replied', 'cancelled', 'expired')),
+     body TEXT NOT NULL,
+     body_sha256 TEXT NOT NULL,
+     reply_to TEXT,
+     hop INTEGER NOT NULL CHECK (hop >= 0),
+     idempotency_key TEXT NOT NULL,
+     request_sha256 TEXT NOT NULL,
+     created_at BIGINT NOT NULL,
+     expires_at BIGINT NOT NULL,
+     delivered_at BIGINT,
+     deliveries INTEGER NOT NULL DEFAULT 0,
+     acked_at BIGINT,
+     replied_at BIGINT,
+     reply_id TEXT,
+     ended_at BIGINT,
+     UNIQUE (sender_id, idempotency_key),
+     UNIQUE (recipient_id, seq)
+   )`),
+  same(`CREATE INDEX hub_messages_pending ON hub_messages(recipient_id, state, seq)`),
+  same(`CREATE INDEX hub_messages_expiry ON hub_messages(state, expires_at)`),
+  same(`CREATE INDEX hub_messages_reply_to ON hub_messages(reply_to)`),
+  same(`CREATE TABLE hub_audit (
+     id TEXT PRIMARY KEY,
+     ts BIGINT NOT NULL,
+     project_id TEXT,
+     agent_id TEXT,
+     code TEXT NOT NULL,
+     detail TEXT NOT NULL
+   )`),
+  same(`CREATE INDEX hub_audit_ts ON hub_audit(ts)`),
 ];
 
 /** The schema version this keel writes. */

@@ -44,7 +44,7 @@ describe('check-imports', () => {
         "} from '../cli/inert.js';",
         '',
       ].join('\n'),
-      'src/hub/server.ts': "import { openDb } from '../store/db.js';\n",
+      'src/relay/server.ts': "import { openDb } from '../store/db.js';\n",
     });
     const run = check(root);
     expect(run.status).toBe(1);
@@ -61,7 +61,7 @@ describe('check-imports', () => {
     expect(lines).toContain(
       '  folders import each other (chat, cli): chat -> cli (src/chat/app.ts:4), cli -> chat (src/cli/main.ts:1)',
     );
-    expect(run.stderr).toMatch(/src\/hub: in no layer/);
+    expect(run.stderr).toMatch(/src\/relay: in no layer/);
     // nothing else: the downward imports, the commented import() and agent -> policy are no problem
     expect(run.stderr).toMatch(/^check-imports: 5 import problems/);
   });

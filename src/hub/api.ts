@@ -1,0 +1,186 @@
+/**
+ * The hub's HTTP contract: every route, who may call it (no one, the admin, a project token, an agent
+ * key), its body's zod schema, and the OpenAPI document generated from the same table.
+ */
+import { z } from 'zod';
+import { LIMITS } from './hub-store.js';
+
+/** A request body, whole: the message body's own limit (LIMITS.maxBodyBytes) is checked apart, in bytes. */
+export const MAX_REQUEST_BYTES = 2 * 1024 * 1024;
+
+const name = z
+  .string()
+  .min(1)
+  .max(LIMITS.maxNameChars)
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+    'letters, digits, ".", "_" and "-", starting with a letter or digit',
+  );
+const key = z.string().min(1).max(LIMITS.maxKeyChars);
+
+export const RegisterBody = z.object({ name, role: z.string().min(1).max(64).optional() }).strict();
+export const SendBody = z
+  .object({
+    to: name,
+    body: z.string(),
+    idempotency_key: key,
+    ttl_s: z.number().optional(),
+    reply_to: z.string().min(1).max(100).optional(),
+    hop: z.number().int().min(0).optional(),
+  })
+  .strict();
+export const ReplyBody = z.object({ body: z.string(), idempotency_key: key.optional() }).strict();
+
+export type Access = 'public' | 'admin' | 'project' | 'agent';
+
+interface Route {
+  method: 'get' | 'post';
+  path: string;
+  access: Access;
+  summary: string;
+  body?: z.ZodType;
+  query?: Record<string, string>;
+  stream?: boolean;
+}
+
+export const ROUTES: Route[] = [
+  { method: 'get', path: '/health', access: 'public', summary: 'the process is up' },
+  { method: 'get', path: '/ready', access: 'public', summary: 'the store answers' },
+  { method: 'get', path: '/v1/openapi.json', access: 'public', summary: 'this document' },
+  { method: 'get', path: '/metrics', access: 'admin', summary: 'Prometheus text' },
+  {
+    method: 'post',
+    path: '/v1/projects/:name/tokens',
+    access: 'admin',
+    summary: 'a new project token (the project is created on first use); the token is shown once',
+  },
+  {
+    method: 'get',
+    path: '/v1/tokens',
+    access: 'admin',
+    summary: 'every token and agent key, never a secret',
+  },
+  {
+    method: 'post',
+    path: '/v1/tokens/:id/revoke',
+    access: 'admin',
+    summary: 'revoke a token; a project token takes the agent keys registered with it along',
+  },
+  { method: 'get', path: '/v1/audit', access: 'admin', summary: "the hub's newest refusals" },
+  {
+    method: 'post',
+    path: '/v1/agents',
+    access: 'project',
+    summary: 'register an agent under the project token: {agent_id, agent_key}',
+    body: RegisterBody,
+  },
+  { method: 'get', path: '/v1/agents', access: 'agent', summary: "the project's agents and their presence" },
+  {
+    method: 'post',
+    path: '/v1/messages',
+    access: 'agent',
+    summary: 'send a message (the same key and request: the original back; another request: 409)',
+    body: SendBody,
+  },
+  {
+    method: 'get',
+    path: '/v1/messages/:id',
+    access: 'agent',
+    summary: 'a message you sent or received, with its reply',
+    query: { wait: 'seconds (at most 60) to wait for the reply' },
+  },
+  { method: 'post', path: '/v1/messages/:id/ack', access: 'agent', summary: 'you have it: no redelivery' },
+  {
+    method: 'post',
+    path: '/v1/messages/:id/reply',
+    access: 'agent',
+    summary: 'reply to a message addressed to you (one reply per message)',
+    body: ReplyBody,
+  },
+  {
+    method: 'post',
+    path: '/v1/messages/:id/cancel',
+    access: 'agent',
+    summary: 'withdraw a message you sent',
+  },
+  {
+    method: 'get',
+    path: '/v1/inbox',
+    access: 'agent',
+    summary: 'your open messages (not replied, cancelled or expired)',
+  },
+  {
+    method: 'get',
+    path: '/v1/events',
+    access: 'agent',
+    summary:
+      'your inbox as a stream (SSE, id: your sequence): every message not acked, then new ones; a delivered message not acked within 30 s comes again',
+    stream: true,
+  },
+];
+
+/** Who may call `method path` (undefined: no such route). */
+export function accessOf(method: string, path: string): Access | undefined {
+  const m = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
+  for (const r of ROUTES) {
+    if (r.method !== m) continue;
+    const re = new RegExp(`^${r.path.replace(/:[a-z]+/g, '[^/]+')}$`);
+    if (re.test(path)) return r.access;
+  }
+  return undefined;
+}
+
+export function openApiDocument(version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of ROUTES) {
+    const path = r.path.replace(/:([a-z]+)/g, '{$1}');
+    const params = [...r.path.matchAll(/:([a-z]+)/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    const query = Object.entries(r.query ?? {}).map(([n, description]) => ({
+      name: n,
+      in: 'query',
+      required: false,
+      description,
+      schema: { type: 'string' },
+    }));
+    paths[path] ??= {};
+    (paths[path] as Record<string, unknown>)[r.method] = {
+      summary: r.summary,
+      'x-keel-access': r.access,
+      ...(params.length || query.length ? { parameters: [...params, ...query] } : {}),
+      ...(r.body
+        ? {
+            requestBody: {
+              required: true,
+              content: {
+                'application/json': {
+                  schema: z.toJSONSchema(r.body, { io: 'input', target: 'draft-2020-12' }),
+                },
+              },
+            },
+          }
+        : {}),
+      responses: {
+        [r.method === 'post' ? '2XX' : '200']: {
+          description: r.stream ? 'text/event-stream' : 'application/json',
+        },
+        '4XX': { description: '{code, error}' },
+      },
+      ...(r.access === 'public' ? {} : { security: [{ bearer: [] }] }),
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'keel hub',
+      version,
+      description: `Message bodies up to ${LIMITS.maxBodyBytes} bytes; ttl_s ${LIMITS.minTtlS} to ${LIMITS.maxTtlS}; hop limit ${LIMITS.maxHop}.`,
+    },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    paths,
+  };
+}

@@ -1,0 +1,327 @@
+/**
+ * The hub's HTTP face: who may call what (api.ts says it per route), the limits, and the routes over
+ * the hub store. Every refusal is a JSON error with a code, and a row in the hub's audit table.
+ */
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { streamSSE } from 'hono/streaming';
+import type { z } from 'zod';
+import { accessOf, MAX_REQUEST_BYTES, openApiDocument, RegisterBody, ReplyBody, SendBody } from './api.js';
+import { type Caller, HubError, type HubStore, LIMITS, type ProjectAuth } from './hub-store.js';
+import { RateLimit } from './rate-limit.js';
+import { bearer, sameSecret } from './tokens.js';
+import type { Wakeups } from './wakeups.js';
+
+export interface HubAppOptions {
+  version: string;
+  hub: HubStore;
+  adminToken: string;
+  rate: RateLimit;
+  wakeups: Wakeups;
+  /** Lines of Prometheus text the server adds (commits, batch sizes). */
+  metrics(): string;
+  /** More routes on the same app, after the hub's own (workflows, webhooks); they do their own access checks. */
+  mount?(app: Hono<HubEnv>): void;
+}
+
+export type HubEnv = { Variables: { caller: Caller; project: ProjectAuth } };
+
+/** How often a stream says it is alive, and renews its agent's presence. */
+const HEARTBEAT_MS = 15_000;
+/** How often an idle stream re-reads its rows anyway (another process's write on SQLite wakes no one). */
+const POLL_MS = 5_000;
+/** Presence is written at most this often per agent and process. */
+const TOUCH_EVERY_MS = 10_000;
+
+async function readBody<T extends z.ZodType>(req: Request, schema: T): Promise<z.infer<T>> {
+  const text = await req.text();
+  let raw: unknown;
+  try {
+    raw = text.trim() ? JSON.parse(text) : {};
+  } catch {
+    throw new HubError(400, 'BAD_REQUEST', 'the request body is not JSON');
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new HubError(
+      400,
+      'BAD_REQUEST',
+      `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`,
+    );
+  }
+  return parsed.data;
+}
+
+function checkBody(body: string): void {
+  const bytes = Buffer.byteLength(body, 'utf8');
+  if (bytes > LIMITS.maxBodyBytes)
+    throw new HubError(413, 'BODY_TOO_LARGE', `body: ${bytes} bytes, the limit is ${LIMITS.maxBodyBytes}`);
+}
+
+function checkTtl(ttl: number | undefined): void {
+  if (ttl === undefined) return;
+  if (!Number.isInteger(ttl) || ttl < LIMITS.minTtlS || ttl > LIMITS.maxTtlS)
+    throw new HubError(
+      400,
+      'BAD_TTL',
+      `ttl_s: ${ttl} is not a whole number of seconds from ${LIMITS.minTtlS} to ${LIMITS.maxTtlS} (7 days)`,
+    );
+}
+
+/** Audit rows a second for refusals of callers without a valid key (bursts of twice that). */
+const ANONYMOUS_AUDITS_PER_S = 50;
+
+function answer(err: HubError): Response {
+  return new Response(JSON.stringify({ code: err.code, error: err.message, ...err.extra }), {
+    status: err.status,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
+export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
+  const { hub, wakeups } = opts;
+  const app = new Hono<HubEnv>();
+  const touched = new Map<string, number>();
+
+  // refusals of callers without a key are audited up to a rate, so a flood of bad tokens cannot fill the store
+  const anonymous = new RateLimit(ANONYMOUS_AUDITS_PER_S);
+  let unaudited = 0;
+  const refuse = async (
+    c: { req: { method: string; url: string } },
+    err: HubError,
+    who: Partial<Caller> = {},
+  ) => {
+    if (!who.agentId && !anonymous.take('')) {
+      unaudited++;
+      return answer(err);
+    }
+    await hub
+      .audit({
+        ...(who.projectId ? { projectId: who.projectId } : {}),
+        ...(who.agentId ? { agentId: who.agentId } : {}),
+        code: err.code,
+        detail: `${c.req.method} ${new URL(c.req.url).pathname}: ${err.message}`,
+      })
+      .catch(() => undefined);
+    return answer(err);
+  };
+
+  app.onError(async (err, c) => {
+    if (err instanceof HubError) {
+      const caller = c.get('caller') as Caller | undefined;
+      const project = c.get('project') as ProjectAuth | undefined;
+      return refuse(c, err, caller ?? (project ? { projectId: project.projectId } : {}));
+    }
+    const message = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? 'error';
+    return c.json({ code: 'INTERNAL', error: message }, 500);
+  });
+  app.notFound((c) =>
+    c.json({ code: 'NOT_FOUND', error: `no route ${c.req.method} ${new URL(c.req.url).pathname}` }, 404),
+  );
+
+  // who may call: the route's access says which token, and the token must open it
+  app.use('*', async (c, next) => {
+    const access = accessOf(c.req.method, new URL(c.req.url).pathname);
+    if (access === undefined || access === 'public') return next();
+    const token = bearer(c.req.header('authorization'));
+    if (access === 'admin') {
+      if (!sameSecret(token, opts.adminToken))
+        throw new HubError(401, 'UNAUTHORIZED', 'this route needs Authorization: Bearer <the admin token>');
+      return next();
+    }
+    if (access === 'project') {
+      const project = await hub.projectOf(token);
+      if (!project)
+        throw new HubError(
+          401,
+          'UNAUTHORIZED',
+          'this route needs Authorization: Bearer <a live project token>',
+        );
+      c.set('project', project);
+      return next();
+    }
+    const caller = await hub.agentOf(token);
+    if (!caller)
+      throw new HubError(
+        401,
+        'UNAUTHORIZED',
+        'this route needs Authorization: Bearer <an agent key> (POST /v1/agents with a project token gives one)',
+      );
+    c.set('caller', caller);
+    if (!opts.rate.take(caller.agentId))
+      throw new HubError(429, 'RATE_LIMITED', `agent ${caller.name} is over its rate limit: slow down`);
+    const now = hub.now();
+    if ((touched.get(caller.agentId) ?? 0) < now - TOUCH_EVERY_MS) {
+      touched.set(caller.agentId, now);
+      void hub.touch(caller.agentId).catch(() => undefined);
+    }
+    return next();
+  });
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_REQUEST_BYTES,
+      onError: (c) => {
+        c.header('connection', 'close');
+        return refuse(
+          c,
+          new HubError(413, 'TOO_LARGE', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes`),
+        );
+      },
+    }),
+  );
+
+  app.get('/health', (c) => c.json({ ok: true }));
+  app.get('/ready', async (c) => {
+    await hub.store.query('SELECT 1');
+    return c.json({ ready: true });
+  });
+  app.get('/v1/openapi.json', (c) => c.json(openApiDocument(opts.version)));
+  app.get('/metrics', async (c) => {
+    const counts = await hub.counts();
+    const lines = [
+      '# HELP keel_hub_messages Messages in the store, by state.',
+      '# TYPE keel_hub_messages gauge',
+    ];
+    for (const state of ['queued', 'delivered', 'acked', 'replied', 'cancelled', 'expired'])
+      lines.push(`keel_hub_messages{state="${state}"} ${counts[state] ?? 0}`);
+    lines.push(
+      '# HELP keel_hub_unaudited_refusals_total Refusals of callers without a key past the audit rate (counted, not stored).',
+      '# TYPE keel_hub_unaudited_refusals_total counter',
+      `keel_hub_unaudited_refusals_total ${unaudited}`,
+    );
+    return c.text(`${lines.join('\n')}\n${opts.metrics()}`, 200, {
+      'content-type': 'text/plain; version=0.0.4',
+    });
+  });
+
+  // ---- the admin's ----
+  app.post('/v1/projects/:name/tokens', async (c) => {
+    const name = c.req.param('name');
+    if (!RegisterBody.shape.name.safeParse(name).success)
+      throw new HubError(
+        400,
+        'BAD_REQUEST',
+        `project name ${JSON.stringify(name)}: letters, digits, ".", "_" and "-"`,
+      );
+    return c.json(await hub.createProjectToken(name), 201);
+  });
+  app.get('/v1/tokens', async (c) => c.json({ tokens: await hub.tokens() }));
+  app.post('/v1/tokens/:id/revoke', async (c) => {
+    const revoked = await hub.revokeToken(c.req.param('id'));
+    if (!revoked) throw new HubError(404, 'NOT_FOUND', `no token ${c.req.param('id')}`);
+    return c.json(revoked);
+  });
+  app.get('/v1/audit', async (c) => c.json({ refusals: await hub.refusals() }));
+
+  // ---- a project token's ----
+  app.post('/v1/agents', async (c) => {
+    const input = await readBody(c.req.raw, RegisterBody);
+    return c.json(await hub.registerAgent(c.get('project'), input.name, input.role), 201);
+  });
+
+  // ---- an agent's ----
+  app.get('/v1/agents', async (c) => c.json({ agents: await hub.peers(c.get('caller').projectId) }));
+  app.post('/v1/messages', async (c) => {
+    const input = await readBody(c.req.raw, SendBody);
+    checkBody(input.body);
+    checkTtl(input.ttl_s);
+    const sent = await hub.send(c.get('caller'), input);
+    return c.json(sent, sent.created ? 201 : 200);
+  });
+  app.get('/v1/messages/:id', async (c) => {
+    const caller = c.get('caller');
+    const id = c.req.param('id');
+    const waitS = Math.min(60, Math.max(0, Number(c.req.query('wait') ?? 0) || 0));
+    const until = Date.now() + waitS * 1000;
+    const waiter = wakeups.subscribe(caller.agentId);
+    try {
+      for (;;) {
+        const found = await hub.message(caller, id);
+        const open =
+          found.message.state !== 'replied' &&
+          found.message.state !== 'cancelled' &&
+          found.message.state !== 'expired';
+        const left = until - Date.now();
+        if (!open || left <= 0 || found.message.from !== caller.name) return c.json(found);
+        await waiter.wait(Math.min(left, 1000));
+      }
+    } finally {
+      waiter.close();
+    }
+  });
+  app.post('/v1/messages/:id/ack', async (c) =>
+    c.json({ message: await hub.ack(c.get('caller'), c.req.param('id')) }),
+  );
+  app.post('/v1/messages/:id/reply', async (c) => {
+    const input = await readBody(c.req.raw, ReplyBody);
+    checkBody(input.body);
+    const sent = await hub.reply(c.get('caller'), c.req.param('id'), input);
+    return c.json(sent, sent.created ? 201 : 200);
+  });
+  app.post('/v1/messages/:id/cancel', async (c) =>
+    c.json({ message: await hub.cancel(c.get('caller'), c.req.param('id')) }),
+  );
+  app.get('/v1/inbox', async (c) => {
+    const caller = c.get('caller');
+    const messages = await hub.inbox(caller);
+    // read here is delivered: the 30 s before a redelivery start now
+    await hub.markDelivered(
+      caller.agentId,
+      messages.filter((m) => m.state === 'queued' || m.state === 'delivered').map((m) => m.id),
+    );
+    return c.json({ messages });
+  });
+  app.get('/v1/events', (c) => {
+    const caller = c.get('caller');
+    const last = c.req.header('last-event-id') ?? '';
+    let cursor = /^\d+$/.test(last) ? Number(last) : 0;
+    return streamSSE(c, async (stream) => {
+      const waiter = wakeups.subscribe(caller.agentId);
+      let open = true;
+      stream.onAbort(() => {
+        open = false;
+        waiter.close();
+      });
+      let first = true;
+      let beat = Date.now();
+      try {
+        while (open) {
+          let until: number;
+          try {
+            // on (re)connect every message not acked; then the new ones and those due again
+            const due = await hub.due(caller.agentId, { all: first, after: cursor });
+            first = false;
+            for (const m of due) {
+              await stream.writeSSE({ id: String(m.seq), event: 'message', data: JSON.stringify(m) });
+              cursor = Math.max(cursor, m.seq);
+            }
+            await hub.markDelivered(
+              caller.agentId,
+              due.map((m) => m.id),
+            );
+            if (due.length >= 500) continue;
+            const now = Date.now();
+            if (now - beat >= HEARTBEAT_MS) {
+              beat = now;
+              await stream.write(': ping\n\n');
+              await hub.touch(caller.agentId);
+            }
+            const next = await hub.nextRedelivery(caller.agentId);
+            until = Math.min(next ?? Number.POSITIVE_INFINITY, beat + HEARTBEAT_MS, now + POLL_MS);
+          } catch {
+            // the store failed for a moment (a deadlock retried out, a lost connection): what was not
+            // marked delivered is sent again, and the stream goes on
+            until = Date.now() + 250;
+          }
+          await waiter.wait(until - Date.now());
+        }
+      } finally {
+        waiter.close();
+      }
+    });
+  });
+  opts.mount?.(app);
+  return app;
+}

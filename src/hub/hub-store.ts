@@ -1,0 +1,728 @@
+/**
+ * The hub's data, on the team store (SQLite or PostgreSQL, the same SQL): projects and their tokens,
+ * agents and their keys, messages and their states, the hub's refusals. Every query of the hub is here.
+ *
+ * - Secrets are kept as SHA-256 hashes (tokens.ts); a token is found by the id it carries. Revoking a
+ *   project token revokes, in the same transaction, every agent key registered with it.
+ * - A message is numbered in its recipient's stream (store/streams.ts), never by a global sequence.
+ * - Its state moves queued → delivered → acked → replied, or ends cancelled or expired. What is due
+ *   for (re)delivery and what has expired is computed from the rows (delivered_at + 30 s, expires_at),
+ *   so a restart forgets nothing.
+ * - The same sender with the same idempotency key and the same request gets the original back; a
+ *   different request under that key is a conflict. A message takes one reply.
+ * - Writes go through `write` (group-commit.ts in the hub, a plain transaction in tests); a refusal is
+ *   returned out of the transaction as a HubError, never thrown inside it, so it spoils no batch.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Sql, Store } from '../store/engine.js';
+import { nextSeq } from '../store/streams.js';
+import { mintToken, parseToken, sameHash, sha256 } from './tokens.js';
+
+export const LIMITS = {
+  /** A message body, in UTF-8 bytes. */
+  maxBodyBytes: 256 * 1024,
+  minTtlS: 1,
+  maxTtlS: 7 * 24 * 3600,
+  defaultTtlS: 24 * 3600,
+  /** How many times a piece of work may be passed on (replies and forwards count). */
+  maxHop: 16,
+  maxNameChars: 64,
+  maxKeyChars: 200,
+};
+
+/** A delivered message not acked within this is delivered again. */
+export const REDELIVER_MS = 30_000;
+/** An agent is online while it was seen within this. */
+export const PRESENCE_MS = 60_000;
+
+export type MessageState = 'queued' | 'delivered' | 'acked' | 'replied' | 'cancelled' | 'expired';
+
+/** A refusal with its HTTP status and a stable code. */
+export class HubError extends Error {
+  override name = 'HubError';
+  constructor(
+    readonly status: 400 | 401 | 403 | 404 | 409 | 410 | 413 | 429,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** Who an agent key belongs to. */
+export interface Caller {
+  agentId: string;
+  projectId: string;
+  name: string;
+}
+
+/** What a project token authorizes. */
+export interface ProjectAuth {
+  projectId: string;
+  tokenId: string;
+}
+
+export interface MessageView {
+  id: string;
+  from: string;
+  to: string;
+  seq: number;
+  state: MessageState;
+  body: string;
+  body_sha256: string;
+  reply_to: string | null;
+  hop: number;
+  idempotency_key: string;
+  created_at: number;
+  expires_at: number;
+  deliveries: number;
+  reply_id: string | null;
+}
+
+export interface TokenView {
+  token_id: string;
+  kind: 'project' | 'agent';
+  project: string;
+  agent?: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface PeerView {
+  name: string;
+  role: string | null;
+  online: boolean;
+  last_seen: number;
+}
+
+export interface SendInput {
+  to: string;
+  body: string;
+  idempotency_key: string;
+  ttl_s?: number;
+  reply_to?: string;
+  hop?: number;
+}
+
+export type Write = <T>(op: (tx: Sql) => Promise<T>) => Promise<T>;
+
+export interface HubStoreOptions {
+  /** How writes reach the store (default: one transaction each). */
+  write?: Write;
+  now?: () => number;
+  /** Called after the commit of each new message, with its recipient (to wake its stream). */
+  onQueued?(recipientId: string): void;
+}
+
+interface MessageRow {
+  id: string;
+  project_id: string;
+  sender_id: string;
+  recipient_id: string;
+  sender_name: string;
+  recipient_name: string;
+  seq: number;
+  state: MessageState;
+  body: string;
+  body_sha256: string;
+  reply_to: string | null;
+  hop: number;
+  idempotency_key: string;
+  request_sha256: string;
+  created_at: number;
+  expires_at: number;
+  delivered_at: number | null;
+  deliveries: number;
+  reply_id: string | null;
+}
+
+const MESSAGE = `SELECT m.*, s.name AS sender_name, r.name AS recipient_name FROM hub_messages m
+  JOIN hub_agents s ON s.id = m.sender_id JOIN hub_agents r ON r.id = m.recipient_id`;
+
+function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+/** The state a reader sees: a message past its TTL and not yet taken is expired, swept or not. */
+function effectiveState(row: MessageRow, now: number): MessageState {
+  if ((row.state === 'queued' || row.state === 'delivered') && Number(row.expires_at) <= now)
+    return 'expired';
+  return row.state;
+}
+
+function view(row: MessageRow, now: number): MessageView {
+  return {
+    id: row.id,
+    from: row.sender_name,
+    to: row.recipient_name,
+    seq: Number(row.seq),
+    state: effectiveState(row, now),
+    body: row.body,
+    body_sha256: row.body_sha256,
+    reply_to: row.reply_to,
+    hop: row.hop,
+    idempotency_key: row.idempotency_key,
+    created_at: Number(row.created_at),
+    expires_at: Number(row.expires_at),
+    deliveries: row.deliveries,
+    reply_id: row.reply_id,
+  };
+}
+
+function check<T>(result: T | HubError): T {
+  if (result instanceof HubError) throw result;
+  return result;
+}
+
+/** A row's lock until commit on PostgreSQL; SQLite's write lock already covers the transaction. */
+function forUpdate(tx: Sql): string {
+  return tx.dialect === 'postgres' ? ' FOR UPDATE' : '';
+}
+
+export class HubStore {
+  private readonly write: Write;
+  readonly now: () => number;
+  private readonly onQueued: (recipientId: string) => void;
+
+  constructor(
+    readonly store: Store,
+    opts: HubStoreOptions = {},
+  ) {
+    this.write = opts.write ?? ((op) => store.transaction(op));
+    this.now = opts.now ?? Date.now;
+    this.onQueued = opts.onQueued ?? (() => undefined);
+  }
+
+  // ---- projects and tokens (the admin's) ----
+
+  /** A new project token for `project` (the project is created on first use); the token is shown once. */
+  async createProjectToken(project: string): Promise<{ token_id: string; token: string; project: string }> {
+    const minted = mintToken('project');
+    const now = this.now();
+    await this.write(async (tx) => {
+      await tx.run(
+        'INSERT INTO hub_projects (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING',
+        [newId('p'), project, now],
+      );
+      const [row] = await tx.query<{ id: string }>('SELECT id FROM hub_projects WHERE name = $1', [project]);
+      await tx.run(
+        `INSERT INTO hub_tokens (id, kind, project_id, hash, created_at) VALUES ($1, 'project', $2, $3, $4)`,
+        [minted.id, row?.id, minted.hash, now],
+      );
+    });
+    return { token_id: minted.id, token: minted.token, project };
+  }
+
+  /** Every token and key, never a secret nor a hash. */
+  async tokens(): Promise<TokenView[]> {
+    const rows = await this.store.query<{
+      id: string;
+      kind: 'project' | 'agent';
+      project: string;
+      agent: string | null;
+      created_at: number;
+      revoked_at: number | null;
+    }>(
+      `SELECT t.id, t.kind, p.name AS project, a.name AS agent, t.created_at, t.revoked_at
+       FROM hub_tokens t JOIN hub_projects p ON p.id = t.project_id LEFT JOIN hub_agents a ON a.id = t.agent_id
+       ORDER BY t.created_at, t.id`,
+    );
+    return rows.map((r) => ({
+      token_id: r.id,
+      kind: r.kind,
+      project: r.project,
+      ...(r.agent ? { agent: r.agent } : {}),
+      created_at: Number(r.created_at),
+      revoked_at: r.revoked_at === null ? null : Number(r.revoked_at),
+    }));
+  }
+
+  /** Revoke a token; a project token takes the agent keys registered with it along. Undefined: no such token. */
+  async revokeToken(tokenId: string): Promise<{ token_id: string; agent_keys_revoked: number } | undefined> {
+    const now = this.now();
+    return this.write(async (tx) => {
+      const [row] = await tx.query<{ id: string }>(
+        `SELECT id FROM hub_tokens WHERE id = $1${forUpdate(tx)}`,
+        [tokenId],
+      );
+      if (!row) return undefined;
+      await tx.run('UPDATE hub_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL', [
+        tokenId,
+        now,
+      ]);
+      const keys = await tx.run(
+        'UPDATE hub_tokens SET revoked_at = $2 WHERE parent_id = $1 AND revoked_at IS NULL',
+        [tokenId, now],
+      );
+      return { token_id: tokenId, agent_keys_revoked: keys };
+    });
+  }
+
+  // ---- who is calling ----
+
+  /** The project a project token opens, or undefined (unknown, revoked, wrong secret). */
+  async projectOf(token: string): Promise<ProjectAuth | undefined> {
+    const parsed = parseToken('project', token);
+    if (!parsed) return undefined;
+    const [row] = await this.store.query<{ hash: string; project_id: string }>(
+      `SELECT hash, project_id FROM hub_tokens WHERE id = $1 AND kind = 'project' AND revoked_at IS NULL`,
+      [parsed.id],
+    );
+    if (!row || !sameHash(row.hash, parsed.hash)) return undefined;
+    return { projectId: row.project_id, tokenId: parsed.id };
+  }
+
+  /** The agent an agent key belongs to, or undefined (unknown, revoked, its project token revoked, wrong secret). */
+  async agentOf(key: string): Promise<Caller | undefined> {
+    const parsed = parseToken('agent', key);
+    if (!parsed) return undefined;
+    const [row] = await this.store.query<{
+      hash: string;
+      agent_id: string;
+      project_id: string;
+      name: string;
+    }>(
+      `SELECT t.hash, t.agent_id, t.project_id, a.name FROM hub_tokens t
+       JOIN hub_tokens p ON p.id = t.parent_id JOIN hub_agents a ON a.id = t.agent_id
+       WHERE t.id = $1 AND t.kind = 'agent' AND t.revoked_at IS NULL AND p.revoked_at IS NULL`,
+      [parsed.id],
+    );
+    if (!row || !sameHash(row.hash, parsed.hash)) return undefined;
+    return { agentId: row.agent_id, projectId: row.project_id, name: row.name };
+  }
+
+  // ---- agents ----
+
+  /**
+   * Register `name` in the token's project and give it a new key. A name already there gets another key
+   * for the same agent: whoever holds the project token speaks for the project's names.
+   */
+  async registerAgent(
+    auth: ProjectAuth,
+    name: string,
+    role?: string,
+  ): Promise<{ agent_id: string; agent_key: string; name: string }> {
+    const minted = mintToken('agent');
+    const now = this.now();
+    const agentId = await this.write(async (tx) => {
+      const [live] = await tx.query<{ id: string }>(
+        `SELECT id FROM hub_tokens WHERE id = $1 AND revoked_at IS NULL${forUpdate(tx)}`,
+        [auth.tokenId],
+      );
+      if (!live) return new HubError(401, 'UNAUTHORIZED', 'the project token was revoked');
+      await tx.run(
+        `INSERT INTO hub_agents (id, project_id, name, role, created_at, last_seen) VALUES ($1, $2, $3, $4, $5, $5)
+         ON CONFLICT (project_id, name) DO UPDATE SET role = COALESCE($4, hub_agents.role), last_seen = $5`,
+        [newId('a'), auth.projectId, name, role ?? null, now],
+      );
+      const [agent] = await tx.query<{ id: string }>(
+        'SELECT id FROM hub_agents WHERE project_id = $1 AND name = $2',
+        [auth.projectId, name],
+      );
+      await tx.run(
+        `INSERT INTO hub_tokens (id, kind, project_id, hash, parent_id, agent_id, created_at)
+         VALUES ($1, 'agent', $2, $3, $4, $5, $6)`,
+        [minted.id, auth.projectId, minted.hash, auth.tokenId, agent?.id, now],
+      );
+      return agent?.id as string;
+    });
+    return { agent_id: check(agentId), agent_key: minted.token, name };
+  }
+
+  /** Renew an agent's presence lease. */
+  async touch(agentId: string): Promise<void> {
+    const now = this.now();
+    await this.write((tx) =>
+      tx.run('UPDATE hub_agents SET last_seen = $2 WHERE id = $1 AND last_seen < $2', [agentId, now]),
+    );
+  }
+
+  /** The project's agents, online while their lease holds. */
+  async peers(projectId: string): Promise<PeerView[]> {
+    const now = this.now();
+    const rows = await this.store.query<{ name: string; role: string | null; last_seen: number }>(
+      'SELECT name, role, last_seen FROM hub_agents WHERE project_id = $1 ORDER BY name',
+      [projectId],
+    );
+    return rows.map((r) => ({
+      name: r.name,
+      role: r.role,
+      online: Number(r.last_seen) > now - PRESENCE_MS,
+      last_seen: Number(r.last_seen),
+    }));
+  }
+
+  // ---- messages ----
+
+  /** Send a message; `created: false` when the same request under the same key was sent before. */
+  async send(caller: Caller, input: SendInput): Promise<{ message: MessageView; created: boolean }> {
+    const now = this.now();
+    const ttl = input.ttl_s ?? LIMITS.defaultTtlS;
+    const requestHash = sha256(
+      JSON.stringify(['send', input.to, input.body, ttl, input.reply_to ?? null, input.hop ?? 0]),
+    );
+    const result = await this.write(async (tx) => {
+      const earlier = await this.idempotent(tx, caller, input.idempotency_key, requestHash, now);
+      if (earlier) return earlier;
+      const [recipient] = await tx.query<{ id: string }>(
+        'SELECT id FROM hub_agents WHERE project_id = $1 AND name = $2',
+        [caller.projectId, input.to],
+      );
+      if (!recipient)
+        return new HubError(
+          404,
+          'UNKNOWN_AGENT',
+          `no agent named ${JSON.stringify(input.to)} in this project`,
+        );
+      let hop = input.hop ?? 0;
+      if (input.reply_to !== undefined) {
+        const [parent] = await tx.query<MessageRow>(
+          'SELECT hop, sender_id, recipient_id FROM hub_messages WHERE id = $1 AND project_id = $2',
+          [input.reply_to, caller.projectId],
+        );
+        if (!parent || (parent.sender_id !== caller.agentId && parent.recipient_id !== caller.agentId))
+          return new HubError(404, 'NOT_FOUND', `reply_to: no message ${input.reply_to} of yours`);
+        hop = Math.max(hop, parent.hop + 1);
+      }
+      if (hop > LIMITS.maxHop)
+        return new HubError(
+          400,
+          'HOP_LIMIT',
+          `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
+        );
+      const id = await this.insert(tx, caller, recipient.id, {
+        body: input.body,
+        replyTo: input.reply_to ?? null,
+        hop,
+        key: input.idempotency_key,
+        requestHash,
+        now,
+        ttlS: ttl,
+      });
+      // the same key committed meanwhile by another hub process: its message is the answer
+      if (id === undefined)
+        return (
+          (await this.idempotent(tx, caller, input.idempotency_key, requestHash, now)) ??
+          new HubError(
+            409,
+            'IDEMPOTENCY_CONFLICT',
+            `idempotency key ${JSON.stringify(input.idempotency_key)} is in use`,
+          )
+        );
+      return { id, created: true, recipientId: recipient.id };
+    });
+    const { id, created, recipientId } = check(result);
+    if (recipientId) this.onQueued(recipientId);
+    return { message: await this.mustRead(id), created };
+  }
+
+  /** Reply to a message addressed to the caller: the reply goes to its sender; a message takes one reply. */
+  async reply(
+    caller: Caller,
+    messageId: string,
+    input: { body: string; idempotency_key?: string },
+  ): Promise<{ message: MessageView; created: boolean }> {
+    const now = this.now();
+    const key = input.idempotency_key ?? `reply:${messageId}`;
+    const requestHash = sha256(JSON.stringify(['reply', messageId, input.body]));
+    const result = await this.write(async (tx) => {
+      // the message's lock first: a reply retried through another process waits here, then finds its twin
+      const original = await this.lockOwn(tx, caller, messageId, 'recipient');
+      if (original instanceof HubError) return original;
+      const earlier = await this.idempotent(tx, caller, key, requestHash, now);
+      if (earlier) return earlier;
+      const state = effectiveState(original, now);
+      if (state === 'replied')
+        return new HubError(409, 'ALREADY_REPLIED', `message ${messageId} has a reply already`, {
+          reply_id: original.reply_id,
+        });
+      if (state === 'cancelled') return new HubError(409, 'CANCELLED', `message ${messageId} was cancelled`);
+      if (state === 'expired')
+        return new HubError(410, 'EXPIRED', `message ${messageId} expired before it was taken`);
+      const hop = original.hop + 1;
+      if (hop > LIMITS.maxHop)
+        return new HubError(
+          400,
+          'HOP_LIMIT',
+          `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
+        );
+      const inserted = await this.insert(tx, caller, original.sender_id, {
+        body: input.body,
+        replyTo: messageId,
+        hop,
+        key,
+        requestHash,
+        now,
+        ttlS: LIMITS.defaultTtlS,
+      });
+      // under the message's lock no twin can have taken the key: a conflict here is another request's
+      if (inserted === undefined)
+        return new HubError(
+          409,
+          'IDEMPOTENCY_CONFLICT',
+          `idempotency key ${JSON.stringify(key)} was used for another request`,
+        );
+      const id = inserted;
+      await tx.run(
+        `UPDATE hub_messages SET state = 'replied', replied_at = $2, reply_id = $3, acked_at = COALESCE(acked_at, $2)
+         WHERE id = $1`,
+        [messageId, now, id],
+      );
+      return { id, created: true, recipientId: original.sender_id };
+    });
+    const { id, created, recipientId } = check(result);
+    if (recipientId) this.onQueued(recipientId);
+    return { message: await this.mustRead(id), created };
+  }
+
+  /** The recipient has the message: it is not delivered again. Acking twice is no error. */
+  async ack(caller: Caller, messageId: string): Promise<MessageView> {
+    const now = this.now();
+    const result = await this.write(async (tx) => {
+      const row = await this.lockOwn(tx, caller, messageId, 'recipient');
+      if (row instanceof HubError) return row;
+      const state = effectiveState(row, now);
+      if (state === 'expired')
+        return new HubError(410, 'EXPIRED', `message ${messageId} expired before it was taken`);
+      if (state === 'cancelled') return new HubError(409, 'CANCELLED', `message ${messageId} was cancelled`);
+      if (state === 'queued' || state === 'delivered')
+        await tx.run(`UPDATE hub_messages SET state = 'acked', acked_at = $2 WHERE id = $1`, [
+          messageId,
+          now,
+        ]);
+      return messageId;
+    });
+    return this.mustRead(check(result));
+  }
+
+  /** The sender withdraws a message not yet replied to. */
+  async cancel(caller: Caller, messageId: string): Promise<MessageView> {
+    const now = this.now();
+    const result = await this.write(async (tx) => {
+      const row = await this.lockOwn(tx, caller, messageId, 'sender');
+      if (row instanceof HubError) return row;
+      const state = effectiveState(row, now);
+      if (state === 'replied')
+        return new HubError(409, 'ALREADY_REPLIED', `message ${messageId} has a reply already`);
+      if (state === 'queued' || state === 'delivered' || state === 'acked')
+        await tx.run(`UPDATE hub_messages SET state = 'cancelled', ended_at = $2 WHERE id = $1`, [
+          messageId,
+          now,
+        ]);
+      return messageId;
+    });
+    return this.mustRead(check(result));
+  }
+
+  /** A message the caller sent or received (with its reply, once there is one); 404 for anyone else's. */
+  async message(caller: Caller, messageId: string): Promise<{ message: MessageView; reply?: MessageView }> {
+    const [row] = await this.store.query<MessageRow>(`${MESSAGE} WHERE m.id = $1 AND m.project_id = $2`, [
+      messageId,
+      caller.projectId,
+    ]);
+    if (!row || (row.sender_id !== caller.agentId && row.recipient_id !== caller.agentId))
+      throw new HubError(404, 'NOT_FOUND', `no message ${messageId} of yours`);
+    const now = this.now();
+    const message = view(row, now);
+    if (!row.reply_id) return { message };
+    const reply = await this.read(row.reply_id);
+    return reply ? { message, reply } : { message };
+  }
+
+  /**
+   * What the agent's stream should carry now, in its order: with `all`, every message not yet acked
+   * (a reconnect re-sends them); otherwise the new ones and those delivered over REDELIVER_MS ago.
+   */
+  async due(agentId: string, opts: { all: boolean; after?: number }): Promise<MessageView[]> {
+    const now = this.now();
+    const rows = await this.store.query<MessageRow>(
+      `${MESSAGE} WHERE m.recipient_id = $1 AND m.state IN ('queued', 'delivered') AND m.expires_at > $2
+       AND ($3 = 1 OR m.state = 'queued' OR m.seq > $5 OR m.delivered_at <= $4) ORDER BY m.seq LIMIT 500`,
+      [agentId, now, opts.all ? 1 : 0, now - REDELIVER_MS, opts.after ?? 0],
+    );
+    return rows.map((r) => view(r, now));
+  }
+
+  /** When the earliest delivered, unacked message of the agent falls due again (undefined: none). */
+  async nextRedelivery(agentId: string): Promise<number | undefined> {
+    const [row] = await this.store.query<{ first: number | null }>(
+      `SELECT MIN(delivered_at) AS first FROM hub_messages WHERE recipient_id = $1 AND state = 'delivered'`,
+      [agentId],
+    );
+    return row?.first == null ? undefined : Number(row.first) + REDELIVER_MS;
+  }
+
+  /** Record that these messages went out to their recipient (again). */
+  async markDelivered(agentId: string, ids: readonly string[]): Promise<void> {
+    if (!ids.length) return;
+    const now = this.now();
+    const marks = ids.map((_, i) => `$${i + 3}`).join(', ');
+    await this.write((tx) =>
+      tx.run(
+        `UPDATE hub_messages SET state = 'delivered', delivered_at = $2, deliveries = deliveries + 1
+         WHERE recipient_id = $1 AND state IN ('queued', 'delivered') AND id IN (${marks})`,
+        [agentId, now, ...ids],
+      ),
+    );
+  }
+
+  /** The caller's open work: messages to it that are not replied, cancelled or expired, oldest first. */
+  async inbox(caller: Caller): Promise<MessageView[]> {
+    const now = this.now();
+    const rows = await this.store.query<MessageRow>(
+      `${MESSAGE} WHERE m.recipient_id = $1 AND (m.state = 'acked' OR (m.state IN ('queued', 'delivered') AND m.expires_at > $2))
+       ORDER BY m.seq LIMIT 500`,
+      [caller.agentId, now],
+    );
+    return rows.map((r) => view(r, now));
+  }
+
+  /** Mark every message past its TTL and not yet taken as expired (any process may, any time). */
+  async expire(): Promise<number> {
+    const now = this.now();
+    return this.write((tx) =>
+      tx.run(
+        `UPDATE hub_messages SET state = 'expired', ended_at = $1 WHERE state IN ('queued', 'delivered') AND expires_at <= $1`,
+        [now],
+      ),
+    );
+  }
+
+  /** Keep a refusal: what was refused, for whom, and why. */
+  async audit(entry: { projectId?: string; agentId?: string; code: string; detail: string }): Promise<void> {
+    await this.write((tx) =>
+      tx.run(
+        'INSERT INTO hub_audit (id, ts, project_id, agent_id, code, detail) VALUES ($1, $2, $3, $4, $5, $6)',
+        [
+          newId('r'),
+          this.now(),
+          entry.projectId ?? null,
+          entry.agentId ?? null,
+          entry.code,
+          entry.detail.slice(0, 1000),
+        ],
+      ),
+    );
+  }
+
+  /** The newest refusals. */
+  async refusals(
+    limit = 100,
+  ): Promise<Array<{ ts: number; code: string; detail: string; agent_id: string | null }>> {
+    const rows = await this.store.query<{
+      ts: number;
+      code: string;
+      detail: string;
+      agent_id: string | null;
+    }>('SELECT ts, code, detail, agent_id FROM hub_audit ORDER BY ts DESC, id LIMIT $1', [limit]);
+    return rows.map((r) => ({ ...r, ts: Number(r.ts) }));
+  }
+
+  /** Counts for /metrics. */
+  async counts(): Promise<Record<string, number>> {
+    const rows = await this.store.query<{ state: string; n: number }>(
+      'SELECT state, COUNT(*) AS n FROM hub_messages GROUP BY state',
+    );
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  }
+
+  // ---- inside a transaction ----
+
+  /** The message sent earlier by the caller under `key`: itself when the request is the same, a conflict when not. */
+  private async idempotent(
+    tx: Sql,
+    caller: Caller,
+    key: string,
+    requestHash: string,
+    _now: number,
+  ): Promise<{ id: string; created: false; recipientId?: undefined } | HubError | undefined> {
+    const [row] = await tx.query<{ id: string; request_sha256: string }>(
+      'SELECT id, request_sha256 FROM hub_messages WHERE sender_id = $1 AND idempotency_key = $2',
+      [caller.agentId, key],
+    );
+    if (!row) return undefined;
+    if (row.request_sha256 !== requestHash)
+      return new HubError(
+        409,
+        'IDEMPOTENCY_CONFLICT',
+        `idempotency key ${JSON.stringify(key)} was used for another request`,
+        {
+          message_id: row.id,
+        },
+      );
+    return { id: row.id, created: false };
+  }
+
+  /** A message the caller is the `role` of, locked; 404 for anyone else's (whether it exists is not told). */
+  private async lockOwn(
+    tx: Sql,
+    caller: Caller,
+    messageId: string,
+    role: 'sender' | 'recipient',
+  ): Promise<MessageRow | HubError> {
+    const [row] = await tx.query<MessageRow>(
+      `SELECT * FROM hub_messages WHERE id = $1 AND project_id = $2${forUpdate(tx)}`,
+      [messageId, caller.projectId],
+    );
+    const owner = role === 'sender' ? row?.sender_id : row?.recipient_id;
+    if (!row || owner !== caller.agentId)
+      return new HubError(
+        404,
+        'NOT_FOUND',
+        `no message ${messageId} ${role === 'sender' ? 'sent by' : 'addressed to'} you`,
+      );
+    return row;
+  }
+
+  private async insert(
+    tx: Sql,
+    caller: Caller,
+    recipientId: string,
+    m: {
+      body: string;
+      replyTo: string | null;
+      hop: number;
+      key: string;
+      requestHash: string;
+      now: number;
+      ttlS: number;
+    },
+  ): Promise<string | undefined> {
+    const id = newId('m');
+    const seq = await nextSeq(tx, `hub:${recipientId}`);
+    const inserted = await tx.run(
+      `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256, reply_to, hop,
+         idempotency_key, request_sha256, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13)
+       ON CONFLICT (sender_id, idempotency_key) DO NOTHING`,
+      [
+        id,
+        caller.projectId,
+        caller.agentId,
+        recipientId,
+        seq,
+        m.body,
+        sha256(m.body),
+        m.replyTo,
+        m.hop,
+        m.key,
+        m.requestHash,
+        m.now,
+        m.now + m.ttlS * 1000,
+      ],
+    );
+    return inserted ? id : undefined;
+  }
+
+  private async read(id: string): Promise<MessageView | undefined> {
+    const [row] = await this.store.query<MessageRow>(`${MESSAGE} WHERE m.id = $1`, [id]);
+    return row ? view(row, this.now()) : undefined;
+  }
+
+  private async mustRead(id: string): Promise<MessageView> {
+    const message = await this.read(id);
+    if (!message) throw new Error(`message ${id} vanished after its commit`);
+    return message;
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * A running hub: the store's writes grouped into shared transactions, the streams' wake-ups, the
+ * expiry sweep, and the HTTP listener. Nothing that matters lives only in this process: due times
+ * and expiries are columns, so another hub process (or this one restarted) carries on from the rows.
+ */
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import type { Store } from '../store/engine.js';
+import { createHubApp } from './app.js';
+import { GroupCommit } from './group-commit.js';
+import { HubStore } from './hub-store.js';
+import { RateLimit } from './rate-limit.js';
+import { Wakeups } from './wakeups.js';
+
+export interface HubOptions {
+  store: Store;
+  host: string;
+  port: number;
+  adminToken: string;
+  version: string;
+  /** Requests a second per agent (bursts of twice that). */
+  ratePerS?: number;
+}
+
+export interface RunningHub {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Is `host` a loopback address (the hub listens elsewhere only with a configured admin token)? */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** Start the hub; a string says why it could not listen. */
+export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
+  const { store } = opts;
+  let commits = 0;
+  let committedOps = 0;
+  const group = new GroupCommit(store, {
+    // one batch at a time: two batches in flight lock stream and message rows in no common order and
+    // deadlock (PostgreSQL retries those, but a batch retried is a batch late)
+    parallel: 1,
+    onCommit: (n) => {
+      commits++;
+      committedOps += n;
+    },
+  });
+  const wakeups = new Wakeups(store);
+  await wakeups.start();
+  const hub = new HubStore(store, {
+    write: (op) => group.run(op),
+    onQueued: (recipient) => wakeups.notify([recipient]),
+  });
+  const app = createHubApp({
+    version: opts.version,
+    hub,
+    adminToken: opts.adminToken,
+    rate: new RateLimit(opts.ratePerS ?? 1000),
+    wakeups,
+    metrics: () =>
+      [
+        '# HELP keel_hub_commits_total Transactions the hub committed (each carries the writes of several requests).',
+        '# TYPE keel_hub_commits_total counter',
+        `keel_hub_commits_total ${commits}`,
+        '# HELP keel_hub_committed_ops_total Writes those transactions carried.',
+        '# TYPE keel_hub_committed_ops_total counter',
+        `keel_hub_committed_ops_total ${committedOps}`,
+        '',
+      ].join('\n'),
+  });
+  const server = serve({ fetch: app.fetch, hostname: opts.host, port: opts.port });
+  const failed = await new Promise<string | undefined>((resolve) => {
+    server.once('listening', () => resolve(undefined));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      resolve(
+        err.code === 'EADDRINUSE'
+          ? `${opts.host}:${opts.port} is in use: choose another with --listen HOST:PORT`
+          : `cannot listen on ${opts.host}:${opts.port}: ${err.message}`,
+      ),
+    );
+  });
+  if (failed) {
+    await wakeups.close();
+    return failed;
+  }
+  // marking expired rows is bookkeeping: every read already treats a message past its TTL as expired
+  const sweep = setInterval(() => void hub.expire().catch(() => undefined), 1000);
+  sweep.unref();
+  const port = (server.address() as AddressInfo).port;
+  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    async close() {
+      clearInterval(sweep);
+      server.close();
+      // open event streams never end by themselves
+      if ('closeAllConnections' in server) server.closeAllConnections();
+      await group.drain();
+      await wakeups.close();
+    },
+  };
+}
