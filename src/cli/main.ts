@@ -415,10 +415,6 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       const { analyzeHistoryCommand } = await import('./analyze-history-command.js');
       setExit(await analyzeHistoryCommand(opts));
     });
-  // keel hub runs (issue 28), here as `keel hub-runs` until the `hub` group lands (then: hub.addCommand(hubRunsCommand(setExit)))
-  program.addCommand(hubRunsCommand(setExit).name('hub-runs').copyInheritedSettings(program), {
-    hidden: true,
-  });
 
   // keel batch (issue 27): many fixes on the run queue, one worker process per task
   const batch = program
@@ -508,6 +504,8 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       'agents hand each other bounded work through a durable hub (start it, keep its tokens, talk through it)',
     )
     .action(() => hub.help({ error: true }));
+  // keel hub runs list|show|verify: workflow runs started by signed webhooks (hub/runs-*.ts)
+  hub.addCommand(hubRunsCommand(setExit).copyInheritedSettings(hub));
   hub
     .command('start')
     .description('run the hub in the foreground (loopback only unless KEEL_HUB_ADMIN_TOKEN is set)')

@@ -1,4 +1,4 @@
-/** `keel hub runs list|show|verify` through the real binary (registered as `keel hub-runs` until the hub group lands). */
+/** `keel hub runs list|show|verify` through the real binary. */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type AgentDirectory, RunsStore } from '../../src/hub/runs-store.js';
@@ -39,12 +39,12 @@ describe('keel hub runs', () => {
     });
     const env = { KEEL_WH_SIGNALS: 'whsec_c2lnbmFscy1zZWNyZXQtZm9yLXRlc3Rz' };
 
-    const list = await keel(['hub-runs', 'list', '--json'], { cwd: home, home });
+    const list = await keel(['hub', 'runs', 'list', '--json'], { cwd: home, home });
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout).runs).toEqual([
       expect.objectContaining({ run_id, workflow: 'pr', status: 'running', delivery_id: 'delivery-1' }),
     ]);
-    const show = await keel(['hub-runs', 'show', run_id, '--json'], { cwd: home, home, env });
+    const show = await keel(['hub', 'runs', 'show', run_id, '--json'], { cwd: home, home, env });
     expect(show.code).toBe(0);
     const doc = JSON.parse(show.stdout);
     expect(doc.signal_secret).toBe(runSignalSecret(env.KEEL_WH_SIGNALS, run_id));
@@ -55,7 +55,7 @@ describe('keel hub runs', () => {
     expect(doc.stages[0]).toMatchObject({ prompt: 'Review PR 5', producers: 0, min_producers: 2 });
     expect(doc.events.map((e: { type: string }) => e.type)).toEqual(['run_started', 'stage_started']);
 
-    const intact = await keel(['hub-runs', 'verify', run_id], { cwd: home, home });
+    const intact = await keel(['hub', 'runs', 'verify', run_id], { cwd: home, home });
     expect(intact.code).toBe(0);
     expect(intact.stdout).toContain('2 events, chain and seals intact');
 
@@ -65,13 +65,13 @@ describe('keel hub runs', () => {
       [run_id],
     );
     await store.close();
-    const tampered = await keel(['hub-runs', 'verify', run_id, '--json'], { cwd: home, home });
+    const tampered = await keel(['hub', 'runs', 'verify', run_id, '--json'], { cwd: home, home });
     expect(tampered.code).toBe(1);
     expect(JSON.parse(tampered.stdout)).toMatchObject({
       ok: false,
       problems: expect.arrayContaining([{ seq: 1, problem: 'its hash does not match its contents' }]),
     });
-    const missing = await keel(['hub-runs', 'verify', 'no-such-run', '--json'], { cwd: home, home });
+    const missing = await keel(['hub', 'runs', 'verify', 'no-such-run', '--json'], { cwd: home, home });
     expect(missing.code).toBe(2);
   });
 });
