@@ -1,5 +1,6 @@
 /** `keel fix`: snapshot, baseline, plan, attempts, verification, output. Only the verifier mints "verified". */
 
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,12 +14,12 @@ import { routingInForce, withTierPrices } from '../model/routing.js';
 import { GitError } from '../policy/git.js';
 import { type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { EventLog, StoredEvent } from '../store/event-log.js';
-import { describeRun, findSuite } from '../verify/suite.js';
+import { describeRun, findSuite, type TestSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
 import { baseline as summarizeBaseline, type Verdict, verify, withTestEdits } from '../verify/verifier.js';
 import { runBaseline } from './baseline.js';
-import { sessionRunner } from './fix-session.js';
+import { type SessionRun, type Spent, sessionRunner } from './fix-session.js';
 import { observeFix } from './observe.js';
 import { attemptPrompt, planPrompt, testEditFeedback } from './prompts.js';
 import { writeReport } from './report.js';
@@ -58,6 +59,11 @@ export interface FixOptions {
   onEvent?(event: SessionEvent): void;
   /** The run's id (default: a fresh one), for a caller that answers with it before the run ends. */
   runId?: string;
+  /**
+   * The attempt is this patch (git diff text), not a model's: no model is called, and the patch is judged
+   * exactly as an attempt is (test guard, verifier). keel eval's self-check.
+   */
+  patch?: string;
 }
 
 export interface FixResult {
@@ -268,24 +274,21 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       : [`the whole suite: \`${before.command}\` exits ${before.exitCode} and must exit 0`];
     progress(`target: ${shown.join(', ')}`);
 
-    // routed: each call's tier comes from the issue and the struggle this log shows when it is made
-    const routed = fixRouting(opts.loaded, env, () => difficultyOfRun(log, runId));
-    if (routed) record('fix_routing', routed.event);
-    const model = createModelClient(config, env, {
-      cwd: opts.repo,
-      ...(routed ? { routing: routed.routing } : {}),
-    });
     const spent = () => ({
       tokens: tokens.input + tokens.output,
       cost,
       wallS: (Date.now() - runStarted) / 1000,
     });
-    const session = sessionRunner(opts, runtime, model, runId, snapshot, suite, tokens, spent, (n, c) => {
-      rounds += n;
-      cost = cost === null || c === null ? null : cost + c;
-    });
+    // a given patch is the attempt: applied to the snapshot, then judged like any model's edit
+    const session: SessionRun =
+      opts.patch !== undefined
+        ? patchSession(opts.patch, snapshot)
+        : modelSession(opts, env, log, runId, record, runtime, snapshot, suite, tokens, spent, (n, c) => {
+            rounds += n;
+            cost = cost === null || c === null ? null : cost + c;
+          });
 
-    progress('plan: asking the model for a short plan');
+    progress(opts.patch !== undefined ? 'plan: the given patch' : 'plan: asking the model for a short plan');
     const planOutcome = await session(
       'plan',
       planPrompt(opts.issue, before, shown),
@@ -494,6 +497,53 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     if (end?.type === 'fix_end') appendFileSync(report.trace, `${JSON.stringify(end)}\n`);
     return out;
   }
+}
+
+/** The model's sessions, routed when routing is on: each call's tier from the issue and the struggle so far. */
+function modelSession(
+  opts: FixOptions,
+  env: NodeJS.ProcessEnv,
+  log: EventLog,
+  runId: string,
+  record: (type: string, data: Record<string, unknown>) => void,
+  ...rest: [
+    Runtime,
+    Snapshot,
+    TestSuite,
+    { input: number; output: number },
+    Spent,
+    (n: number, c: number | null) => void,
+  ]
+): SessionRun {
+  const routed = fixRouting(opts.loaded, env, () => difficultyOfRun(log, runId));
+  if (routed) record('fix_routing', routed.event);
+  const model = createModelClient(opts.loaded.config, env, {
+    cwd: opts.repo,
+    ...(routed ? { routing: routed.routing } : {}),
+  });
+  const [runtime, snapshot, suite, tokens, spent, add] = rest;
+  return sessionRunner(opts, runtime, model, runId, snapshot, suite, tokens, spent, add);
+}
+
+/** Sessions that call no model: the plan is nothing, and each attempt applies the given patch (`git apply`). */
+function patchSession(patch: string, snapshot: Snapshot): SessionRun {
+  return async (mode) => {
+    if (mode === 'plan')
+      return { code: 'COMPLETED', reason: 'the given patch', summary: 'apply the given patch' };
+    try {
+      execFileSync('git', ['apply', '--whitespace=nowarn', '-'], {
+        cwd: snapshot.top,
+        input: patch,
+        stdio: ['pipe', 'ignore', 'pipe'],
+      });
+    } catch (err) {
+      const why = String((err as { stderr?: Buffer }).stderr ?? err)
+        .trim()
+        .split('\n')[0];
+      throw new RunError('CONFIG_ERROR', `the patch does not apply: ${why}`);
+    }
+    return { code: 'COMPLETED', reason: 'the given patch', summary: 'applied the given patch' };
+  };
 }
 
 /** `4.2 s`, `2 min 5 s`: a duration for people. */
