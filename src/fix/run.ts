@@ -98,7 +98,9 @@ export async function runFix(given: FixOptions): Promise<FixResult> {
     : given;
   const result = await runToVerdict(opts);
   const env = opts.env ?? process.env;
-  await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
+  // a given patch (keel eval's self-check) is no fix a later session should learn from
+  if (opts.patch === undefined)
+    await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
   return result;
 }
 
