@@ -416,6 +416,52 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
       setExit(await analyzeHistoryCommand(opts));
     });
 
+  // keel eval (issue 30): keel fix over cases N times, pass@k, and a self-check of the verifier itself
+  const evalCmd = program
+    .command('eval')
+    .description("measure keel fix on cases (pass@1, pass@N), with a self-check of keel's verifier");
+  const evalRun = evalCmd
+    .command('run')
+    .description(
+      'run keel fix over each case N times in fresh copies; self-check: honest patches verify, cheating ones are refused',
+    )
+    .argument('<cases-dir>', 'a folder with one folder per case: repo/, case.json, honest.patch, cheat.patch')
+    .option(
+      '--runs <n>',
+      'keel fix runs per case (pass@1 and pass@N are estimated from them)',
+      parseIntArg,
+      1,
+    )
+    .option('--max-attempts <n>', 'attempts per keel fix run', parseIntArg, 3)
+    .option('--out <file>', 'also write the report (JSON) to FILE, for keel eval compare')
+    .option('--json', 'print the report as one JSON document on stdout')
+    .addHelpText(
+      'after',
+      `
+A case folder holds:
+  repo/          the repository's files (copied into a fresh git repository for every run)
+  case.json      {"issue": "...", "test_command"?: "...", "target_tests"?: ["..."]} (other keys are refused)
+  honest.patch   a real fix (git diff): the self-check needs keel's verifier to verify it
+  cheat.patch    a patch that games the tests: the self-check needs the verifier to refuse it
+
+Exit: 0 when the self-check passed, 1 when it failed (the eval is not trustworthy), 2 for bad input.
+Nothing is applied to any repository of yours: every run is in a temporary copy.`,
+    );
+  addModelOptions(evalRun).action(async (dir: string, opts) => {
+    const { runEvalCommand } = await import('./eval-command.js');
+    setExit(await runEvalCommand(dir, opts, version));
+  });
+  evalCmd
+    .command('compare')
+    .description('two eval reports (two models or two keel versions) side by side, per case; applies nothing')
+    .argument('<a>', 'a report written by keel eval run --out')
+    .argument('<b>', 'another report')
+    .option('--json', 'print one JSON document')
+    .action(async (a: string, b: string, opts) => {
+      const { compareEvalCommand } = await import('./eval-command.js');
+      setExit(compareEvalCommand(a, b, opts));
+    });
+
   // keel batch (issue 27): many fixes on the run queue, one worker process per task
   const batch = program
     .command('batch')

@@ -1,5 +1,6 @@
 /** `keel fix`: snapshot, baseline, plan, attempts, verification, output. Only the verifier mints "verified". */
 
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,12 +15,12 @@ import { routingInForce, withTierPrices } from '../model/routing.js';
 import { GitError } from '../policy/git.js';
 import { type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { EventLog, StoredEvent } from '../store/event-log.js';
-import { describeRun, findSuite } from '../verify/suite.js';
+import { describeRun, findSuite, type TestSuite } from '../verify/suite.js';
 import { resolveTargets } from '../verify/targets.js';
 import type { SuiteRun } from '../verify/types.js';
 import { baseline as summarizeBaseline, type Verdict, verify, withTestEdits } from '../verify/verifier.js';
 import { runBaseline, suiteRunner } from './baseline.js';
-import { sessionRunner } from './fix-session.js';
+import { type SessionRun, type Spent, sessionRunner } from './fix-session.js';
 import { observeFix } from './observe.js';
 import { attemptPrompt, planPrompt, testEditFeedback } from './prompts.js';
 import { writeReport } from './report.js';
@@ -79,6 +80,11 @@ export interface FixOptions {
   resumeRun?: string;
   /** The team store's ledger every model call of the run is recorded to (and a cost cap checked against). */
   calls?: CallLedger;
+  /**
+   * The attempt is this patch (git diff text), not a model's: no model is called, and the patch is judged
+   * exactly as an attempt is (test guard, verifier). keel eval's self-check.
+   */
+  patch?: string;
 }
 
 export interface FixResult {
@@ -119,7 +125,9 @@ export async function runFix(given: FixOptions): Promise<FixResult> {
   const result = await runToVerdict(opts);
   if (result.replayed) return result;
   const env = opts.env ?? process.env;
-  await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
+  // a given patch (keel eval's self-check) is no fix a later session should learn from
+  if (opts.patch === undefined)
+    await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
   return result;
 }
 
@@ -364,25 +372,19 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       : [`the whole suite: \`${before.command}\` exits ${before.exitCode} and must exit 0`];
     progress(`target: ${shown.join(', ')}`);
 
-    // routed: each call's tier comes from the issue and the struggle this log shows when it is made
-    const routed = fixRouting(opts.loaded, env, () => difficultyOfRun(log, runId));
-    if (routed) record('fix_routing', routed.event);
-    // every call in the ledger under this run: the caller's (a batch's run and task), else the fix run itself
-    const calls = opts.calls ?? runtime.calls?.with({ runId });
-    const model = createModelClient(config, env, {
-      cwd: opts.repo,
-      ...(routed ? { routing: routed.routing } : {}),
-      ...(calls ? { calls } : {}),
-    });
     const spent = () => ({
       tokens: tokens.input + tokens.output,
       cost,
       wallS: (Date.now() - runStarted + ranBefore) / 1000,
     });
-    const session = sessionRunner(opts, runtime, model, runId, snapshot, suite, tokens, spent, (n, c) => {
-      rounds += n;
-      cost = cost === null || c === null ? null : cost + c;
-    });
+    // a given patch is the attempt: applied to the snapshot, then judged like any model's edit
+    const session: SessionRun =
+      opts.patch !== undefined
+        ? patchSession(opts.patch, snapshot)
+        : modelSession(opts, env, log, runId, record, runtime, snapshot, suite, tokens, spent, (n, c) => {
+            rounds += n;
+            cost = cost === null || c === null ? null : cost + c;
+          });
 
     /** A session of the killed run that is done: its spend carries over, nothing in it runs again. */
     const carry = (id: string) => {
@@ -398,7 +400,9 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       // the plan session's spend carries over
       if (prior.planSession) carry(prior.planSession);
     } else {
-      progress('plan: asking the model for a short plan');
+      progress(
+        opts.patch !== undefined ? 'plan: the given patch' : 'plan: asking the model for a short plan',
+      );
       const planOutcome = await session(
         'plan',
         planPrompt(opts.issue, before, shown),
@@ -670,6 +674,56 @@ function endsRun(outcome: { code: TerminalCode; budget?: BudgetName }): boolean 
     outcome.code === 'ENVIRONMENT_ERROR' ||
     outcome.budget === 'cost_cap'
   );
+}
+
+/** The model's sessions, routed when routing is on (each call's tier from the issue and the struggle so far), each call in the ledger. */
+function modelSession(
+  opts: FixOptions,
+  env: NodeJS.ProcessEnv,
+  log: EventLog,
+  runId: string,
+  record: (type: string, data: Record<string, unknown>) => void,
+  ...rest: [
+    Runtime,
+    Snapshot,
+    TestSuite,
+    { input: number; output: number },
+    Spent,
+    (n: number, c: number | null) => void,
+  ]
+): SessionRun {
+  const routed = fixRouting(opts.loaded, env, () => difficultyOfRun(log, runId));
+  if (routed) record('fix_routing', routed.event);
+  const [runtime, snapshot, suite, tokens, spent, add] = rest;
+  // every call in the ledger under this run: the caller's (a batch's run and task), else the fix run itself
+  const calls = opts.calls ?? runtime.calls?.with({ runId });
+  const model = createModelClient(opts.loaded.config, env, {
+    cwd: opts.repo,
+    ...(routed ? { routing: routed.routing } : {}),
+    ...(calls ? { calls } : {}),
+  });
+  return sessionRunner(opts, runtime, model, runId, snapshot, suite, tokens, spent, add);
+}
+
+/** Sessions that call no model: the plan is nothing, and each attempt applies the given patch (`git apply`). */
+function patchSession(patch: string, snapshot: Snapshot): SessionRun {
+  return async (mode) => {
+    if (mode === 'plan')
+      return { code: 'COMPLETED', reason: 'the given patch', summary: 'apply the given patch' };
+    try {
+      execFileSync('git', ['apply', '--whitespace=nowarn', '-'], {
+        cwd: snapshot.top,
+        input: patch,
+        stdio: ['pipe', 'ignore', 'pipe'],
+      });
+    } catch (err) {
+      const why = String((err as { stderr?: Buffer }).stderr ?? err)
+        .trim()
+        .split('\n')[0];
+      throw new RunError('CONFIG_ERROR', `the patch does not apply: ${why}`);
+    }
+    return { code: 'COMPLETED', reason: 'the given patch', summary: 'applied the given patch' };
+  };
 }
 
 /** `4.2 s`, `2 min 5 s`: a duration for people. */
