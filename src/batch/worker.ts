@@ -14,11 +14,9 @@ import type { Store } from '../store/engine.js';
 import { EventLog } from '../store/event-log.js';
 import { Ledger } from '../store/ledger.js';
 import { type Lease, RENEW_EVERY_MS, RunQueue } from '../store/queue.js';
+import { cleanRun, endEarlierFixes, fixEnv } from './clean.js';
 import { ledgerEntriesOf } from './ledger-from-log.js';
 import type { BatchTask } from './tasks-file.js';
-
-/** The variable that hands `keel fix` the run id its worker chose (fix-command.ts reads it). */
-export const FIX_RUN_ENV = 'KEEL_BATCH_FIX_RUN_ID';
 
 /** What a worker's task came to, as stored in the queue. */
 export interface TaskResult {
@@ -55,6 +53,9 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   const spec = task.spec as BatchTask;
   // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends
   const fixRun = newFixRunId();
+  // an earlier attempt's fix still running here (its worker died before it noticed) would work beside this one
+  const earlier = await endEarlierFixes(opts.store, lease);
+  if (earlier.length) await queue.note(lease, 'earlier_fix_ended', { host: hostname(), fix_pids: earlier });
   const child = startFix(spec, fixRun, opts);
   await queue.note(lease, 'fix_started', {
     fix_run: fixRun,
@@ -109,14 +110,40 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
     return (await queue.release(lease, 'provider')) ? 'paused' : 'lost';
   }
   const verified = code === 0 && doc?.status === 'verified';
-  const result: TaskResult = {
+  const result = taskResult(verified, code, doc, reason, stderr);
+  if (!(await queue.finish(lease, verified ? 'done' : 'failed', result))) return 'lost';
+  await cleanEarlier(opts, fixRun, result.branch ?? null);
+  return 'finished';
+}
+
+function taskResult(
+  verified: boolean,
+  code: number | null,
+  doc: Record<string, unknown> | undefined,
+  reason: string,
+  stderr: string,
+): TaskResult {
+  return {
     status: verified ? 'verified' : 'failed',
     exit_code: code,
     ...(typeof doc?.code === 'string' ? { code: doc.code } : {}),
     ...(doc && 'branch' in doc ? { branch: (doc.branch as string | null) ?? null } : {}),
     ...(verified ? {} : { error: firstLine(reason || stderr || `keel fix exited ${code}`) }),
   };
-  return (await queue.finish(lease, verified ? 'done' : 'failed', result)) ? 'finished' : 'lost';
+}
+
+/**
+ * Once the task is finished, remove the worktrees and branches its earlier attempts left on this machine
+ * (all but this attempt's fix and its result branch).
+ */
+async function cleanEarlier(opts: WorkerOptions, fixRun: string, branch: string | null): Promise<void> {
+  if (opts.lease.attempt < 2) return;
+  try {
+    await cleanRun(opts.store, opts.lease.runId, { lease: opts.lease, fixRun, branch });
+  } catch (err) {
+    // the verdict is written; `keel batch clean` removes what this could not
+    process.stderr.write(`keel batch worker: cleaning earlier attempts: ${(err as Error).message}\n`);
+  }
 }
 
 /** A run id as `keel fix` makes its own (`20261205-024000-1a2b3c`): also the worktree's folder name. */
@@ -132,8 +159,9 @@ function startFix(task: BatchTask, fixRun: string, opts: WorkerOptions): ChildPr
   if (task.model) args.push('--model', task.model);
   return spawn(node ?? process.execPath, args, {
     cwd: task.repo,
-    env: { ...(opts.env ?? process.env), [FIX_RUN_ENV]: fixRun },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...(opts.env ?? process.env), ...fixEnv(opts.lease, fixRun) },
+    // stdin is a pipe this worker never writes to: its end tells the fix its worker is gone (fix/parent-watch.ts)
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
 }
 

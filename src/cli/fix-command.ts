@@ -1,6 +1,7 @@
 /** `keel fix`: fix an issue in a snapshot and report "verified" only when the repository's tests prove it. */
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { stopWithWorker } from '../fix/parent-watch.js';
 import type { FixResult } from '../fix/run.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
@@ -68,6 +69,8 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
   const onSigint = () => controller.abort();
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
+  // a batch worker's fix stops with its worker (stdin's end says it is gone)
+  stopWithWorker(() => controller.abort());
   // progress quotes test output, test ids and the model's reasons: one inert line each
   const ticker = new Ticker(process.stderr);
   const progress = (message: string) => {
