@@ -42,19 +42,23 @@ export function fixEvents(home: string, fixRun: string): StoredEvent[] {
 const READS = new Set(['read_file', 'list_files', 'grep', 'glob', 'search']);
 
 /**
- * Effects a task carried out more than once across its attempts' fixes: per tool call id (the scripted
- * turns name each call), how many results were recorded, where more than one. Issue 27 asks for none
- * (a resumed attempt does not redo an effect its predecessor finished); today a requeued task starts its
- * fix over, so a kill after an effect repeats it. `{}` when nothing was repeated.
+ * Effects a task carried out more than once across its attempts' fixes: each effect (a tool that is not
+ * a read, with its arguments) and how many results were recorded for it, where more than one. Issue 27
+ * asks for none: a resumed attempt does not redo an effect its predecessor finished. Today a requeued
+ * task starts its fix over, so a worker killed after the edit repeats it. `{}` when nothing was repeated.
  */
 export function repeatedEffects(home: string, fixRuns: string[]): Record<string, number> {
   const counts: Record<string, number> = {};
-  for (const run of fixRuns)
-    for (const e of fixEvents(home, run))
-      if (e.type === 'tool_result' && !READS.has(String(e.data.tool))) {
-        const id = String(e.data.call_id);
-        counts[id] = (counts[id] ?? 0) + 1;
-      }
+  for (const run of fixRuns) {
+    const args = new Map<string, string>(); // session and call id -> the call's arguments
+    for (const e of fixEvents(home, run)) {
+      const call = `${e.session_id} ${String(e.data.call_id)}`;
+      if (e.type === 'tool_start') args.set(call, JSON.stringify(e.data.args));
+      if (e.type !== 'tool_result' || READS.has(String(e.data.tool))) continue;
+      const effect = `${String(e.data.tool)} ${args.get(call) ?? String(e.data.call_id)}`;
+      counts[effect] = (counts[effect] ?? 0) + 1;
+    }
+  }
   return Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 1));
 }
 
