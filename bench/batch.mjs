@@ -42,6 +42,8 @@ const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',');
 const SEED = Number(process.env.BENCH_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const SINGLE_RUNS = Number(process.env.BENCH_SINGLE_RUNS ?? 3);
 const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 2_000);
+// a run that has not ended by then is stopped (its processes killed) and reported as not finished
+const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 1_200);
 
 const BUGGY = '  return sum(values) / (values.length + 1);';
 const TURNS = [
@@ -399,7 +401,27 @@ async function chaos(storeUrl, rand) {
     }
     killed.push({ task: argv.at(-2), attempt: Number(argv.at(-1)) });
   }
-  const last = await supervisors.at(-1);
+  const deadline = Number(t0 / 1_000_000n) + TIMEOUT_S * 1000;
+  let last;
+  for (;;) {
+    const settled = await Promise.race([supervisors.at(-1), sleep(1_000).then(() => undefined)]);
+    if (settled) {
+      last = settled;
+      break;
+    }
+    if (Number(process.hrtime.bigint() / 1_000_000n) > deadline) {
+      stopRun(current, runId, repos);
+      clearInterval(sampler);
+      const s = await openStore(
+        store ? { engine: 'postgres', url: store } : { engine: 'sqlite', path: join(home, 'keel.db') },
+      );
+      const journal = await new RunQueue(s).events(runId).finally(() => s.close());
+      const count = (type) => journal.filter((e) => e.type === type).length;
+      return {
+        unfinished: `not finished after ${TIMEOUT_S} s (stopped): ${count('finished')} finished, ${count('claimed')} claims, ${count('expired')} leases expired, ${count('fix_started')} fixes started`,
+      };
+    }
+  }
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
   clearInterval(sampler);
   if (last.code !== 0) throw new Error(`the batch ended ${last.code}: ${last.stderr.slice(-2000)}`);
@@ -471,6 +493,20 @@ async function chaos(storeUrl, rand) {
     fds: fds.map((f) => `${f.first ?? '?'}→${f.last ?? '?'}`).join(', '),
     attempts: [...results.values()].reduce((a, t) => a + t.attempts, 0),
   };
+}
+
+/** SIGKILL the run's supervisor, its workers and their fixes (found by this build's path and the bench's repositories). */
+function stopRun(supervisor, runId, repos) {
+  const pids = [
+    supervisor,
+    ...processesWith(KEEL, ` batch worker ${runId} `),
+    ...repos.flatMap((r) => processesWith(KEEL, ` fix --repo ${r} `)),
+  ];
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
 }
 
 /** Claim → finish cycles per second on the queue, BENCH_CLAIMS tasks, 8 claimers, cap 50. */
@@ -554,8 +590,10 @@ console.log(
 );
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const r of rows) {
-  if (r.skip) {
-    console.log(`| ${r.engine} | skipped: ${r.skip} | | | | | | | | | | | |`);
+  if (r.skip || r.unfinished) {
+    console.log(
+      `| ${r.engine} | ${r.skip ? `skipped: ${r.skip}` : r.unfinished} | | | | | | | | | | | ${r.claims?.toFixed(0) ?? ''} |`,
+    );
     continue;
   }
   const floor = (r.single * TASKS) / CONCURRENCY;
@@ -567,6 +605,8 @@ console.log(
   `\nrerun: BENCH_SEED=${SEED} BENCH_TASKS=${TASKS} BENCH_CONCURRENCY=${CONCURRENCY} BENCH_KILLS=${KILLS} node bench/batch.mjs`,
 );
 const bad = rows.some(
-  (r) => !r.skip && (r.verified !== TASKS || r.lost || r.leftProcesses || r.worktrees || r.extraBranches),
+  (r) =>
+    r.unfinished ||
+    (!r.skip && (r.verified !== TASKS || r.lost || r.leftProcesses || r.worktrees || r.extraBranches)),
 );
 process.exitCode = bad ? 1 : 0;

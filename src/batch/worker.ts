@@ -48,26 +48,20 @@ export type WorkerEnd = 'finished' | 'released' | 'paused' | 'lost';
 export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   const queue = new RunQueue(opts.store);
   const { lease } = opts;
-  const task = (await queue.tasks(lease.runId)).find((t) => t.id === lease.taskId);
-  if (task?.state !== 'running' || task.attempt !== lease.attempt) return 'lost';
-  const spec = task.spec as BatchTask;
-  // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends
-  const fixRun = newFixRunId();
-  // an earlier attempt's fix still running here (its worker died before it noticed) would work beside this one
-  const earlier = await endEarlierFixes(opts.store, lease);
-  if (earlier.length) await queue.note(lease, 'earlier_fix_ended', { host: hostname(), fix_pids: earlier });
-  const child = startFix(spec, fixRun, opts);
-  await queue.note(lease, 'fix_started', {
-    fix_run: fixRun,
-    host: hostname(),
-    worker_pid: process.pid,
-    fix_pid: child.pid ?? null,
-  });
+  // the lease has run since the claim, while this process started (slow on a loaded machine): renew it
+  // at once, and from then on every RENEW_EVERY_MS
+  const first = await queue.renew(lease);
+  if (first === 'lost') return 'lost';
+  if (first === 'cancelled') {
+    const result: TaskResult = { status: 'cancelled', exit_code: null };
+    return (await queue.finish(lease, 'cancelled', result)) ? 'finished' : 'lost';
+  }
+  let child: ChildProcess | undefined;
   let stopping: 'lost' | 'cancelled' | 'released' | undefined;
   const stop = (why: 'lost' | 'cancelled' | 'released') => {
     if (stopping) return;
     stopping = why;
-    child.kill('SIGTERM');
+    child?.kill('SIGTERM');
   };
   const renewal = setInterval(() => {
     void queue.renew(lease).then(
@@ -77,6 +71,25 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
       () => undefined, // the store is away for a moment: the lease has 10 s, try again at the next tick
     );
   }, RENEW_EVERY_MS);
+  const task = (await queue.tasks(lease.runId)).find((t) => t.id === lease.taskId);
+  if (task?.state !== 'running' || task.attempt !== lease.attempt) {
+    clearInterval(renewal);
+    return 'lost';
+  }
+  const spec = task.spec as BatchTask;
+  // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends
+  const fixRun = newFixRunId();
+  // an earlier attempt's fix still running here (its worker died before it noticed) would work beside this one
+  const earlier = await endEarlierFixes(opts.store, lease);
+  if (earlier.length) await queue.note(lease, 'earlier_fix_ended', { host: hostname(), fix_pids: earlier });
+  child = startFix(spec, fixRun, opts);
+  if (stopping) child.kill('SIGTERM');
+  await queue.note(lease, 'fix_started', {
+    fix_run: fixRun,
+    host: hostname(),
+    worker_pid: process.pid,
+    fix_pid: child.pid ?? null,
+  });
   const onAbort = () => stop('released');
   opts.signal?.addEventListener('abort', onAbort);
   let stdout = '';
@@ -87,11 +100,12 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   child.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString();
   });
+  const fix = child;
   const code = await new Promise<number | null>((resolve) => {
-    child.on('error', (err) => {
+    fix.on('error', (err) => {
       stderr += err.message;
     });
-    child.on('close', (exit) => resolve(exit));
+    fix.on('close', (exit) => resolve(exit));
   });
   clearInterval(renewal);
   opts.signal?.removeEventListener('abort', onAbort);

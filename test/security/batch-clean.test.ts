@@ -54,6 +54,9 @@ describe('keel batch clean', () => {
     } finally {
       await journalStore.close();
     }
+    // (SIGKILLed: on a loaded machine a process can take a moment to be torn down)
+    for (let i = 0; i < 50 && [...fix, ...worker].some(alive); i++)
+      await new Promise((r) => setTimeout(r, 200));
     for (const pid of [...fix, ...worker]) expect(alive(pid)).toBe(false);
     expect(git(repo, 'branch', '--list', 'keel/fix-*').split('\n').filter(Boolean)).toHaveLength(1);
     // a journal line naming another fix run of this machine (a shared store anyone of the team writes)
