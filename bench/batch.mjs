@@ -492,6 +492,7 @@ async function chaos(storeUrl, rand) {
     extraBranches,
     fds: fds.map((f) => `${f.first ?? '?'}→${f.last ?? '?'}`).join(', '),
     attempts: [...results.values()].reduce((a, t) => a + t.attempts, 0),
+    expired: journal.filter((e) => e.type === 'expired').length,
   };
 }
 
@@ -582,23 +583,26 @@ try {
 }
 
 const s = (ms) => `${(ms / 1000).toFixed(1)} s`;
+const cores = (await import('node:os')).cpus().length;
 console.log(
-  `\nkeel batch: ${TASKS} tasks on ${REPOS} repositories at concurrency ${CONCURRENCY}, ${KILLS} SIGKILLs planned (${SUPERVISOR_KILLS} of the supervisor), seed ${SEED}, ${(await import('node:os')).cpus().length} cores\n`,
+  `\nkeel batch: ${TASKS} tasks on ${REPOS} repositories at concurrency ${CONCURRENCY}, ${KILLS} SIGKILLs planned (${SUPERVISOR_KILLS} of the supervisor), seed ${SEED}, ${cores} cores\n`,
 );
 console.log(
-  '| engine | verified | workers killed → resumed (finished before the kill) | supervisor kills | wall | serial floor (Σ one-task / concurrency) | wall / floor | attempts | most held (cap) | supervisor peak RSS | leaks: processes, worktrees, extra branches | supervisor fds first→last | claim→finish /s |',
+  '| engine | verified | workers killed → resumed (finished before the kill) | supervisor kills | wall | serial floor (Σ one-task / concurrency) | wall / floor | wall / cores floor (Σ / min(concurrency, cores)) | attempts (leases expired) | most held (cap) | supervisor peak RSS | leaks: processes, worktrees, extra branches | supervisor fds first→last | claim→finish /s |',
 );
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const r of rows) {
   if (r.skip || r.unfinished) {
     console.log(
-      `| ${r.engine} | ${r.skip ? `skipped: ${r.skip}` : r.unfinished} | | | | | | | | | | | ${r.claims?.toFixed(0) ?? ''} |`,
+      `| ${r.engine} | ${r.skip ? `skipped: ${r.skip}` : r.unfinished} | | | | | | | | | | | | ${r.claims?.toFixed(0) ?? ''} |`,
     );
     continue;
   }
   const floor = (r.single * TASKS) / CONCURRENCY;
+  // what the machine's cores allow at best: Σ one-task times over min(concurrency, cores)
+  const coreFloor = (r.single * TASKS) / Math.min(CONCURRENCY, cores);
   console.log(
-    `| ${r.engine} | ${r.verified}/${TASKS} | ${r.killedWorkers} → ${r.resumed} (${r.finishedFirst})${r.lost ? `, ${r.lost} NOT resumed` : ''} | ${r.supervisorKills} | ${s(r.wallMs)} | ${s(floor)} (one task ${s(r.single)}) | ${(r.wallMs / floor).toFixed(2)}× | ${r.attempts} | ${r.mostHeld} (${CONCURRENCY}) | ${(r.peakKb / 1024).toFixed(0)} MB | ${r.leftProcesses}, ${r.worktrees}, ${r.extraBranches} | ${r.fds} | ${r.claims.toFixed(0)} |`,
+    `| ${r.engine} | ${r.verified}/${TASKS} | ${r.killedWorkers} → ${r.resumed} (${r.finishedFirst})${r.lost ? `, ${r.lost} NOT resumed` : ''} | ${r.supervisorKills} | ${s(r.wallMs)} | ${s(floor)} (one task ${s(r.single)}) | ${(r.wallMs / floor).toFixed(2)}× | ${(r.wallMs / coreFloor).toFixed(2)}× | ${r.attempts} (${r.expired}) | ${r.mostHeld} (${CONCURRENCY}) | ${(r.peakKb / 1024).toFixed(0)} MB | ${r.leftProcesses}, ${r.worktrees}, ${r.extraBranches} | ${r.fds} | ${r.claims.toFixed(0)} |`,
   );
 }
 console.log(
