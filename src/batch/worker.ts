@@ -84,12 +84,14 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   if (earlier.length) await queue.note(lease, 'earlier_fix_ended', { host: hostname(), fix_pids: earlier });
   child = startFix(spec, fixRun, opts);
   if (stopping) child.kill('SIGTERM');
-  await queue.note(lease, 'fix_started', {
+  const noted = await queue.note(lease, 'fix_started', {
     fix_run: fixRun,
     host: hostname(),
     worker_pid: process.pid,
     fix_pid: child.pid ?? null,
   });
+  // another attempt holds the task now (this worker was too slow): its fix must not run beside that one
+  if (!noted) stop('lost');
   const onAbort = () => stop('released');
   opts.signal?.addEventListener('abort', onAbort);
   let stdout = '';
