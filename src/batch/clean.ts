@@ -2,13 +2,19 @@
  * `keel batch clean RUN`: remove what a run left on this machine. The run's journal names every fix its
  * workers started (`fix_started`: the fix's run id, host and process ids); from there, each fix's own log
  * names its worktree and branch (fix/runs.ts prunes them as `keel runs prune` does). A verified task's
- * branch stays: it is the result. Processes are ended only when they are still the ones recorded (their
- * command line says so), never by name.
+ * branch stays: it is the result. Processes are ended only when they are still the ones recorded (a fix's
+ * own environment names its run, task, attempt and fix run id; a worker's command line names its
+ * attempt), never by name: a journal line on a shared store cannot point keel at another process.
+ *
+ * A worker uses the same steps for its own task: before its fix starts it ends an earlier attempt's fix
+ * still running here (endEarlierFixes), and once its task is finished it removes what earlier attempts
+ * left (cleanRun with `only`).
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type KeelPaths, keelPaths } from '../config/paths.js';
+import { BATCH_ATTEMPT_ENV } from '../fix/parent-watch.js';
 import { describeItem, pruneRun, type RunSummary, summarizeRun } from '../fix/runs.js';
 import { slugify } from '../fix/snapshot.js';
 import { findRepo, gitTry } from '../policy/git.js';
@@ -17,7 +23,7 @@ import { appendAudited } from '../store/audit-entries.js';
 import { openDb } from '../store/db.js';
 import type { Store } from '../store/engine.js';
 import { EventLog } from '../store/event-log.js';
-import { RunQueue } from '../store/queue.js';
+import { type Lease, RunQueue } from '../store/queue.js';
 import type { BatchTask } from './tasks-file.js';
 
 export interface CleanResult {
@@ -38,7 +44,62 @@ export async function cleanProblem(store: Store, runId: string): Promise<string 
   return undefined;
 }
 
-export async function cleanRun(store: Store, runId: string): Promise<CleanResult> {
+/** The environment a worker gives its fix: which attempt it is, and the run id the worker chose for it. */
+export function fixEnv(lease: Lease, fixRun: string): Record<string, string> {
+  return { [BATCH_ATTEMPT_ENV]: attemptTag(lease), [FIX_RUN_ENV]: fixRun };
+}
+
+/** The variable that hands `keel fix` the run id its worker chose (fix-command.ts reads it). */
+export const FIX_RUN_ENV = 'KEEL_BATCH_FIX_RUN_ID';
+
+function attemptTag(lease: Lease): string {
+  return JSON.stringify([lease.runId, lease.taskId, lease.attempt]);
+}
+
+/**
+ * End the fixes of this task's earlier attempts that still run on this machine (their worker was
+ * killed before the fix noticed, or its event loop is stuck), so two fixes never work on one task.
+ * Returns the pids ended.
+ */
+export async function endEarlierFixes(store: Store, lease: Lease): Promise<number[]> {
+  const here = hostname();
+  const ended: number[] = [];
+  for (const e of await new RunQueue(store).events(lease.runId)) {
+    if (e.type !== 'fix_started' || e.taskId !== lease.taskId || (e.attempt ?? 0) >= lease.attempt) continue;
+    const pid = e.data.fix_pid;
+    if (e.data.host !== here || typeof pid !== 'number') continue;
+    const of = { runId: lease.runId, taskId: lease.taskId, attempt: e.attempt ?? 0 };
+    if (endFix(pid, of, String(e.data.fix_run ?? ''))) ended.push(pid);
+  }
+  return ended;
+}
+
+/** SIGKILL `pid` when it is the keel fix started for `lease` under `fixRun`; true when it was ended. */
+function endFix(pid: number, lease: Lease, fixRun: string): boolean {
+  return ended(pid, (cmd) => {
+    if (!cmd.includes(' fix --repo ')) return false;
+    let environ: string[];
+    try {
+      environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    } catch {
+      return false; // not ours to read: not a fix keel started here
+    }
+    return (
+      environ.includes(`${BATCH_ATTEMPT_ENV}=${attemptTag(lease)}`) &&
+      environ.includes(`${FIX_RUN_ENV}=${fixRun}`)
+    );
+  });
+}
+
+/**
+ * Remove what the run left on this machine; with `only`, just what the earlier attempts of that task
+ * left (a worker's own task, once finished: its own fix `fixRun` and its result `branch` stay).
+ */
+export async function cleanRun(
+  store: Store,
+  runId: string,
+  only?: { lease: Lease; fixRun: string; branch: string | null },
+): Promise<CleanResult> {
   const queue = new RunQueue(store);
   const createdAt = (await queue.run(runId))?.createdAt ?? 0;
   // a verified task's branch is the one its finishing attempt recorded; an earlier attempt's is not the result
@@ -49,6 +110,7 @@ export async function cleanRun(store: Store, runId: string): Promise<CleanResult
     const branch = (t.result as { branch?: string | null } | undefined)?.branch;
     if (t.state === 'done' && branch) verified.set(t.id, branch);
   }
+  if (only?.branch) verified.set(only.lease.taskId, only.branch);
   const here = hostname();
   const removed: string[] = [];
   const kept: string[] = [];
@@ -56,6 +118,11 @@ export async function cleanRun(store: Store, runId: string): Promise<CleanResult
   for (const e of await queue.events(runId)) {
     if (e.type !== 'fix_started' || e.taskId === undefined) continue;
     const fixRun = String(e.data.fix_run ?? '');
+    if (
+      only &&
+      (e.taskId !== only.lease.taskId || (e.attempt ?? 0) >= only.lease.attempt || fixRun === only.fixRun)
+    )
+      continue;
     if (e.data.host !== here) {
       kept.push(`fix ${fixRun} of task ${e.taskId}: recorded on ${String(e.data.host)}, clean it there`);
       continue;
@@ -63,10 +130,11 @@ export async function cleanRun(store: Store, runId: string): Promise<CleanResult
     // the fix first (it holds the worktree), then its worker
     const attempt = `${runId} ${e.taskId} ${e.attempt}`;
     const fixPid = e.data.fix_pid;
-    if (typeof fixPid === 'number' && ended(fixPid, (cmd) => cmd.includes(' fix --repo ')))
+    const of = { runId, taskId: e.taskId, attempt: e.attempt ?? 0 };
+    if (typeof fixPid === 'number' && endFix(fixPid, of, fixRun))
       removed.push(`process ${fixPid} (keel fix of task ${e.taskId})`);
     const workerPid = e.data.worker_pid;
-    if (typeof workerPid === 'number' && ended(workerPid, (cmd) => cmd.includes(`batch worker ${attempt}`)))
+    if (typeof workerPid === 'number' && ended(workerPid, (cmd) => cmd.includes(` batch worker ${attempt} `)))
       removed.push(`process ${workerPid} (batch worker ${attempt})`);
     // a resumed attempt names the fix run its killed one started: the run is one, its newest process counts
     const same = fixes.findIndex((f) => f.fixRun === fixRun && f.taskId === e.taskId);

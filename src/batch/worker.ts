@@ -14,17 +14,16 @@ import { openDb } from '../store/db.js';
 import type { Store } from '../store/engine.js';
 import { EventLog } from '../store/event-log.js';
 import { type Lease, RENEW_EVERY_MS, RunQueue } from '../store/queue.js';
+import { cleanRun, endEarlierFixes, fixEnv } from './clean.js';
 import { capOf } from './cost-cap.js';
 import type { BatchTask } from './tasks-file.js';
 
-/** The variable that hands `keel fix` the run id its worker chose (fix-command.ts reads it). */
-export const FIX_RUN_ENV = 'KEEL_BATCH_FIX_RUN_ID';
 /** The variables that hand `keel fix` the batch run and task its model calls are recorded under. */
 export const FIX_LEDGER_ENV = { run: 'KEEL_BATCH_RUN_ID', task: 'KEEL_BATCH_TASK_ID' } as const;
 
-/** What a worker's task came to, as stored in the queue (`blocked_uncertain`: see FixResult.status). */
+/** What a worker's task came to, as stored in the queue. */
 export interface TaskResult {
-  /** `cost_cap`: the run's cost cap stopped the fix before a model call. */
+  /** `cost_cap`: the run's cost cap stopped the fix before a model call; `blocked_uncertain`: see FixResult.status. */
   status: 'verified' | 'failed' | 'cancelled' | 'blocked_uncertain' | 'cost_cap';
   exit_code: number | null;
   code?: string;
@@ -53,27 +52,20 @@ export type WorkerEnd = 'finished' | 'released' | 'paused' | 'lost';
 export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   const queue = new RunQueue(opts.store);
   const { lease } = opts;
-  const task = (await queue.tasks(lease.runId)).find((t) => t.id === lease.taskId);
-  if (task?.state !== 'running' || task.attempt !== lease.attempt) return 'lost';
-  const spec = task.spec as BatchTask;
-  // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends;
-  // a task whose killed attempt started a fix on this machine goes on with that fix, from its log
-  const earlier = await earlierFixRun(queue, lease, opts.env ?? process.env);
-  const fixRun = earlier ?? newFixRunId();
-  const cap = capOf((await queue.run(lease.runId)) ?? { spec: undefined });
-  const child = startFix(spec, fixRun, opts, { resume: earlier !== undefined, cap });
-  await queue.note(lease, 'fix_started', {
-    fix_run: fixRun,
-    ...(earlier ? { resumed: true } : {}),
-    host: hostname(),
-    worker_pid: process.pid,
-    fix_pid: child.pid ?? null,
-  });
+  // the lease has run since the claim, while this process started (slow on a loaded machine): renew it
+  // at once, and from then on every RENEW_EVERY_MS
+  const first = await queue.renew(lease);
+  if (first === 'lost') return 'lost';
+  if (first === 'cancelled') {
+    const result: TaskResult = { status: 'cancelled', exit_code: null };
+    return (await queue.finish(lease, 'cancelled', result)) ? 'finished' : 'lost';
+  }
+  let child: ChildProcess | undefined;
   let stopping: 'lost' | 'cancelled' | 'released' | undefined;
   const stop = (why: 'lost' | 'cancelled' | 'released') => {
     if (stopping) return;
     stopping = why;
-    child.kill('SIGTERM');
+    child?.kill('SIGTERM');
   };
   const renewal = setInterval(() => {
     void queue.renew(lease).then(
@@ -83,6 +75,31 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
       () => undefined, // the store is away for a moment: the lease has 10 s, try again at the next tick
     );
   }, RENEW_EVERY_MS);
+  const task = (await queue.tasks(lease.runId)).find((t) => t.id === lease.taskId);
+  if (task?.state !== 'running' || task.attempt !== lease.attempt) {
+    clearInterval(renewal);
+    return 'lost';
+  }
+  const spec = task.spec as BatchTask;
+  // an earlier attempt's fix still running here (its worker died before it noticed) would work beside this one
+  const ended = await endEarlierFixes(opts.store, lease);
+  if (ended.length) await queue.note(lease, 'earlier_fix_ended', { host: hostname(), fix_pids: ended });
+  // the fix's run id is chosen here, so the journal names its worktree, branch and process before it ends;
+  // a task whose killed attempt started a fix on this machine goes on with that fix, from its log
+  const earlier = await earlierFixRun(queue, lease, opts.env ?? process.env);
+  const fixRun = earlier ?? newFixRunId();
+  const cap = capOf((await queue.run(lease.runId)) ?? { spec: undefined });
+  child = startFix(spec, fixRun, opts, { resume: earlier !== undefined, cap });
+  if (stopping) child.kill('SIGTERM');
+  const noted = await queue.note(lease, 'fix_started', {
+    fix_run: fixRun,
+    ...(earlier ? { resumed: true } : {}),
+    host: hostname(),
+    worker_pid: process.pid,
+    fix_pid: child.pid ?? null,
+  });
+  // another attempt holds the task now (this worker was too slow): its fix must not run beside that one
+  if (!noted) stop('lost');
   const onAbort = () => stop('released');
   opts.signal?.addEventListener('abort', onAbort);
   let stdout = '';
@@ -93,11 +110,12 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   child.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString();
   });
+  const fix = child;
   const code = await new Promise<number | null>((resolve) => {
-    child.on('error', (err) => {
+    fix.on('error', (err) => {
       stderr += err.message;
     });
-    child.on('close', (exit) => resolve(exit));
+    fix.on('close', (exit) => resolve(exit));
   });
   clearInterval(renewal);
   opts.signal?.removeEventListener('abort', onAbort);
@@ -120,14 +138,40 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
     return (await queue.finish(lease, 'failed', result)) ? 'finished' : 'lost';
   }
   const verified = code === 0 && doc?.status === 'verified';
-  const result: TaskResult = {
+  const result = taskResult(verified, code, doc, reason, stderr);
+  if (!(await queue.finish(lease, verified ? 'done' : 'failed', result))) return 'lost';
+  await cleanEarlier(opts, fixRun, result.branch ?? null);
+  return 'finished';
+}
+
+function taskResult(
+  verified: boolean,
+  code: number | null,
+  doc: Record<string, unknown> | undefined,
+  reason: string,
+  stderr: string,
+): TaskResult {
+  return {
     status: verified ? 'verified' : doc?.status === 'blocked_uncertain' ? 'blocked_uncertain' : 'failed',
     exit_code: code,
     ...(typeof doc?.code === 'string' ? { code: doc.code } : {}),
     ...(doc && 'branch' in doc ? { branch: (doc.branch as string | null) ?? null } : {}),
     ...(verified ? {} : { error: firstLine(reason || stderr || `keel fix exited ${code}`) }),
   };
-  return (await queue.finish(lease, verified ? 'done' : 'failed', result)) ? 'finished' : 'lost';
+}
+
+/**
+ * Once the task is finished, remove the worktrees and branches its earlier attempts left on this machine
+ * (all but this attempt's fix and its result branch).
+ */
+async function cleanEarlier(opts: WorkerOptions, fixRun: string, branch: string | null): Promise<void> {
+  if (opts.lease.attempt < 2) return;
+  try {
+    await cleanRun(opts.store, opts.lease.runId, { lease: opts.lease, fixRun, branch });
+  } catch (err) {
+    // the verdict is written; `keel batch clean` removes what this could not
+    process.stderr.write(`keel batch worker: cleaning earlier attempts: ${(err as Error).message}\n`);
+  }
 }
 
 /** A run id as `keel fix` makes its own (`20261205-024000-1a2b3c`): also the worktree's folder name. */
@@ -189,11 +233,12 @@ function startFix(
     cwd: task.repo,
     env: {
       ...(opts.env ?? process.env),
-      [FIX_RUN_ENV]: fixRun,
+      ...fixEnv(opts.lease, fixRun),
       [FIX_LEDGER_ENV.run]: opts.lease.runId,
       [FIX_LEDGER_ENV.task]: opts.lease.taskId,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // stdin is a pipe this worker never writes to: its end tells the fix its worker is gone (fix/parent-watch.ts)
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
 }
 

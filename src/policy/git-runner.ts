@@ -220,20 +220,43 @@ export function runGit(repo: Repo, cwd: string, args: string[], opts: GitRunOpti
   return spawnGit(cwd, hardenedArgs(repo, args), repoEnv(repo, opts), { input: opts.input ?? '' }, args);
 }
 
-/** Run git asynchronously through the process runner, under an abort signal; resolves with its result. */
-export function runGitAsync(
+/**
+ * Run git asynchronously through the process runner, under an abort signal; resolves with its result.
+ * Another git's lock is waited for as on the synchronous path (spawnGit), without blocking the loop.
+ */
+export async function runGitAsync(
   repo: Repo,
   cwd: string,
   args: string[],
   opts: { signal: AbortSignal; maxOutputBytes: number; timeoutS?: number },
 ): Promise<ExecResult> {
-  return runArgv(['git', ...hardenedArgs(repo, args)], {
-    cwd,
-    env: repoEnv(repo),
-    signal: opts.signal,
-    maxOutputBytes: opts.maxOutputBytes,
-    timeoutS: opts.timeoutS ?? 300,
-  });
+  const argv = ['git', ...hardenedArgs(repo, args)];
+  let waited = 0;
+  for (let pause = 25; ; pause = Math.min(pause * 2, 1_000)) {
+    const result = await runArgv(argv, {
+      cwd,
+      env: repoEnv(repo),
+      signal: opts.signal,
+      maxOutputBytes: opts.maxOutputBytes,
+      timeoutS: opts.timeoutS ?? 300,
+    });
+    if (result.exitCode === 0 || !LOCK_BUSY.test(result.stderr) || waited >= LOCK_WAIT_MS) return result;
+    const ms = Math.round(pause * (0.5 + Math.random()));
+    const slept = await new Promise<boolean>((resolve) => {
+      if (opts.signal.aborted) return resolve(false);
+      const timer = setTimeout(() => {
+        opts.signal.removeEventListener('abort', onAbort);
+        resolve(true);
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(timer);
+        resolve(false);
+      };
+      opts.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    if (!slept) return result;
+    waited += ms;
+  }
 }
 
 /** Run git outside any opened repository (discovery, `git init`): the same environment and static overrides. */
