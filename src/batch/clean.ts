@@ -118,11 +118,10 @@ export async function cleanRun(
   for (const e of await queue.events(runId)) {
     if (e.type !== 'fix_started' || e.taskId === undefined) continue;
     const fixRun = String(e.data.fix_run ?? '');
-    if (
-      only &&
-      (e.taskId !== only.lease.taskId || (e.attempt ?? 0) >= only.lease.attempt || fixRun === only.fixRun)
-    )
-      continue;
+    if (only && (e.taskId !== only.lease.taskId || (e.attempt ?? 0) >= only.lease.attempt)) continue;
+    // an earlier attempt whose fix run this attempt went on with (resumed from its log): its processes go,
+    // its worktree and branch are this attempt's own
+    const resumed = only !== undefined && fixRun === only.fixRun;
     if (e.data.host !== here) {
       kept.push(`fix ${fixRun} of task ${e.taskId}: recorded on ${String(e.data.host)}, clean it there`);
       continue;
@@ -136,6 +135,7 @@ export async function cleanRun(
     const workerPid = e.data.worker_pid;
     if (typeof workerPid === 'number' && ended(workerPid, (cmd) => cmd.includes(` batch worker ${attempt} `)))
       removed.push(`process ${workerPid} (batch worker ${attempt})`);
+    if (resumed) continue;
     // a resumed attempt names the fix run its killed one started: the run is one, its newest process counts
     const same = fixes.findIndex((f) => f.fixRun === fixRun && f.taskId === e.taskId);
     if (same >= 0) fixes.splice(same, 1);

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { newSessionId } from '../agent/session.js';
-import { stopWithWorker } from '../fix/parent-watch.js';
+import { dieWithWorker } from '../fix/parent-watch.js';
 import type { FixResult } from '../fix/run.js';
 import type { CallContext } from '../model/call-ledger.js';
 import { LedgerStoreError, openRunLedger, type RunLedger, unpricedUnderCap } from '../model/open-ledger.js';
@@ -108,8 +108,8 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
   const onSigint = () => controller.abort();
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
-  // a batch worker's fix stops with its worker (stdin's end says it is gone)
-  stopWithWorker(() => controller.abort());
+  // a batch worker's fix dies with its worker (stdin's end says it is gone), its log left to resume
+  dieWithWorker();
   // progress quotes test output, test ids and the model's reasons: one inert line each
   const ticker = new Ticker(process.stderr);
   const progress = (message: string) => {

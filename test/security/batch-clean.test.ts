@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -57,7 +57,8 @@ describe('keel batch clean', () => {
     // (SIGKILLed: on a loaded machine a process can take a moment to be torn down)
     for (let i = 0; i < 50 && [...fix, ...worker].some(alive); i++)
       await new Promise((r) => setTimeout(r, 200));
-    for (const pid of [...fix, ...worker]) expect(alive(pid)).toBe(false);
+    for (const pid of [...fix, ...worker])
+      expect(alive(pid), `${pid}: ${cmdlineOf(pid)} (fix ${fix}, worker ${worker})`).toBe(false);
     expect(git(repo, 'branch', '--list', 'keel/fix-*').split('\n').filter(Boolean)).toHaveLength(1);
     // a journal line naming another fix run of this machine (a shared store anyone of the team writes)
     const mine = fixtureRepo('stats');
@@ -102,3 +103,11 @@ describe('keel batch clean', () => {
     expect(again.removed).toEqual([]);
   }, 180_000);
 });
+
+function cmdlineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '(gone)';
+  }
+}

@@ -44,8 +44,8 @@ const READS = new Set(['read_file', 'list_files', 'grep', 'glob', 'search']);
 /**
  * Effects a task carried out more than once across its attempts' fixes: each effect (a tool that is not
  * a read, with its arguments) and how many results were recorded for it, where more than one. Issue 27
- * asks for none: a resumed attempt does not redo an effect its predecessor finished. Today a requeued
- * task starts its fix over, so a worker killed after the edit repeats it. `{}` when nothing was repeated.
+ * asks for none: a resumed attempt does not redo an effect its predecessor finished (fix/resume.ts).
+ * `{}` when nothing was repeated.
  */
 export function repeatedEffects(home: string, fixRuns: string[]): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -60,6 +60,22 @@ export function repeatedEffects(home: string, fixRuns: string[]): Record<string,
     }
   }
   return Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 1));
+}
+
+/**
+ * The times of what a fix run's earlier process wrote, as seen once another attempt claimed the task at
+ * `claimedAt`: a next attempt that went on with the same fix run (resumed from its log) writes from its
+ * `fix_resume` on, so the earlier process's writes are the ones before the first resume after the claim
+ * (`run_pruned` is a later attempt's record of what it removed, not the fix's own write).
+ */
+export function writesBeforeResume(home: string, fixRun: string, claimedAt: number): number[] {
+  const events = fixEvents(home, fixRun).filter((e) => e.type !== 'run_pruned');
+  const resumedAt = Math.min(
+    ...events
+      .filter((e) => e.type === 'fix_resume' && Date.parse(e.ts) >= claimedAt)
+      .map((e) => Date.parse(e.ts)),
+  );
+  return events.map((e) => Date.parse(e.ts)).filter((t) => t < resumedAt);
 }
 
 export async function journalOf(store: Store, runId: string): Promise<QueueEvent[]> {
