@@ -91,6 +91,15 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
             runs,
             workflow: (name) => loadWorkflow(flow.root, name, flow.trustFile),
             env: flow.env,
+            // the requests a step wrote are new messages: wake their recipients' streams now
+            onRunMoved: (runId) =>
+              void store
+                .query<{ agent_id: string }>(
+                  'SELECT DISTINCT agent_id FROM hub_stage_requests WHERE run_id = $1',
+                  [runId],
+                )
+                .then((rows) => wakeups.notify(rows.map((r) => r.agent_id)))
+                .catch(() => undefined),
             onRefusal: (r) => {
               if (!audits.take('')) return;
               void hub

@@ -12,6 +12,7 @@ import {
   HUB_ENV,
   projectWithAgents,
   QUORUM,
+  readEvents,
   startHub,
   workflowProject,
 } from './hub-harness.js';
@@ -38,6 +39,8 @@ describe.each(engines)('keel hub start serves workflows on $name', ({ env, skip 
       // rev-a registers through the CLI on first use
       expect((await hub.cli(['peers', '--json'], { agent: 'rev-a', token })).code).toBe(0);
 
+      // rev-c listens on its event stream before the webhook comes
+      const streamed = readEvents(hub.url, keys['rev-c'] as string, (e) => e.length >= 1);
       const started = await githubWebhook(hub, 'pr', { action: 'opened', pull_request: { number: 7 } });
       expect(started.status).toBe(202);
       const receipt = (await started.json()) as { run_id: string; stage: string };
@@ -53,6 +56,12 @@ describe.each(engines)('keel hub start serves workflows on $name', ({ env, skip 
         stage: 'review',
         attempt: 1,
         prompt: 'Review PR 7',
+      });
+      const [event] = await streamed;
+      expect(event?.data).toMatchObject({ from: '@hub', to: 'rev-c' });
+      expect(JSON.parse(String(event?.data.body))).toMatchObject({
+        workflow_run: receipt.run_id,
+        attempt: 1,
       });
       const requestB = (await hub.api('GET', '/v1/inbox', keys['rev-b'])).body.messages[0];
       expect(JSON.parse(requestB.body)).toMatchObject({ workflow_run: receipt.run_id, stage: 'review' });
