@@ -24,6 +24,8 @@ export interface RunRow {
   delivery_id: string;
   body_sha256: string;
   signal_secret_env: string | null;
+  /** The hub project whose agents the run asks (null: a run of no project, its requests kept in the outbox). */
+  project_id: string | null;
   status: RunStatus;
   stage_index: number;
   created_at: number;

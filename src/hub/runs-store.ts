@@ -196,6 +196,7 @@ export class RunsStore {
         event: input.event,
         delivery_id: input.deliveryId,
         body_sha256: input.bodySha256,
+        ...(projectId ? { project_id: projectId } : {}),
         eligible: frozen,
       });
       await activateStage(tx, ctx, runId, 0, 1);

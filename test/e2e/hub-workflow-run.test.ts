@@ -123,6 +123,7 @@ describe.each(engines)('keel hub start serves workflows on $name', ({ env, skip 
       ).toBe(201);
       run = await show();
       expect(run.status).toBe('running');
+      expect(run.project).toBe('demo');
       expect(run.stages[0].state).toBe('done');
       expect(run.stages[1]).toMatchObject({ id: 'sign-off', state: 'parked' });
       const done = run.events.find((e: { type: string }) => e.type === 'stage_done');
