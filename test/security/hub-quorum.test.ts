@@ -66,6 +66,13 @@ describe('hub quorum attacks', () => {
     const forA = await requestOf(hub, demo.keys['rev-a'] as string, runId);
     const forB = await requestOf(hub, demo.keys['rev-b'] as string, runId);
     expect(forA && forB).toBeTruthy();
+    // no one registers as (or gets a key for) the hub's own sender
+    expect((await hub.api('POST', '/v1/agents', demo.token, { name: '@hub' })).status).toBe(400);
+    expect(
+      (await hub.api('GET', '/v1/tokens', hub.adminToken)).body.tokens.map(
+        (t: { agent?: string }) => t.agent,
+      ),
+    ).not.toContain('@hub');
     // rev-x is in the project but not eligible: it was asked nothing and can answer nothing
     expect(await requestOf(hub, demo.keys['rev-x'] as string, runId)).toBeUndefined();
     expect(
