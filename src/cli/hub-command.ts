@@ -6,11 +6,12 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { keelPaths } from '../config/paths.js';
 import { agentKey, DEFAULT_HUB_URL, HubCallError, hubFetch, sseEvents } from '../hub/client.js';
 import type { MessageView } from '../hub/hub-store.js';
-import { isLoopback, startHub } from '../hub/server.js';
+import { type HubWorkflows, isLoopback, startHub } from '../hub/server.js';
+import { ensureAuditKey } from '../store/audit-key.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
 import { reportError } from './errors.js';
@@ -79,7 +80,7 @@ async function asAgent(method: string, path: string, body?: unknown) {
 // ---- keel hub start ----
 
 export async function runHubStart(
-  flags: Json & { listen?: string; rate?: number },
+  flags: Json & { listen?: string; rate?: number; workflows?: string; workflowProject?: string },
   version: string,
 ): Promise<number> {
   const listen = parseListen(flags.listen ?? '127.0.0.1:7431');
@@ -113,7 +114,32 @@ export async function runHubStart(
   const store = opened.store;
   if (!store) return reportError(flags.json, 'ENVIRONMENT_ERROR', `cannot open the store at ${opened.where}`);
   const rate = flags.rate ?? Number(process.env.KEEL_HUB_RATE_PER_S ?? 1000);
+  let workflows: HubWorkflows | undefined;
+  if (flags.workflowProject) {
+    let key: Buffer;
+    try {
+      ({ key } = ensureAuditKey(keelPaths().auditKey));
+    } catch (err) {
+      await store.close();
+      return reportError(flags.json, 'ENVIRONMENT_ERROR', `audit key: ${(err as Error).message}`);
+    }
+    workflows = {
+      root: resolvePath(flags.workflows ?? process.cwd()),
+      trustFile: keelPaths().trustFile,
+      project: flags.workflowProject,
+      key,
+      env: process.env,
+    };
+  } else if (flags.workflows) {
+    await store.close();
+    return reportError(
+      flags.json,
+      'CONFIG_ERROR',
+      '--workflows needs --workflow-project NAME (the hub project whose agents the runs ask)',
+    );
+  }
   const hub = await startHub({
+    ...(workflows ? { workflows } : {}),
     store,
     host: listen.host,
     port: listen.port,

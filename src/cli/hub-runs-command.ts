@@ -138,6 +138,7 @@ async function showHubRun(store: Store | undefined, runId: string, flags: Flags)
       run_id: run.id,
       workflow: run.workflow,
       workflow_sha256: run.workflow_sha256,
+      project: run.project,
       status: run.status,
       source: run.source,
       event: run.event,

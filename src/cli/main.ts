@@ -557,6 +557,11 @@ Nothing is applied to any repository of yours: every run is in a temporary copy.
     .description('run the hub in the foreground (loopback only unless KEEL_HUB_ADMIN_TOKEN is set)')
     .option('--listen <host:port>', 'where to listen', '127.0.0.1:7431')
     .option('--rate <n>', 'requests a second per agent (bursts of twice that)', parseIntArg)
+    .option(
+      '--workflow-project <name>',
+      'serve signed webhooks for the trusted workflows (.keel/workflows) as runs of this hub project: its agents answer their stages',
+    )
+    .option('--workflows <dir>', 'the project folder whose .keel/workflows are served (default: here)')
     .option('--json', 'print {url, port, token_file, store} on stdout once listening')
     .action(async (opts) => {
       const { runHubStart } = await import('./hub-command.js');

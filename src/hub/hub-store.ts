@@ -113,6 +113,19 @@ export interface HubStoreOptions {
   now?: () => number;
   /** Called after the commit of each new message, with its recipient (to wake its stream). */
   onQueued?(recipientId: string): void;
+  /**
+   * Called inside the transaction of every reply, with the authenticated sender and the message replied
+   * to (the hub counts replies to its workflow requests here, committed with the reply or not at all).
+   */
+  onReply?(tx: Sql, reply: ReplyEvent): Promise<unknown>;
+}
+
+/** A reply as the reply path saw it: who sent it, to which message, its id and body hash. */
+export interface ReplyEvent {
+  requestMessageId: string;
+  agentId: string;
+  messageId: string;
+  replyHash: string;
 }
 
 interface MessageRow {
@@ -184,6 +197,7 @@ export class HubStore {
   private readonly write: Write;
   readonly now: () => number;
   private readonly onQueued: (recipientId: string) => void;
+  private readonly onReply: HubStoreOptions['onReply'];
 
   constructor(
     readonly store: Store,
@@ -192,6 +206,7 @@ export class HubStore {
     this.write = opts.write ?? ((op) => store.transaction(op));
     this.now = opts.now ?? Date.now;
     this.onQueued = opts.onQueued ?? (() => undefined);
+    this.onReply = opts.onReply;
   }
 
   // ---- projects and tokens (the admin's) ----
@@ -342,7 +357,7 @@ export class HubStore {
   async peers(projectId: string): Promise<PeerView[]> {
     const now = this.now();
     const rows = await this.store.query<{ name: string; role: string | null; last_seen: number }>(
-      'SELECT name, role, last_seen FROM hub_agents WHERE project_id = $1 ORDER BY name',
+      `SELECT name, role, last_seen FROM hub_agents WHERE project_id = $1 AND name NOT LIKE '@%' ORDER BY name`,
       [projectId],
     );
     return rows.map((r) => ({
@@ -469,6 +484,12 @@ export class HubStore {
          WHERE id = $1`,
         [messageId, now, id],
       );
+      await this.onReply?.(tx, {
+        requestMessageId: messageId,
+        agentId: caller.agentId,
+        messageId: id,
+        replyHash: sha256(input.body),
+      });
       return { id, created: true, recipientId: original.sender_id };
     });
     const { id, created, recipientId } = check(result);

@@ -4,6 +4,8 @@ import { type RunEvent, runEvents } from './runs-chain.js';
 import { producerCount, type RunRow, type StageRow } from './runs-stages.js';
 
 export interface RunView extends RunRow {
+  /** The hub project the run belongs to (null: a run of no project). */
+  project: string | null;
   stages: (StageRow & { eligible: { agent_id: string; agent_name: string }[]; producers?: number })[];
 }
 
@@ -25,7 +27,10 @@ export async function readRun(
   sql: Sql,
   runId: string,
 ): Promise<(RunView & { events: RunEvent[] }) | undefined> {
-  const [run] = await sql.query<RunRow>('SELECT * FROM hub_runs WHERE id = $1', [runId]);
+  const [run] = await sql.query<RunRow & { project: string | null }>(
+    'SELECT r.*, p.name AS project FROM hub_runs r LEFT JOIN hub_projects p ON p.id = r.project_id WHERE r.id = $1',
+    [runId],
+  );
   if (!run) return undefined;
   const stages = await sql.query<StageRow>(
     'SELECT * FROM hub_run_stages WHERE run_id = $1 ORDER BY position',

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalJson, sha256 } from '../store/audit-chain.js';
 import type { Sql } from '../store/engine.js';
+import { deliverRequest } from './outbox.js';
 import { appendRunEvent } from './runs-chain.js';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed';
@@ -23,6 +24,8 @@ export interface RunRow {
   delivery_id: string;
   body_sha256: string;
   signal_secret_env: string | null;
+  /** The hub project whose agents the run asks (null: a run of no project, its requests kept in the outbox). */
+  project_id: string | null;
   status: RunStatus;
   stage_index: number;
   created_at: number;
@@ -158,6 +161,14 @@ async function sendRequests(tx: Sql, ctx: StepContext, stage: StageRow, attempt:
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
       [messageId, stage.run_id, stage.id, attempt, agent.agent_id, requestHash, body, ctx.now],
     );
+    // into the agent's inbox as a hub message, in this transaction, when the run belongs to a hub project
+    await deliverRequest(tx, {
+      messageId,
+      runId: stage.run_id,
+      agentId: agent.agent_id,
+      body,
+      now: ctx.now,
+    });
     sent.push({ ...agent, message_id: messageId, request_hash: requestHash });
   }
   return sent;

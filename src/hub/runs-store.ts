@@ -27,6 +27,8 @@ import { renderPrompt } from './workflow-prompt.js';
 export interface AgentDirectory {
   /** The agent id (its key's id) of each name registered now; names not registered are left out. */
   resolve(tx: Sql, names: readonly string[]): Promise<Map<string, string>>;
+  /** The hub project the runs belong to (its id; undefined: no such project); absent: runs of no project. */
+  projectId?(tx: Sql): Promise<string | undefined>;
 }
 
 /** A start, reply or action the hub refuses; `status` is the HTTP answer. */
@@ -120,6 +122,13 @@ export class RunsStore {
         [secretEnv, input.deliveryId, loaded.name, input.bodySha256, runId, ctx.now],
       );
       if (fresh === 0) return repeatedReceipt(tx, secretEnv, loaded.name, input);
+      const projectId = this.opts.agents.projectId ? await this.opts.agents.projectId(tx) : null;
+      if (projectId === undefined)
+        throw new RunRefused(
+          422,
+          'no_such_project',
+          `workflow ${loaded.name}: the hub's workflow project has no token yet (keel hub token create --project NAME)`,
+        );
       const stages = loaded.workflow.stages;
       const names = [...new Set(stages.flatMap((s) => s.eligible ?? (s.agent ? [s.agent] : [])))];
       const ids = names.length ? await this.opts.agents.resolve(tx, names) : new Map<string, string>();
@@ -138,8 +147,8 @@ export class RunsStore {
       const head = emptyHead(this.opts.key, runId);
       await tx.run(
         `INSERT INTO hub_runs (id, workflow, workflow_sha256, source, event, delivery_id, body_sha256,
-           signal_secret_env, status, stage_index, created_at, updated_at, event_count, head_hash, head_mac)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', 0, $9, $9, 0, $10, $11)`,
+           signal_secret_env, status, stage_index, created_at, updated_at, event_count, head_hash, head_mac, project_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', 0, $9, $9, 0, $10, $11, $12)`,
         [
           runId,
           loaded.name,
@@ -152,6 +161,7 @@ export class RunsStore {
           ctx.now,
           head.hash,
           head.mac,
+          projectId,
         ],
       );
       const frozen: Record<string, string[]> = {};
@@ -186,6 +196,7 @@ export class RunsStore {
         event: input.event,
         delivery_id: input.deliveryId,
         body_sha256: input.bodySha256,
+        ...(projectId ? { project_id: projectId } : {}),
         eligible: frozen,
       });
       await activateStage(tx, ctx, runId, 0, 1);

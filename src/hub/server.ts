@@ -5,12 +5,18 @@
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import type { Hono } from 'hono';
 import type { Store } from '../store/engine.js';
-import { createHubApp } from './app.js';
+import { createHubApp, type HubEnv } from './app.js';
 import { GroupCommit } from './group-commit.js';
 import { HubStore } from './hub-store.js';
+import { projectAgents } from './outbox.js';
 import { RateLimit } from './rate-limit.js';
+import { RunsStore, recordReplyIn } from './runs-store.js';
+import { startTimerLoop } from './timers.js';
 import { Wakeups } from './wakeups.js';
+import { mountWorkflowRoutes } from './webhook-routes.js';
+import { loadWorkflow } from './workflow-file.js';
 
 export interface HubOptions {
   store: Store;
@@ -20,7 +26,25 @@ export interface HubOptions {
   version: string;
   /** Requests a second per agent (bursts of twice that). */
   ratePerS?: number;
+  /** Serve the trusted workflows of a project folder to one hub project (webhooks, signals, timers). */
+  workflows?: HubWorkflows;
 }
+
+export interface HubWorkflows {
+  /** The folder whose `.keel/workflows/NAME.yaml` the webhooks name. */
+  root: string;
+  /** keel's trust file: a workflow runs only as it was trusted. */
+  trustFile: string;
+  /** The hub project the runs belong to: their agents are this project's, their requests its messages. */
+  project: string;
+  /** The audit key that seals the runs' events. */
+  key: Buffer;
+  /** Where the secrets the workflows name are read. */
+  env: NodeJS.ProcessEnv;
+}
+
+/** Audit rows a second for refused webhooks and signals (their senders hold no key; bursts of twice that). */
+const WEBHOOK_AUDITS_PER_S = 50;
 
 export interface RunningHub {
   url: string;
@@ -50,16 +74,47 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
   });
   const wakeups = new Wakeups(store);
   await wakeups.start();
+  const flow = opts.workflows;
+  const runs = flow && new RunsStore(store, { key: flow.key, agents: projectAgents(flow.project) });
   const hub = new HubStore(store, {
     write: (op) => group.run(op),
     onQueued: (recipient) => wakeups.notify([recipient]),
+    // a reply to one of the hub's stage requests counts for its run, in the reply's own transaction
+    ...(flow ? { onReply: (tx, reply) => recordReplyIn(tx, { key: flow.key, now: Date.now() }, reply) } : {}),
   });
+  const audits = new RateLimit(WEBHOOK_AUDITS_PER_S);
+  const mount =
+    flow && runs
+      ? (app: Hono<HubEnv>) =>
+          // webhooks and signals carry no hub token: each is authenticated by its signature
+          mountWorkflowRoutes(app as unknown as Hono, {
+            runs,
+            workflow: (name) => loadWorkflow(flow.root, name, flow.trustFile),
+            env: flow.env,
+            // the requests a step wrote are new messages: wake their recipients' streams now
+            onRunMoved: (runId) =>
+              void store
+                .query<{ agent_id: string }>(
+                  'SELECT DISTINCT agent_id FROM hub_stage_requests WHERE run_id = $1',
+                  [runId],
+                )
+                .then((rows) => wakeups.notify(rows.map((r) => r.agent_id)))
+                .catch(() => undefined),
+            onRefusal: (r) => {
+              if (!audits.take('')) return;
+              void hub
+                .audit({ code: r.code, detail: `${r.type} ${r.target}: HTTP ${r.status} ${r.code}` })
+                .catch(() => undefined);
+            },
+          })
+      : undefined;
   const app = createHubApp({
     version: opts.version,
     hub,
     adminToken: opts.adminToken,
     rate: new RateLimit(opts.ratePerS ?? 1000),
     wakeups,
+    ...(mount ? { mount } : {}),
     metrics: () =>
       [
         '# HELP keel_hub_commits_total Transactions the hub committed (each carries the writes of several requests).',
@@ -86,6 +141,8 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
     await wakeups.close();
     return failed;
   }
+  // a stage's timeout is a row; this loop only looks at the clock
+  const stopTimers = flow ? startTimerLoop(store, flow.key) : async () => undefined;
   // marking expired rows is bookkeeping: every read already treats a message past its TTL as expired
   const sweep = setInterval(() => void hub.expire().catch(() => undefined), 1000);
   sweep.unref();
@@ -96,6 +153,7 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
     port,
     async close() {
       clearInterval(sweep);
+      await stopTimers();
       server.close();
       // open event streams never end by themselves
       if ('closeAllConnections' in server) server.closeAllConnections();

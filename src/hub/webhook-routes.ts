@@ -32,6 +32,8 @@ export interface WorkflowRoutesOptions {
   now?: () => number;
   /** Told of every refusal (the hub writes it to the audit chain): the route, the workflow or run, the code. */
   onRefusal?: (refusal: Refusal) => void;
+  /** Told after a start or a signal committed a run's step (the hub wakes the streams of its agents). */
+  onRunMoved?: (runId: string) => void;
 }
 
 /** A refused webhook or signal, for the audit chain: never the body, nor a header's value. */
@@ -141,6 +143,7 @@ export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): voi
         payload,
       });
       if (receipt.repeated) return c.json(receipt, 200);
+      opts.onRunMoved?.(receipt.run_id);
       // the run's signal key is shown once, to the delivery that started it: a replayed delivery
       // (GitHub's and Jira's carry no timestamp) must not hand it to whoever captured one
       const signalSecret = signals ? opts.env[signals] : undefined;
@@ -172,6 +175,7 @@ export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): voi
       bodySha256: verified.bodySha256,
     });
     if (!outcome.ok) return refuse(outcome.status, outcome.code, outcome.error);
+    if (!outcome.receipt.repeated) opts.onRunMoved?.(runId);
     return c.json(outcome.receipt, outcome.receipt.repeated ? 200 : 202);
   });
 }

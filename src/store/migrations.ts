@@ -267,6 +267,9 @@ const MIGRATIONS: Migration[] = [
      detail TEXT NOT NULL
    )`),
   same(`CREATE INDEX hub_audit_ts ON hub_audit(ts)`),
+  // hub wiring (issue 28): a workflow run belongs to one hub project, whose agents it resolves and
+  // whose inboxes its stage requests go to (sent by the project's system agent "@hub", hub/outbox.ts)
+  same(`ALTER TABLE hub_runs ADD COLUMN project_id TEXT REFERENCES hub_projects(id)`),
 ];
 
 /** The schema version this keel writes. */

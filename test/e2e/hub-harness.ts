@@ -1,7 +1,10 @@
 /** `keel hub` as its callers meet it: the real binary on 127.0.0.1, its admin token file, fetch, SSE off the wire. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterEach } from 'vitest';
+import { trustFile } from '../../src/config/trust.js';
+import { tempDir, writeFiles } from '../helpers/tmp.js';
 import { baseEnv, KEEL_BIN, type KeelRun, keel } from './harness.js';
 
 export interface RunningHub {
@@ -33,11 +36,13 @@ export async function startHub(opts: {
   cwd: string;
   listen?: string;
   env?: Record<string, string>;
+  /** More `keel hub start` options (--workflow-project NAME). */
+  args?: string[];
 }): Promise<RunningHub> {
   const env = { ...baseEnv(opts.home), ...opts.env };
   const child = spawn(
     process.execPath,
-    [KEEL_BIN, 'hub', 'start', '--listen', opts.listen ?? '127.0.0.1:0', '--json'],
+    [KEEL_BIN, 'hub', 'start', '--listen', opts.listen ?? '127.0.0.1:0', '--json', ...(opts.args ?? [])],
     {
       cwd: opts.cwd,
       env,
@@ -164,3 +169,43 @@ export async function projectWithAgents(
   }
   return { token: created.body.token, tokenId: created.body.token_id, keys };
 }
+
+// ---- workflows served by keel hub start --workflow-project ----
+
+const SECRET = 'gh-shared-secret';
+
+export const QUORUM = `version: 1
+trigger: {source: github, event: pull_request, secret_env: KEEL_WH_GITHUB}
+stages:
+  - {id: review, kind: quorum, eligible: [rev-a, rev-b, rev-c], min_producers: 2, prompt: "Review PR {{pull_request.number}}"}
+  - {id: sign-off, kind: approval}
+`;
+
+/** A project folder with `workflows` (name → text) trusted in `home`'s trust file. */
+export function workflowProject(home: string, workflows: Record<string, string>): string {
+  const cwd = tempDir('keel-hub-wf-');
+  writeFiles(
+    cwd,
+    Object.fromEntries(Object.entries(workflows).map(([n, t]) => [`.keel/workflows/${n}.yaml`, t])),
+  );
+  for (const name of Object.keys(workflows))
+    trustFile(`${cwd}/.keel/workflows/${name}.yaml`, `${home}/trust.json`);
+  return cwd;
+}
+
+/** POST a GitHub-signed delivery of `payload` to workflow `name`. */
+export function githubWebhook(hub: RunningHub, name: string, payload: unknown, secret = SECRET) {
+  const body = JSON.stringify(payload);
+  return fetch(`${hub.url}/v1/webhooks/${name}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'pull_request',
+      'x-github-delivery': randomUUID(),
+      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+    },
+    body,
+  });
+}
+
+export const HUB_ENV = { KEEL_WH_GITHUB: SECRET };
