@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { keelPaths } from '../config/paths.js';
-import { agentKey, DEFAULT_HUB_URL, HubCallError, hubFetch, sseEvents } from '../hub/client.js';
+import { agentKey, DEFAULT_HUB_URL, HubCallError, hubFetch, sseEvents } from '../tools/hub-client.js';
 import type { MessageView } from '../hub/hub-store.js';
 import { isLoopback, startHub } from '../hub/server.js';
 import { EXIT } from '../term/exit-codes.js';
