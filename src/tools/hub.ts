@@ -188,6 +188,8 @@ export const hubTools: ToolFactory = (deps: ToolDeps): Tool[] => {
       description: spec.description,
       effect: spec.effect,
       schema: spec.schema,
+      // a send leaves the machine: asked about in attended sessions, as a command outside the sandbox is
+      ...(spec.effect === 'exec' ? { remote: true } : {}),
       async execute(args) {
         try {
           return { output: JSON.stringify(await spec.run(args as never, caller)) };
