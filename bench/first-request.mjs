@@ -4,7 +4,8 @@
  * as the scripted model server received it. Deterministic: one run per verb is enough. Build first.
  * Run: node bench/first-request.mjs [PROMPT]   (KEEL_BIN=/path/to/bin/keel.js measures another build;
  * BENCH_REPO=/path/to/repo runs in that repository instead of the small one made here; BENCH_SKILLS=N gives
- * the user N skills in KEEL_HOME/skills, each with a one-line description, to measure the skills catalog)
+ * the user N skills in KEEL_HOME/skills, each with a one-line description, to measure the skills catalog;
+ * KEEL_HUB_URL, KEEL_HUB_TOKEN and KEEL_AGENT_NAME set (any values: no hub is called) measure the hub tools too)
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,6 +20,8 @@ const BIN = process.env.KEEL_BIN ?? new URL('../bin/keel.js', import.meta.url).p
 const VERBS = ['ask', 'plan', 'edit', 'run'];
 const PROMPT = process.argv[2] ?? 'hi';
 const SKILLS = Number(process.env.BENCH_SKILLS ?? 0);
+// the hub tools a session has when the hub's variables are set (read-only `ask` offers these three)
+const HUB = process.env.KEEL_HUB_URL ? ['hub_peers', 'hub_inbox', 'hub_await'] : [];
 const scratch = mkdtempSync(join(tmpdir(), 'keel-first-'));
 
 /** A fresh KEEL_HOME, with BENCH_SKILLS skills of the usual shape (a name, a sentence, a body). */
@@ -99,7 +102,9 @@ async function activated() {
   const script = {
     turns: [
       {
-        tool_calls: [{ id: 'c1', name: 'tools', arguments: { activate: ['agent', 'code_graph', 'memory'] } }],
+        tool_calls: [
+          { id: 'c1', name: 'tools', arguments: { activate: ['agent', 'code_graph', 'memory', ...HUB] } },
+        ],
       },
       { text: 'OK' },
     ],

@@ -13,7 +13,18 @@ export const rssMethod = existsSync(GNU_TIME) ? 'gnu-time' : 'proc-poll';
 
 // Only what a shell normally carries: a variable such as NODE_EXTRA_CA_CERTS (set on some build machines)
 // makes every Node process load a certificate bundle at start, ~40 ms that is the machine's, not keel's
-const KEPT = ['PATH', 'HOME', 'LANG', 'TERM', 'TZ', 'USER'];
+// and the hub's three, so a bench can measure a session with hub tools (they are absent when unset)
+const KEPT = [
+  'PATH',
+  'HOME',
+  'LANG',
+  'TERM',
+  'TZ',
+  'USER',
+  'KEEL_HUB_URL',
+  'KEEL_HUB_TOKEN',
+  'KEEL_AGENT_NAME',
+];
 
 /** The environment keel (and the node floor) run in: a plain shell's, plus a private KEEL_HOME. */
 export function keelEnv(home) {

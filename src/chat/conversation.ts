@@ -311,13 +311,14 @@ export class Conversation {
     this.controller = controller;
     view.turnStart(prompt);
     view.status();
-    const [{ newSessionId }, { agentTools }, { graphTools }, { memoryTools }, { mcpTools }] =
+    const [{ newSessionId }, { agentTools }, { graphTools }, { memoryTools }, { mcpTools }, { hubTools }] =
       await Promise.all([
         import('../agent/session.js'),
         import('../agent/subagents.js'),
         import('../graph/tools.js'),
         import('../memory/tools.js'),
         import('../tools/mcp.js'),
+        import('../tools/hub.js'),
       ]);
     if (!this.sessionId) this.sessionId = newSessionId();
     const options: StartOptions = {
@@ -328,8 +329,8 @@ export class Conversation {
       loaded: once?.loaded ?? this.loaded,
       cwd: this.opts.cwd,
       signal: controller.signal,
-      // the same tools as a one-shot session: memory, the code graph, configured MCP servers
-      tools: [agentTools, graphTools, memoryTools, mcpTools((line) => view.notice(line, 'error'))],
+      // the same tools as a one-shot session: memory, the code graph, configured MCP servers, the hub's
+      tools: [agentTools, graphTools, memoryTools, mcpTools((line) => view.notice(line, 'error')), hubTools],
       ...(this.stored ? { resume: this.sessionId } : { id: this.sessionId }),
       onText: (chunk) => view.text(chunk),
       onReasoning: (chunk) => view.reasoning(chunk),

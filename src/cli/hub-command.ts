@@ -8,12 +8,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve as resolvePath } from 'node:path';
 import { keelPaths } from '../config/paths.js';
-import { agentKey, DEFAULT_HUB_URL, HubCallError, hubFetch, sseEvents } from '../hub/client.js';
 import type { MessageView } from '../hub/hub-store.js';
 import { type HubWorkflows, isLoopback, startHub } from '../hub/server.js';
 import { ensureAuditKey } from '../store/audit-key.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
+import { agentKey, DEFAULT_HUB_URL, HubCallError, hubFetch, sseEvents } from '../tools/hub-client.js';
 import { reportError } from './errors.js';
 import { parseListen } from './serve-command.js';
 import { openConfiguredStore } from './team-store.js';
@@ -238,39 +238,59 @@ export async function hubSend(
     });
     const message = json.message as MessageView;
     if (flags.wait === undefined) return out(flags.json, json, message.id);
-    const until = Date.now() + flags.wait * 1000;
-    for (;;) {
-      const left = Math.ceil((until - Date.now()) / 1000);
-      const { json: found } = await asAgent(
-        'GET',
-        `/v1/messages/${message.id}?wait=${Math.max(0, Math.min(60, left))}`,
-      );
-      if (found.reply) {
-        // the reply is in hand: it is not delivered again
-        await asAgent('POST', `/v1/messages/${found.reply.id}/ack`);
-        return out(
-          flags.json,
-          { message: found.message, reply: found.reply, created: json.created },
-          inert(found.reply.body),
-        );
-      }
-      if (
-        found.message.state !== 'queued' &&
-        found.message.state !== 'delivered' &&
-        found.message.state !== 'acked'
-      ) {
-        out(flags.json, { message: found.message, reply: null }, '');
-        process.stderr.write(`keel: message ${message.id} is ${found.message.state}, no reply\n`);
-        return EXIT.failed;
-      }
-      if (Date.now() >= until) {
-        out(flags.json, { message: found.message, reply: null, timed_out: true }, '');
-        process.stderr.write(`keel: no reply to ${message.id} within ${flags.wait} s\n`);
-        return EXIT.failed;
-      }
-    }
+    return await waitForReply(message.id, flags.wait, flags, { created: json.created });
   } catch (err) {
     return failed(flags.json, err);
+  }
+}
+
+/** `keel hub await ID [--timeout S]`: the reply to a message you sent, within S seconds (default 60). */
+export async function hubAwait(id: string, flags: Json & { timeout?: number }): Promise<number> {
+  try {
+    return await waitForReply(id, flags.timeout ?? 60, flags, {});
+  } catch (err) {
+    return failed(flags.json, err);
+  }
+}
+
+/** Print the reply to `id` (acked: it is in hand), or exit 1 when it ends without one or time runs out. */
+async function waitForReply(
+  id: string,
+  wait: number,
+  flags: Json,
+  extra: Record<string, unknown>,
+): Promise<number> {
+  const message = { id };
+  const until = Date.now() + wait * 1000;
+  for (;;) {
+    const left = Math.ceil((until - Date.now()) / 1000);
+    const { json: found } = await asAgent(
+      'GET',
+      `/v1/messages/${encodeURIComponent(id)}?wait=${Math.max(0, Math.min(60, left))}`,
+    );
+    if (found.reply) {
+      // the reply is in hand: it is not delivered again
+      await asAgent('POST', `/v1/messages/${found.reply.id}/ack`);
+      return out(
+        flags.json,
+        { message: found.message, reply: found.reply, ...extra },
+        inert(found.reply.body),
+      );
+    }
+    if (
+      found.message.state !== 'queued' &&
+      found.message.state !== 'delivered' &&
+      found.message.state !== 'acked'
+    ) {
+      out(flags.json, { message: found.message, reply: null }, '');
+      process.stderr.write(`keel: message ${message.id} is ${found.message.state}, no reply\n`);
+      return EXIT.failed;
+    }
+    if (Date.now() >= until) {
+      out(flags.json, { message: found.message, reply: null, timed_out: true }, '');
+      process.stderr.write(`keel: no reply to ${message.id} within ${wait} s\n`);
+      return EXIT.failed;
+    }
   }
 }
 

@@ -636,6 +636,16 @@ Nothing is applied to any repository of yours: every run is in a temporary copy.
       setExit(await hubReply(id, words, opts));
     });
   hub
+    .command('await')
+    .description('wait for the reply to a message you sent, print it and ack it')
+    .argument('<id>', 'the id of the message you sent')
+    .option('--timeout <seconds>', 'give up after this long (default 60)', parseIntArg)
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { hubAwait } = await import('./hub-command.js');
+      setExit(await hubAwait(id, opts));
+    });
+  hub
     .command('ack')
     .description('you have the message: it is not delivered again')
     .argument('<id>', 'the message id')

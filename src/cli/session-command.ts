@@ -172,6 +172,8 @@ export async function runVerb(
               process.stderr.write(`${red('keel: warning:')} ${inertLine(line)}\n`),
             )(deps),
       (await import('../tools/a2a.js')).a2aTools,
+      // hub_* only when the environment names a hub (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME)
+      (await import('../tools/hub.js')).hubTools,
     ];
     // one session, so the runtime (store, audit chain) lives as long as it does
     outcome = await withRuntime(

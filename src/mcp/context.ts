@@ -11,6 +11,7 @@ import { type OpenMemory, openMemory } from '../memory/open.js';
 import { Scope, ScopeError } from '../policy/scope.js';
 import type { Db } from '../store/db.js';
 import { EventLog } from '../store/event-log.js';
+import { type HubCaller, hubCaller } from '../tools/hub.js';
 
 /** A request a client made that keel refuses; its message goes back as a tool error (isError). */
 export class McpToolError extends Error {
@@ -21,6 +22,8 @@ export interface McpContext {
   /** The canonical workspace root: every path a client names must resolve inside it. */
   root: string;
   config: Config;
+  /** The hub the environment names (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME): its tools are served. */
+  hub: HubCaller | null;
   paths: KeelPaths;
   db: Db;
   memory: OpenMemory;
@@ -74,6 +77,7 @@ export function openContext(root: string, config: Config, env: NodeJS.ProcessEnv
 
   return {
     root,
+    hub: hubCaller(env),
     config,
     paths,
     db,

@@ -20,6 +20,11 @@ export interface Gated {
   paths?(args: unknown): PathAccess[];
   /** For a tool that starts a child session (spawn_agent): what the child asks for, narrowed by the gate. */
   child?(args: unknown): ChildRequest;
+  /**
+   * An exec call that runs nothing here but hands the session's words to another agent (hub_send): no
+   * sandbox contains it, so it is gated as a command outside the sandbox is asked about (approvals).
+   */
+  remote?: boolean;
 }
 
 /** Which check denied a call. */
@@ -124,7 +129,9 @@ export async function decide(tool: Gated, args: unknown, ctx: GateContext): Prom
       : approval === 'shell'
         ? run.sandboxed
           ? `approvals = "${policy.approvals}" asks before every command`
-          : 'this command would run outside the sandbox'
+          : tool.remote
+            ? `${tool.name} sends the session's words to another agent`
+            : 'this command would run outside the sandbox'
         : undefined;
   return {
     kind: 'ask',
@@ -138,6 +145,8 @@ export async function decide(tool: Gated, args: unknown, ctx: GateContext): Prom
 /** The last check: how the call runs. Exec needs the sandbox, or the user's explicit word to run without one. */
 function execution(tool: Gated, paths: string[], policy: Policy): Allow | Deny {
   if (tool.effect !== 'exec') return { kind: 'allow', paths, sandboxed: false };
+  // nothing of it runs on this machine, so nothing needs allow_shell; the approvals ask as for an unsandboxed command
+  if (tool.remote) return { kind: 'allow', paths, sandboxed: false };
   if (policy.sandbox) return { kind: 'allow', paths, sandboxed: true };
   // a hook that merely matches (a logger, `.*`) is no decision about commands; every approver has allowed by now
   if (policy.allowShell || approversOf([...policy.hooks], tool.name).length)

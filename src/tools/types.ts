@@ -69,6 +69,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   child?(args: z.infer<S>): ChildRequest;
   /** Paths the call touches, so the gate can check scope before it runs. */
   paths?(args: z.infer<S>): PathAccess[];
+  /** An exec tool that runs nothing here but sends to another agent (hub_send): see Gated.remote. */
+  remote?: boolean;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
   /** A write tool's change worked out without making it: what a person is asked to approve. */
   preview?(args: z.infer<S>, ctx: ToolContext): Promise<{ path: string; diff: string }>;

@@ -8,6 +8,7 @@ import { decide, type GateContext } from '../../src/policy/gate.js';
 import type { HookSpec } from '../../src/policy/hooks.js';
 import { type Policy, policyFor } from '../../src/policy/policy.js';
 import { Scope } from '../../src/policy/scope.js';
+import { hubTools } from '../../src/tools/hub.js';
 import { shellTool } from '../../src/tools/shell.js';
 import { writeFileTool } from '../../src/tools/write-file.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -144,6 +145,27 @@ describe('approvals: keel asks a person only about calls the policy allows', () 
     expect(decision.kind).toBe(kind);
     if (decision.kind === 'ask')
       expect(decision).toMatchObject({ hook: '', approval: name === 'shell' ? 'shell' : 'write' });
+  });
+
+  it('hub_send leaves the machine: asked about like a command outside the sandbox, never needs allow_shell, and read-only modes refuse it', async () => {
+    const env = {
+      KEEL_HUB_URL: 'http://127.0.0.1:9',
+      KEEL_HUB_TOKEN: 'khp_00_x',
+      KEEL_AGENT_NAME: 'a',
+      KEEL_HOME: root,
+    };
+    const send = (await hubTools({ env } as never)).find((t) => t.name === 'hub_send');
+    if (!send) throw new Error('no hub_send');
+    const args = { to: 'b', text: 'hi' };
+    // the default asks, though the sandbox is there: the words are not contained by it
+    const asked = await decide(send, args, sandboxed(undefined));
+    expect(asked).toMatchObject({ kind: 'ask', approval: 'shell' });
+    if (asked.kind === 'ask')
+      expect(asked.question).toBe("hub_send sends the session's words to another agent");
+    expect((await decide(send, args, sandboxed('never'))).kind).toBe('allow');
+    // no sandbox and no allow_shell: still allowed (asked), for nothing runs here
+    expect((await decide(send, args, ctx([], { sandbox: false, allowShell: false }))).kind).toBe('ask');
+    expect(await decide(send, args, ctx([], { mode: 'ask' }))).toMatchObject({ kind: 'deny', deny: 'mode' });
   });
 
   it('never turns a denial into a question: out of scope is still denied under approvals = "all"', async () => {
