@@ -94,7 +94,7 @@ function describe(e: WorkerEvent, name: string, max: Mode): string {
     case 'done':
       return `request ${e.id} from ${e.from}: ${e.mode}, ${e.code}, done in ${e.seconds} s`;
     case 'failed':
-      return `request ${e.id}: no reply sent (${e.error}); it comes again later`;
+      return `request ${e.id}: no reply sent (${e.error}); ${e.acked ? 'it is not run again' : 'it comes again later'}`;
     case 'stopping':
       return 'stopping (a request not answered comes again later)';
   }

@@ -60,6 +60,8 @@ export interface WorkerEvent {
   code?: string;
   reply_id?: string;
   error?: string;
+  /** With `failed`: the message was acked anyway (the hub refuses its reply for good). */
+  acked?: boolean;
   agent?: string;
 }
 
@@ -109,8 +111,10 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       }
     } catch (err) {
       if (opts.signal.aborted) return;
-      if (err instanceof HubCallError && err.code !== 'UNREACHABLE') throw err;
-      // the connection dropped: reconnect after the last id (every unacked message comes again)
+      // a key the hub no longer takes stops the worker; anything else (a dropped connection, a busy or
+      // restarted hub) is a reconnect after the last id, and every unacked message comes again
+      if (err instanceof HubCallError && (err.status === 401 || err.status === 403)) throw err;
+      opts.warn(`${(err as Error).message}; reconnecting`);
     }
     await pause(500, opts.signal);
   }
@@ -156,8 +160,19 @@ async function answer(opts: WorkerOptions, m: MessageView): Promise<void> {
     replyId = json.message.id;
   } catch (err) {
     // answered already (a run before a crash, with another answer): the first reply stands
-    if (!(err instanceof HubCallError) || !/^(ALREADY_REPLIED|IDEMPOTENCY_CONFLICT)$/.test(err.code)) {
-      opts.report({ event: 'failed', id: m.id, error: (err as Error).message });
+    const answered = err instanceof HubCallError && /^(ALREADY_REPLIED|IDEMPOTENCY_CONFLICT)$/.test(err.code);
+    if (!answered) {
+      const refused =
+        err instanceof HubCallError && err.status >= 400 && err.status < 500 && err.status !== 429;
+      opts.report({
+        event: 'failed',
+        id: m.id,
+        error: (err as Error).message,
+        ...(refused ? { acked: true } : {}),
+      });
+      // a reply the hub refuses for good (the hop limit, a cancelled or expired message) would be refused
+      // again after every session: acked, so it is not run again; anything else comes back later
+      if (refused) await call('POST', `/v1/messages/${encodeURIComponent(m.id)}/ack`).catch(() => undefined);
       return;
     }
   }

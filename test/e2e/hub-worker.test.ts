@@ -16,7 +16,12 @@ describe('keel worker', () => {
     const hub = await startHub({ home: hubHome, cwd: hubHome });
     const { token, keys } = await projectWithAgents(hub, 'demo', 'alice');
     // the first session's answer never comes (the worker is killed while it waits); the second's does
-    const server = await model([{ hang: true }, { text: 'It is a small project.' }]);
+    const server = await model([
+      { hang: true },
+      { text: 'It is a small project.' },
+      { hang: true },
+      { text: 'Two files.' },
+    ]);
 
     const first = startWorker({
       home,
@@ -72,9 +77,28 @@ describe('keel worker', () => {
     const inbox = await hub.api('GET', '/v1/inbox', keys.alice);
     expect(inbox.body.messages.filter((m: { reply_to: string }) => m.reply_to === id)).toHaveLength(1);
 
-    // a clean stop on SIGTERM
+    // SIGTERM mid-request: a clean exit, the message left unacked, and the next worker answers it
+    const q2 = await hub.api('POST', '/v1/messages', keys.alice, {
+      to: 'rev',
+      body: 'how many files?',
+      idempotency_key: 'q-2',
+    });
+    const id2 = q2.body.message.id as string;
+    await second.until((e) => e.event === 'request' && e.id === id2);
+    while (chatBodies(server).length < 3) await new Promise((r) => setTimeout(r, 50));
     second.child.kill('SIGTERM');
-    expect((await second.exited).code).toBe(0);
+    expect((await second.exited).code, second.stderr()).toBe(0);
     expect(second.events().at(-1)).toEqual({ event: 'stopping' });
+    expect((await hub.api('GET', `/v1/messages/${id2}`, keys.alice)).body.message.state).toBe('delivered');
+    const third = startWorker({ home, cwd, hubUrl: hub.url, token, name: 'rev', server });
+    await third.until((e) => e.event === 'done' && e.id === id2);
+    expect((await hub.api('GET', `/v1/messages/${id2}`, keys.alice)).body.reply.body).toBe('Two files.');
+    // the first request, answered before, is not run again by the new worker
+    expect(
+      third
+        .events()
+        .filter((e) => e.event === 'request')
+        .map((e) => e.id),
+    ).toEqual([id2]);
   });
 });
