@@ -663,6 +663,26 @@ Nothing is applied to any repository of yours: every run is in a temporary copy.
       setExit(await hubPeers(opts));
     });
 
+  // keel worker (issue 28): a hub agent answering its requests with sessions here (src/hub/worker.ts)
+  const worker = program
+    .command('worker')
+    .description(
+      'answer hub requests by running keel sessions in this workspace (KEEL_HUB_URL, KEEL_HUB_TOKEN)',
+    )
+    .requiredOption('--name <name>', "the worker's agent name in the project")
+    .option('--role <role>', 'the role peers see (reviewer, tester, …)')
+    .option(
+      '--mode <max>',
+      'the widest mode a request may run in: ask | plan (default, read-only) | edit | auto; a request asking more is narrowed',
+    )
+    .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+    .option('--profile <name>', 'use [profiles.NAME] from the config over the base settings')
+    .option('--json', 'one JSON line per event on stdout');
+  addBudgetOptions(addModelOptions(worker), 'per request').action(async (opts) => {
+    const { runWorkerCommand } = await import('./worker-command.js');
+    setExit(await runWorkerCommand(opts));
+  });
+
   // set-up: `keel init` (src/cli/init-command.ts) and `keel completion` (src/cli/completion.ts)
   program
     .command('init')

@@ -9,7 +9,6 @@ import { EventLog } from '../store/event-log.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load } from '../term/options.js';
-import type { ToolFactory } from '../tools/types.js';
 import { terminalApprover } from './ask-person.js';
 import { readPrompt } from './prompt-input.js';
 import { createRenderer, dim, red } from './render.js';
@@ -158,23 +157,9 @@ export async function runVerb(
   const renderer = flags.json ? undefined : createRenderer(answer ? { answer } : {});
   let outcome: SessionOutcome;
   try {
-    const { agentTools } = await import('../agent/subagents.js');
-    const { graphTools } = await import('../graph/tools.js');
-    const tools = [
-      agentTools,
-      graphTools,
-      (await import('../memory/tools.js')).memoryTools,
-      // the MCP client (and its JSON-schema checker) is loaded only when a server is configured
-      async (deps: Parameters<ToolFactory>[0]) =>
-        deps.loaded.config.mcp_servers.length === 0
-          ? []
-          : (await import('../tools/mcp.js')).mcpTools((line) =>
-              process.stderr.write(`${red('keel: warning:')} ${inertLine(line)}\n`),
-            )(deps),
-      (await import('../tools/a2a.js')).a2aTools,
-      // hub_* only when the environment names a hub (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME)
-      (await import('../tools/hub.js')).hubTools,
-    ];
+    const tools = await (await import('../agent/session-tools.js')).sessionTools((line) =>
+      process.stderr.write(`${red('keel: warning:')} ${inertLine(line)}\n`),
+    );
     // one session, so the runtime (store, audit chain) lives as long as it does
     outcome = await withRuntime(
       process.env,

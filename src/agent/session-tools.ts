@@ -1,0 +1,31 @@
+/**
+ * The tools a person's session gets beside the built-in ones (subagents, the code graph, memory, MCP
+ * servers when configured, A2A, the hub when the environment names one): one list for `keel ask|plan|edit|run` and for a hub worker's sessions.
+ */
+import type { ToolFactory } from '../tools/types.js';
+import { agentTools } from './subagents.js';
+import type { SessionToolFactory } from './tool-deps.js';
+
+export async function sessionTools(
+  warn: (line: string) => void,
+): Promise<Array<SessionToolFactory | ToolFactory>> {
+  const [{ graphTools }, { memoryTools }, { a2aTools }, { hubTools }] = await Promise.all([
+    import('../graph/tools.js'),
+    import('../memory/tools.js'),
+    import('../tools/a2a.js'),
+    import('../tools/hub.js'),
+  ]);
+  return [
+    agentTools,
+    graphTools,
+    memoryTools,
+    // the MCP client (and its JSON-schema checker) is loaded only when a server is configured
+    async (deps: Parameters<ToolFactory>[0]) =>
+      deps.loaded.config.mcp_servers.length === 0
+        ? []
+        : (await import('../tools/mcp.js')).mcpTools(warn)(deps),
+    a2aTools,
+    // hub_* only when the environment names a hub (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME)
+    hubTools,
+  ];
+}
