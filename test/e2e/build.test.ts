@@ -13,6 +13,7 @@ import {
 } from './build-harness.js';
 import { branchCommits, leftovers, modelPosts } from './fix-harness.js';
 import { keel, keelHome, model, modelFlags } from './harness.js';
+import { Pane } from './pane.js';
 
 describe('keel build', () => {
   it('writes the tests first, freezes them, then builds the feature until they pass', async () => {
@@ -58,6 +59,26 @@ describe('keel build', () => {
     expect(doc.reason).toMatch(/^already exists/);
     expect(doc.tests_written).toEqual([{ path: 'test/median.test.js', sha256: MEDIAN_TEST_SHA }]);
     // only the test-writing session's two calls: no plan, no attempt
+    expect(modelPosts(server)).toBe(2);
+    expect(leftovers(repo)).toEqual({ branches: [], worktrees: 0 });
+  });
+
+  it('on a terminal the written tests are shown as a diff with a [y/N] question; no builds nothing', async () => {
+    const repo = tinyProject();
+    const home = keelHome();
+    const server = await model([...TESTS_TURNS, { text: 'this turn must never be asked for' }]);
+    const pane = Pane.start(['build', '--repo', repo, ...modelFlags(server), 'add a median function'], {
+      cwd: repo,
+      home,
+    });
+    await pane.waitFor('approve these tests? [y/N]');
+    pane.type('n', 'Enter');
+    await pane.waitFor(/keel exited \d+/);
+    const screen = pane.history();
+    expect(screen).toContain('keel asks: keel build test/median.test.js');
+    expect(screen).toContain("+test('median of 3, 1, 2 is 2'");
+    expect(screen).toContain('the tests were not approved; nothing built');
+    expect(screen).toContain('[keel exited 130]');
     expect(modelPosts(server)).toBe(2);
     expect(leftovers(repo)).toEqual({ branches: [], worktrees: 0 });
   });
