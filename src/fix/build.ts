@@ -157,6 +157,7 @@ export async function runBuild(opts: BuildOptions): Promise<BuildResult> {
       runtime,
       signal: opts.signal,
       frozenTests: tests,
+      memoryRepo: opts.repo,
       ...(opts.calls ? { calls: opts.calls } : {}),
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
       ...(opts.onWaiting ? { onWaiting: opts.onWaiting } : {}),

@@ -97,6 +97,8 @@ export interface FixOptions {
    * their hashes before each verdict; a mismatch is never verified.
    */
   frozenTests?: FrozenTest[];
+  /** The repository whose memory learns the verdict, when `repo` is a checkout keel made of it (keel build's). */
+  memoryRepo?: string;
 }
 
 export interface FixResult {
@@ -139,7 +141,13 @@ export async function runFix(given: FixOptions): Promise<FixResult> {
   const env = opts.env ?? process.env;
   // a given patch (keel eval's self-check) is no fix a later session should learn from
   if (opts.patch === undefined)
-    await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
+    await observeFix({
+      repo: opts.memoryRepo ?? opts.repo,
+      issue: opts.issue,
+      result,
+      config: opts.loaded.config,
+      env,
+    });
   return result;
 }
 

@@ -40,17 +40,29 @@ describe('keel build: frozen tests', () => {
     const repo = tinyProject();
     const server = await model([
       { tool_calls: [{ name: 'write_file', arguments: { path: 'src/stats.js', content: SUM + MEDIAN } }] },
+      // the obvious variant: the same write through a shell command (sandboxed to the test folders)
       {
-        ...TESTS_TURNS[0],
+        tool_calls: [
+          {
+            name: 'shell',
+            arguments: { command: "printf 'export const median = () => 2;\\n' >> src/stats.js" },
+          },
+        ],
+        // (the write_file just before was refused by the scope)
         expect: { last_tool_result_contains: 'outside the writable scope' },
-      } as (typeof TESTS_TURNS)[number],
+      },
+      // the sandbox mounts only the test folders writable
+      {
+        ...(TESTS_TURNS[0] as (typeof TESTS_TURNS)[number]),
+        expect: { last_tool_result_contains: 'src/stats.js: Read-only file system' },
+      },
       TESTS_TURNS[1] as (typeof TESTS_TURNS)[number],
       { text: '1. Nothing.' },
       { text: 'I changed nothing.' },
     ]);
     const { run, doc } = await build(repo, server, ['add a median function', '--max-attempts', '1']);
     // the refused write never happened: the new test fails on the baseline, so it is no "already exists"
-    expect(doc.status).toBe('failed');
+    expect(doc).toMatchObject({ status: 'failed', code: 'VERIFICATION_FAILED', attempts: 1 });
     expect(run.code).toBe(1);
     expect(doc.tests_written.map((t) => t.path)).toEqual(['test/median.test.js']);
     expect(git(repo, 'branch', '--list', 'keel/*')).not.toContain('tests-');
