@@ -94,6 +94,23 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     setExit(await runFixCommand(opts));
   });
 
+  // keel build (issue 30): acceptance tests first, approved and frozen, then the fix loop builds the feature
+  const build = program
+    .command('build')
+    .description(
+      'build a feature tests first: the model writes acceptance tests, you approve them, keel freezes them and builds until they pass',
+    )
+    .argument('<feature...>', 'the feature, in words')
+    .option('--repo <dir>', 'the repository (default: the current folder)')
+    .option('--test-command <cmd>', 'how to run the tests (default: detected)')
+    .option('--max-attempts <n>', 'attempts before giving up', parseIntArg, 3)
+    .option('-y, --yes', 'accept the written tests without showing them (for scripts)')
+    .option('--json', 'print one JSON document on stdout and nothing else');
+  addBudgetOptions(addModelOptions(build), 'per attempt').action(async (words: string[], opts) => {
+    const { runBuildCommand } = await import('./build-command.js');
+    setExit(await runBuildCommand(words.join(' '), opts));
+  });
+
   const loop = program
     .command('loop')
     .description(

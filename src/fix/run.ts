@@ -48,7 +48,13 @@ import {
   type Snapshot,
   slugify,
 } from './snapshot.js';
-import { baselineDoctestModules, baselineTestPaths, guardTests } from './test-guard.js';
+import {
+  baselineDoctestModules,
+  baselineTestPaths,
+  changedFrozen,
+  type FrozenTest,
+  guardTests,
+} from './test-guard.js';
 import { testSandbox } from './test-sandbox.js';
 
 export interface FixOptions {
@@ -85,6 +91,14 @@ export interface FixOptions {
    * exactly as an attempt is (test guard, verifier). keel eval's self-check.
    */
   patch?: string;
+  /**
+   * Tests a person approved and keel froze by hash (keel build's acceptance tests, committed at the
+   * snapshot's base): recorded in the run log, guarded like the baseline's tests, and re-checked against
+   * their hashes before each verdict; a mismatch is never verified.
+   */
+  frozenTests?: FrozenTest[];
+  /** The repository whose memory learns the verdict, when `repo` is a checkout keel made of it (keel build's). */
+  memoryRepo?: string;
 }
 
 export interface FixResult {
@@ -127,7 +141,13 @@ export async function runFix(given: FixOptions): Promise<FixResult> {
   const env = opts.env ?? process.env;
   // a given patch (keel eval's self-check) is no fix a later session should learn from
   if (opts.patch === undefined)
-    await observeFix({ repo: opts.repo, issue: opts.issue, result, config: opts.loaded.config, env });
+    await observeFix({
+      repo: opts.memoryRepo ?? opts.repo,
+      issue: opts.issue,
+      result,
+      config: opts.loaded.config,
+      env,
+    });
   return result;
 }
 
@@ -243,6 +263,11 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     return out;
   };
 
+  if (opts.frozenTests?.length && !prior)
+    record('build_frozen_tests', {
+      tests: opts.frozenTests.map((t) => ({ path: t.path, sha256: t.sha256 })),
+    });
+
   try {
     if (prior?.snapshot) {
       snapshot = recordedSnapshot(prior.snapshot, opts.repo);
@@ -348,6 +373,14 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
     }
     progress(`baseline: ${describeRun(before).split('\n')[0]} (${baselineTook})`);
     const testPaths = baselineTestPaths(snapshot, before);
+    for (const t of opts.frozenTests ?? []) testPaths.add(t.path);
+    const frozen = opts.frozenTests ?? [];
+    const tamperedAtBase = changedFrozen(snapshot.top, frozen);
+    if (tamperedAtBase.length)
+      throw new RunError(
+        'ENVIRONMENT_ERROR',
+        `the frozen tests are not the approved ones in the snapshot (${tamperedAtBase.join(', ')}); nothing is judged with them`,
+      );
     const doctestModules = baselineDoctestModules(snapshot, before);
     const countEdits = opts.allowTestEdits === true;
 
@@ -504,6 +537,13 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       let after: SuiteRun;
       let verdict: Verdict;
       const verifyDone = waiting(`verifying attempt ${attempt}: running \`${suite.detected.command}\``);
+      // judged with the approved tests only: their bytes are checked against the hashes first
+      const tampered = changedFrozen(snapshot.top, frozen);
+      const unsafe =
+        guard.unsafe ??
+        (tampered.length
+          ? `the frozen tests (${tampered.join(', ')}) are not the approved ones (sha256 mismatch)`
+          : undefined);
       try {
         after = await runTests();
         verdict = await verify({ baseline: before, after, targets, rerun: () => runTests() });
@@ -517,7 +557,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
         const why = `interrupted while verifying attempt ${attempt}`;
         return finish('CANCELLED', 'failed', why, attempts - 1, last, before, plan, shown);
       }
-      verdict = withTestEdits(verdict, guard.edits, countEdits, guard.unsafe);
+      verdict = withTestEdits(verdict, guard.edits, countEdits, unsafe);
       // how many tests passed and failed after the attempt (the run page charts them per attempt)
       const tests = {
         passed: after.results.filter((r) => r.status === 'passed').length,

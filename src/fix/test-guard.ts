@@ -4,6 +4,7 @@
  * baseline's versions put back; afterwards the model's versions return, so the attempt's diff is what it
  * wrote. New test files stay and run on top.
  */
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   lstatSync,
@@ -191,4 +192,25 @@ function writeEntry(abs: string, entry: Entry): void {
   }
   writeFileSync(abs, entry.data, { flag: 'wx' });
   chmodSync(abs, entry.mode);
+}
+
+/** A test approved by a person and frozen by its hash (keel build's acceptance tests). */
+export interface FrozenTest {
+  /** Repository-top path. */
+  path: string;
+  sha256: string;
+}
+
+export function sha256(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
+}
+
+/** The frozen tests whose bytes in `top` are not the approved ones: changed, removed, or a link now. */
+export function changedFrozen(top: string, frozen: FrozenTest[]): string[] {
+  return frozen
+    .filter((t) => {
+      const entry = readEntry(join(top, t.path));
+      return entry.kind !== 'file' || createHash('sha256').update(entry.data).digest('hex') !== t.sha256;
+    })
+    .map((t) => t.path);
 }

@@ -6,7 +6,7 @@ import { basename, posix } from 'node:path';
 import type { SuiteRun, TestResult } from './types.js';
 
 /** Folders whose every file belongs to the tests (fixtures, snapshots, helpers). */
-const TEST_DIRS = new Set([
+export const TEST_DIRS: ReadonlySet<string> = new Set([
   'test',
   'tests',
   '__tests__',
