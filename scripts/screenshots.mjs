@@ -2,7 +2,8 @@
 /**
  * Regenerate docs/screenshots/: the browser workspace's main states (the sessions list, a transcript
  * with its per-round charts, the file viewer, a fix run followed live mid-attempt and then verified with
- * its apply controls, a batch run read from the team store), taken in Debian's
+ * its apply controls, a batch run read from the team store with its routing tiers' share of calls and cost,
+ * the hub project the config names and one of its workflow runs), taken in Debian's
  * Chromium through playwright-core against the real `keel serve` and the scripted model, in a temporary
  * copy of the `stats` fixture. Run after `npm run build`:
  *
@@ -12,11 +13,13 @@
  * re-encoding them losslessly (best filter per row, deflate level 9) saved 2 bytes of 258 KB, so they are kept.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { HubStore } from '../dist/hub/hub-store.js';
 import { startScriptServer } from '../dist/model/script-server.js';
 import { openStore } from '../dist/store/engine.js';
 import { Ledger } from '../dist/store/ledger.js';
@@ -36,7 +39,10 @@ const repo = join(temp, 'stats');
 const home = join(temp, 'home');
 cpSync(join(ROOT, 'test', 'fixtures', 'fix', 'stats'), repo, { recursive: true });
 mkdirSync(home);
-writeFileSync(join(home, 'config.toml'), '[pricing.demo]\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n');
+writeFileSync(
+  join(home, 'config.toml'),
+  'hub_project = "team"\n[pricing.demo]\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n',
+);
 const gitEnv = {
   PATH: process.env.PATH,
   HOME: temp,
@@ -105,15 +111,18 @@ const model = await startScriptServer({
     ['failed', [0.0038, 0.0029, 0.0017]],
     [null, [0.0024]],
   ];
+  // routing sent the cheap calls to the small tier and the hard ones to the large
   for (const [outcome, costs] of steps) {
     const lease = await queue.claim('nightly', 'shots');
     for (const cost of costs) {
+      const tier = cost > 0.003 ? 'large' : 'small';
       now += 2500;
       await ledger.record({
         runId: 'nightly',
         taskId: lease.taskId,
         provider: 'openai',
-        model: 'demo',
+        model: tier === 'large' ? 'demo-32b' : 'demo-7b',
+        tier,
         promptTokens: 1800,
         completionTokens: 120,
         latencyMs: 900,
@@ -131,6 +140,73 @@ const model = await startScriptServer({
           : { error: 'not verified: a test that passed fails' },
       );
   }
+
+  // the hub project "team" (hub_project in the config): agents, messages, a pull-request review run
+  const hub = new HubStore(store, { now: Date.now });
+  const auth = await hub.projectOf((await hub.createProjectToken('team')).token);
+  const agents = {};
+  for (const [name, role] of [
+    ['reviewer-a', 'reviewer'],
+    ['reviewer-b', 'reviewer'],
+    ['builder', 'builder'],
+    ['triage', 'triage'],
+  ]) {
+    const { agent_id } = await hub.registerAgent(auth, name, role);
+    agents[name] = { agentId: agent_id, projectId: auth.projectId, name };
+  }
+  await store.run("UPDATE hub_agents SET last_seen = $1 WHERE name = 'triage'", [Date.now() - 3_600_000]);
+  for (const [from, to, body] of [
+    ['builder', 'reviewer-a', 'PR #41 is ready: mean() divides by the length now.'],
+    ['reviewer-a', 'builder', 'Looks right; add a test for the empty list.'],
+    ['builder', 'reviewer-b', 'Could you check the <b>sum</b> edge case?'],
+  ])
+    await hub.send(agents[from], { to, body, idempotency_key: `${from}-${to}` });
+  const sha = (t) => createHash('sha256').update(t).digest('hex');
+  const at = Date.now() - 600_000;
+  const run = 'b7e1c2d4-5f60-4a1b-9c3d-2e8f7a6b5c40';
+  await store.run(
+    `INSERT INTO hub_runs (id, workflow, workflow_sha256, source, event, delivery_id, body_sha256,
+       signal_secret_env, status, stage_index, created_at, updated_at, event_count, head_hash, head_mac)
+     VALUES ($1, 'pr-review', $2, 'github', 'pull_request', 'd-41', $3, 'DEPLOY_SECRET', 'running', 1, $4, $4, 4, 'h', 'm')`,
+    [run, sha('workflow'), sha('payload'), at],
+  );
+  await store.run(
+    `INSERT INTO hub_run_stages (run_id, position, id, kind, state, attempt, min_producers, started_at, ended_at)
+     VALUES ($1, 0, 'review', 'quorum', 'done', 1, 2, $2, $3)`,
+    [run, at, at + 90_000],
+  );
+  await store.run(
+    `INSERT INTO hub_run_stages (run_id, position, id, kind, state, attempt, signal, started_at)
+     VALUES ($1, 1, 'deploy', 'await_signal', 'parked', 1, 'deployed', $2)`,
+    [run, at + 90_000],
+  );
+  for (const [i, name] of ['reviewer-a', 'reviewer-b'].entries()) {
+    const id = agents[name].agentId;
+    await store.run(
+      'INSERT INTO hub_stage_eligible (run_id, stage_id, agent_id, agent_name) VALUES ($1, $2, $3, $4)',
+      [run, 'review', id, name],
+    );
+    const request = `m_req${i}`;
+    await store.run(
+      `INSERT INTO hub_stage_requests (message_id, run_id, stage_id, attempt, agent_id, request_hash, body, created_at)
+       VALUES ($1, $2, 'review', 1, $3, $4, 'Review PR #41', $5)`,
+      [request, run, id, sha(`request ${i}`), at],
+    );
+    await store.run(
+      `INSERT INTO hub_stage_replies (request_message_id, message_id, run_id, stage_id, attempt, agent_id, request_hash, reply_hash, received_at)
+       VALUES ($1, $2, $3, 'review', 1, $4, $5, $6, $7)`,
+      [request, `m_rep${i}`, run, id, sha(`request ${i}`), sha(`reply ${i}`), at + 60_000 + i * 20_000],
+    );
+  }
+  await store.run(
+    `INSERT INTO hub_signals (run_id, signal_id, name, body_sha256, received_at) VALUES ($1, 'sig-1', 'deployed', $2, $3)`,
+    [run, sha('signal'), at + 120_000],
+  );
+  for (const [seq, type] of ['run_started', 'stage_started', 'stage_done', 'stage_parked'].entries())
+    await store.run(
+      `INSERT INTO hub_run_events (run_id, seq, ts, type, data, prev, hash, mac) VALUES ($1, $2, $3, $4, '{}', 'p', $5, 'm')`,
+      [run, seq + 1, at + seq * 30_000, type, sha(`event ${seq}`)],
+    );
   await store.close();
 }
 
@@ -219,7 +295,9 @@ try {
     (r) => r.status !== 'running',
   );
   await shot('run', `#/runs/${run}`, 'section.apply:not([hidden])', 900);
-  await shot('batch', '#/batches/nightly', 'svg.chart.line', 900);
+  await shot('batch', '#/batches/nightly', 'svg.chart.line', 1100);
+  await shot('hub', '#/hub', 'tr[data-run]', 900);
+  await shot('hub-run', '#/hub/runs/b7e1c2d4-5f60-4a1b-9c3d-2e8f7a6b5c40', 'tr[data-signal]', 900);
 } finally {
   await browser?.close();
   serve.kill('SIGTERM');

@@ -92,6 +92,8 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   const fixes = new FixRuns({ project, runtime, onEvent: (event) => metrics.event(event) });
   // batch runs are read from the team store the user's config names (a project's config may not name one)
   let teamStore: TeamStore | undefined;
+  // the hub project the page shows: named by the user's own config (a project's config may not)
+  const hubProject = loaded.config.hub_project;
   try {
     teamStore = new TeamStore(
       storeTarget(loadConfig({ cwd: project, flags: flagLayer(flags) }).config.store, keelPaths(env).db),
@@ -114,6 +116,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     fixes,
     metrics,
     ...(teamStore ? { teamStore } : {}),
+    ...(hubProject ? { hubProject } : {}),
     webDir: join(packageRoot(), 'dist', 'web'),
     // the A2A endpoint: tasks are sessions of the same manager, behind the same token
     mount: (app) =>

@@ -381,10 +381,15 @@ function refuseStore(project: ConfigFile, userConfig: string): void {
     ['', project.values] as const,
     ...[...project.profiles].map(([name, body]) => [`[profiles.${name}] `, body] as const),
   ]) {
-    if (!Object.hasOwn(values, 'store')) continue;
-    throw new ConfigError(
-      `${project.path}: ${where}sets "store": a project config may not choose where keel keeps runs and the ledger (set it in your own config, ${userConfig}, or KEEL_STORE)`,
-    );
+    if (Object.hasOwn(values, 'store'))
+      throw new ConfigError(
+        `${project.path}: ${where}sets "store": a project config may not choose where keel keeps runs and the ledger (set it in your own config, ${userConfig}, or KEEL_STORE)`,
+      );
+    // which hub project the page shows is the user's choice too: a repository may not point it at another
+    if (Object.hasOwn(values, 'hub_project'))
+      throw new ConfigError(
+        `${project.path}: ${where}sets "hub_project": a project config may not choose which hub project keel serve shows (set it in your own config, ${userConfig})`,
+      );
   }
 }
 

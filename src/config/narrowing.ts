@@ -354,6 +354,7 @@ const RULES: Record<keyof Config, Rule> = {
   memory: limit('memory', 'inject_tokens'),
   max_output_tokens: free, // the size of one answer; budgets bound the total
   store: anyChange('store'), // would send runs and the ledger elsewhere; a project may not set it at all (load.ts)
+  hub_project: anyChange('hub_project'), // which hub project the page shows; a project may not set it at all (load.ts)
   temperature: free,
 };
 

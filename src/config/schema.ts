@@ -331,6 +331,11 @@ export const configSchema = z.strictObject({
       message: 'expected "sqlite" or a postgres://user@host/db URL',
     })
     .default('sqlite'),
+  /**
+   * The hub project (`keel hub`) in that store whose agents, messages and workflow runs `keel serve`
+   * shows; unset, the page shows no hub. Only the user's own config may set it (load.ts).
+   */
+  hub_project: z.string().min(1).max(64).optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -149,6 +149,17 @@ export const ROUTES: Route[] = [
     path: '/v1/batches/:id',
     summary: "one batch run: progress, each task's state and verdict, spend over time, the ledger",
   },
+  {
+    method: 'get',
+    path: '/v1/hub',
+    summary:
+      'the hub project the user config names (hub_project): agents and presence, recent messages, its workflow runs',
+  },
+  {
+    method: 'get',
+    path: '/v1/hub/runs/:id',
+    summary: "one of that project's workflow runs: stages, quorum evidence, signals, sealed events",
+  },
   { method: 'get', path: '/v1/openapi.json', summary: 'this document' },
   { method: 'get', path: '/health', summary: 'the process is up' },
   { method: 'get', path: '/ready', summary: 'the store answers' },

@@ -42,12 +42,13 @@ export async function createBatch(
   });
 }
 
-/** Claim the next task of `runId`, then record a model call of `costUsd` for it `afterMs` later. */
+/** Claim the next task of `runId`, then record a model call of `costUsd` (routed by `tier`) for it `afterMs` later. */
 export async function claimAndCall(
   s: SeededBatch,
   runId: string,
   afterMs: number,
   costUsd: number,
+  tier?: string,
 ): Promise<string> {
   const lease = await s.queue.claim(runId, `worker-${runId}`);
   if (!lease) throw new Error(`nothing to claim in ${runId}`);
@@ -63,6 +64,7 @@ export async function claimAndCall(
     latencyMs: 800,
     costUsd,
     costSource: 'priced',
+    ...(tier ? { tier } : {}),
   });
   return lease.taskId;
 }

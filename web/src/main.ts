@@ -6,6 +6,7 @@ import { batchList, batchView } from './views/batches.js';
 import { sessionDiff } from './views/diff.js';
 import { fileView } from './views/files.js';
 import { fixForm, sessionForm } from './views/forms.js';
+import { hubRunView, hubView } from './views/hub.js';
 import { runList, runView } from './views/runs.js';
 import { sessionView } from './views/session.js';
 import { sessionList } from './views/sessions.js';
@@ -23,6 +24,8 @@ const routes: Array<[RegExp, (m: RegExpExecArray) => View]> = [
   [/^#\/runs$/, () => runList],
   [/^#\/batches$/, () => batchList],
   [/^#\/batches\/([\w.-]+)$/, (m) => batchView(m[1] ?? '')],
+  [/^#\/hub$/, () => hubView],
+  [/^#\/hub\/runs\/([\w.-]+)$/, (m) => hubRunView(m[1] ?? '')],
   [/^#\/files\/?$/, () => fileView('')],
   [/^#\/files\/(.+)$/, (m) => fileView(m[1] ?? '')],
   [/^#\/runs\/([\w.-]+)$/, (m) => runView(m[1] ?? '')],
@@ -59,7 +62,8 @@ function markCurrent(hash: string): void {
       target === hash ||
       (target === '#/' && (hash === '' || hash === '#/')) ||
       (target === '#/files' && hash.startsWith('#/files/')) ||
-      (target === '#/batches' && hash.startsWith('#/batches/'))
+      (target === '#/batches' && hash.startsWith('#/batches/')) ||
+      (target === '#/hub' && hash.startsWith('#/hub/'))
     )
       a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');

@@ -1,0 +1,188 @@
+/**
+ * The hub (`keel hub`) for the page, read from the team store the user's config names: the agents of
+ * one hub project with their presence, its recent messages, and the workflow runs its agents take part
+ * in, with their stages, quorum evidence (the request and reply message ids and hashes) and signals.
+ *
+ * Which project: the one the user's own config names (`hub_project`; a project's config may not set it).
+ * Unset, the page shows no hub. A workflow run belongs to the project when every agent frozen into its
+ * stages is one of the project's (and it has at least one); any other run is as unknown as none (404).
+ * Message bodies go out as JSON strings, cut to MAX_BODY_CHARS; the page shows them as text.
+ */
+import type { Hono } from 'hono';
+import { PRESENCE_MS } from '../hub/hub-store.js';
+import { listRuns, readRun } from '../hub/runs-read.js';
+import type { Store } from '../store/engine.js';
+import type { TeamStore } from './batches.js';
+import { NotFound } from './sessions.js';
+
+export const MAX_MESSAGES = 100;
+export const MAX_BODY_CHARS = 2000;
+
+interface MessageRow {
+  id: string;
+  sender_name: string;
+  recipient_name: string;
+  state: string;
+  body: string;
+  body_sha256: string;
+  reply_to: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+async function projectId(store: Store, name: string): Promise<string | undefined> {
+  const [row] = await store.query<{ id: string }>('SELECT id FROM hub_projects WHERE name = $1', [name]);
+  return row?.id;
+}
+
+/** The ids of the runs whose every frozen agent is the project's. */
+async function ownRunIds(store: Store, project: string): Promise<Set<string>> {
+  const rows = await store.query<{ run_id: string; outside: number }>(
+    `SELECT e.run_id, SUM(CASE WHEN a.project_id = $1 THEN 0 ELSE 1 END) AS outside
+       FROM hub_stage_eligible e LEFT JOIN hub_agents a ON a.id = e.agent_id GROUP BY e.run_id`,
+    [project],
+  );
+  return new Set(rows.filter((r) => Number(r.outside) === 0).map((r) => r.run_id));
+}
+
+export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject: string | undefined): void {
+  /** The store and the project's id, or why there is no hub to show. */
+  const open = async (): Promise<{ store: Store; project: string } | { none: string }> => {
+    if (!hubProject) return { none: 'no hub project: set hub_project in your own config' };
+    const store = await teamStore?.get();
+    if (!store) return { none: 'no team store yet' };
+    const project = await projectId(store, hubProject);
+    if (!project) return { none: `no hub project ${hubProject} in the team store` };
+    return { store, project };
+  };
+
+  app.get('/v1/hub', async (c) => {
+    const hub = await open();
+    if ('none' in hub)
+      return c.json({ project: hubProject ?? null, reason: hub.none, agents: [], messages: [], runs: [] });
+    const { store, project } = hub;
+    const now = Date.now();
+    const agents = await store.query<{ name: string; role: string | null; last_seen: number }>(
+      'SELECT name, role, last_seen FROM hub_agents WHERE project_id = $1 ORDER BY name',
+      [project],
+    );
+    const messages = await store.query<MessageRow>(
+      `SELECT m.id, s.name AS sender_name, r.name AS recipient_name, m.state, m.body, m.body_sha256,
+              m.reply_to, m.created_at, m.expires_at
+         FROM hub_messages m JOIN hub_agents s ON s.id = m.sender_id JOIN hub_agents r ON r.id = m.recipient_id
+        WHERE m.project_id = $1 ORDER BY m.created_at DESC, m.id LIMIT $2`,
+      [project, MAX_MESSAGES],
+    );
+    const own = await ownRunIds(store, project);
+    const runs = (await listRuns(store, 200)).filter((r) => own.has(r.id));
+    return c.json({
+      project: hubProject,
+      agents: agents.map((a) => ({
+        name: a.name,
+        role: a.role,
+        online: Number(a.last_seen) > now - PRESENCE_MS,
+        last_seen: Number(a.last_seen),
+      })),
+      messages: messages.map((m) => {
+        const expired = (m.state === 'queued' || m.state === 'delivered') && Number(m.expires_at) <= now;
+        return {
+          id: m.id,
+          from: m.sender_name,
+          to: m.recipient_name,
+          state: expired ? 'expired' : m.state,
+          body: m.body.length > MAX_BODY_CHARS ? m.body.slice(0, MAX_BODY_CHARS) : m.body,
+          body_truncated: m.body.length > MAX_BODY_CHARS,
+          body_sha256: m.body_sha256,
+          reply_to: m.reply_to,
+          created_at: Number(m.created_at),
+        };
+      }),
+      runs: runs.map((r) => ({
+        id: r.id,
+        workflow: r.workflow,
+        status: r.status,
+        event: r.event,
+        stage_index: r.stage_index,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+      })),
+    });
+  });
+
+  app.get('/v1/hub/runs/:id', async (c) => {
+    const id = c.req.param('id');
+    const hub = await open();
+    // another project's run is as unknown as none
+    if ('none' in hub || !(await ownRunIds(hub.store, hub.project)).has(id))
+      throw new NotFound(`no workflow run ${id}`);
+    const { store } = hub;
+    const run = await readRun(store, id);
+    if (!run) throw new NotFound(`no workflow run ${id}`);
+    const replies = await store.query<{
+      request_message_id: string;
+      message_id: string;
+      stage_id: string;
+      attempt: number;
+      agent_id: string;
+      request_hash: string;
+      reply_hash: string;
+      received_at: number;
+    }>(
+      `SELECT request_message_id, message_id, stage_id, attempt, agent_id, request_hash, reply_hash, received_at
+         FROM hub_stage_replies WHERE run_id = $1 ORDER BY received_at, message_id`,
+      [id],
+    );
+    const signals = await store.query<{
+      signal_id: string;
+      name: string;
+      body_sha256: string;
+      received_at: number;
+      consumed_stage: string | null;
+    }>(
+      `SELECT signal_id, name, body_sha256, received_at, consumed_stage
+         FROM hub_signals WHERE run_id = $1 ORDER BY received_at, signal_id`,
+      [id],
+    );
+    const names = new Map(run.stages.flatMap((s) => s.eligible.map((e) => [e.agent_id, e.agent_name])));
+    return c.json({
+      id: run.id,
+      workflow: run.workflow,
+      workflow_sha256: run.workflow_sha256,
+      source: run.source,
+      event: run.event,
+      status: run.status,
+      stage_index: run.stage_index,
+      created_at: run.created_at,
+      updated_at: run.updated_at,
+      stages: run.stages.map((s) => ({
+        id: s.id,
+        kind: s.kind,
+        state: s.state,
+        attempt: s.attempt,
+        min_producers: s.min_producers === null ? null : Number(s.min_producers),
+        producers: s.producers ?? null,
+        signal: s.signal,
+        agents: s.eligible.map((e) => e.agent_name),
+        evidence: replies
+          .filter((r) => r.stage_id === s.id)
+          .map((r) => ({
+            agent: names.get(r.agent_id) ?? r.agent_id,
+            attempt: Number(r.attempt),
+            request_message_id: r.request_message_id,
+            reply_message_id: r.message_id,
+            request_hash: r.request_hash,
+            reply_hash: r.reply_hash,
+            received_at: Number(r.received_at),
+          })),
+      })),
+      signals: signals.map((s) => ({
+        id: s.signal_id,
+        name: s.name,
+        body_sha256: s.body_sha256,
+        received_at: Number(s.received_at),
+        consumed_by: s.consumed_stage,
+      })),
+      events: run.events.map((e) => ({ seq: e.seq, ts: e.ts, type: e.type, hash: e.hash })),
+    });
+  });
+}
