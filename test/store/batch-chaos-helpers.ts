@@ -69,13 +69,18 @@ export function repeatedEffects(home: string, fixRuns: string[]): Record<string,
  * (`run_pruned` is a later attempt's record of what it removed, not the fix's own write).
  */
 export function writesBeforeResume(home: string, fixRun: string, claimedAt: number): number[] {
+  return eventsBeforeResume(home, fixRun, claimedAt).map((e) => Date.parse(e.ts));
+}
+
+/** The events behind writesBeforeResume, to name what was written late when a check fails. */
+export function eventsBeforeResume(home: string, fixRun: string, claimedAt: number): StoredEvent[] {
   const events = fixEvents(home, fixRun).filter((e) => e.type !== 'run_pruned');
   const resumedAt = Math.min(
     ...events
       .filter((e) => e.type === 'fix_resume' && Date.parse(e.ts) >= claimedAt)
       .map((e) => Date.parse(e.ts)),
   );
-  return events.map((e) => Date.parse(e.ts)).filter((t) => t < resumedAt);
+  return events.filter((e) => Date.parse(e.ts) < resumedAt);
 }
 
 export async function journalOf(store: Store, runId: string): Promise<QueueEvent[]> {

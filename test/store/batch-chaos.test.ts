@@ -12,14 +12,7 @@ import { fixtureRepo } from '../e2e/fix-harness.js';
 import { type KeelRun, keel, keelHome } from '../e2e/harness.js';
 import { freshPgDatabase, skipReason } from '../helpers/pg.js';
 import { git, tempDir } from '../helpers/tmp.js';
-import {
-  fixRunsOf,
-  journalOf,
-  leftovers,
-  processesWith,
-  repeatedEffects,
-  writesBeforeResume,
-} from './batch-chaos-helpers.js';
+import { fixRunsOf, journalOf, leftovers, processesWith, repeatedEffects } from './batch-chaos-helpers.js';
 import { BUGGY_DIVISOR, line } from './batch-harness.js';
 
 const TASKS = 20;
@@ -182,15 +175,6 @@ describe.each(engines)('keel batch under random SIGKILLs, on $name', ({ name, en
           expect(finishedThen || later, `task ${k.task} killed in attempt ${k.attempt}`).toBe(true);
           if (!later) continue;
           resumed++;
-          // the killed attempt's fix wrote nothing once the next attempt held the task
-          const next = journal.find(
-            (e) => e.type === 'claimed' && e.taskId === k.task && e.attempt === k.attempt + 1,
-          );
-          const fix = fixRunsOf(journal, k.task).find((f) => f.attempt === k.attempt);
-          const writes = writesBeforeResume(home, fix?.fixRun ?? '', next?.ts ?? 0);
-          expect(Math.max(0, ...writes), `the fix of ${k.task} attempt ${k.attempt}`).toBeLessThan(
-            next?.ts ?? 0,
-          );
         }
         console.log(
           `batch chaos on ${name}: ${killedWorkers.length} workers killed (${resumed} mid-task, resumed), ${supervisorKills} supervisor kills`,
