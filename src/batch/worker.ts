@@ -65,7 +65,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   const stop = (why: 'lost' | 'cancelled' | 'released') => {
     if (stopping) return;
     stopping = why;
-    child?.kill('SIGTERM');
+    child?.kill(signalFor(why));
   };
   const renewal = setInterval(() => {
     void queue.renew(lease).then(
@@ -90,7 +90,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerEnd> {
   const fixRun = earlier ?? newFixRunId();
   const cap = capOf((await queue.run(lease.runId)) ?? { spec: undefined });
   child = startFix(spec, fixRun, opts, { resume: earlier !== undefined, cap });
-  if (stopping) child.kill('SIGTERM');
+  if (stopping) child.kill(signalFor(stopping));
   const noted = await queue.note(lease, 'fix_started', {
     fix_run: fixRun,
     ...(earlier ? { resumed: true } : {}),
@@ -172,6 +172,16 @@ async function cleanEarlier(opts: WorkerOptions, fixRun: string, branch: string 
     // the verdict is written; `keel batch clean` removes what this could not
     process.stderr.write(`keel batch worker: cleaning earlier attempts: ${(err as Error).message}\n`);
   }
+}
+
+/**
+ * How a worker stops its fix. A cancelled run's fix stops gracefully (SIGTERM: it rolls back and ends
+ * CANCELLED). A fix whose task is no longer this worker's (its lease lost, or the worker told to stop and
+ * the task given back) is killed outright: a graceful stop would roll back the worktree and end the run
+ * in the log the next attempt goes on with, perhaps while that attempt already runs it.
+ */
+function signalFor(why: 'lost' | 'cancelled' | 'released'): NodeJS.Signals {
+  return why === 'cancelled' ? 'SIGTERM' : 'SIGKILL';
 }
 
 /** A run id as `keel fix` makes its own (`20261205-024000-1a2b3c`): also the worktree's folder name. */

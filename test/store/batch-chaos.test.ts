@@ -140,7 +140,7 @@ describe.each(engines)('keel batch under random SIGKILLs, on $name', ({ name, en
         killedWorkers.push({ task: argv.at(-2) as string, attempt: Number(argv.at(-1)) });
       }
       const last = await supervisors.at(-1);
-      expect(last?.code, last?.stderr).toBe(0);
+      expect(last?.code, `${last?.stdout}\n${last?.stderr}`).toBe(0);
 
       // every task verified: its branch holds the fix
       const status = JSON.parse((await keel(['batch', 'status', runId, '--json'], opts)).stdout);
