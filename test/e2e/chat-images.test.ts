@@ -121,7 +121,8 @@ describe('keel chat: images', () => {
     expect(server.requests.filter((r) => r.path === '/api/chat')).toEqual([]);
 
     pane.type('/model llava', 'Enter');
-    await pane.waitFor(/model: llava|now llava|llava/);
+    // the switch's own answer (the typed command also shows `llava`, so a bare `llava` matched at once)
+    await pane.waitFor('model llava from the next turn');
     pane.type('look at @shot.png', 'Enter');
     const seen = await pane.waitFor('I see a square');
     expect(seen.replace(/\s+/g, ' ')).toContain(
