@@ -4,6 +4,7 @@
  */
 import { realpathSync } from 'node:fs';
 import type { LoadedConfig } from '../config/load.js';
+import { pluginOf } from '../config/plugins.js';
 
 export interface McpCheck {
   name: string;
@@ -26,14 +27,18 @@ export async function checkMcpServers(cwd: string, loaded: LoadedConfig): Promis
         env: process.env,
         root,
         programs: loaded.programs ?? [],
+        pluginServers: loaded.pluginServers ?? [],
       });
+      const plugin = pluginOf(server, loaded.pluginServers ?? []);
       const where = server.url
         ? `at ${server.url}`
-        : server.sandbox === 'none'
-          ? `unsandboxed (sandbox = "none" in ${loaded.sources.mcp_servers ?? 'the config'})`
-          : allReadOnly(server)
-            ? 'unsandboxed (read_only_tools = ["*"])'
-            : 'in the sandbox';
+        : plugin
+          ? `in the sandbox (from plugin ${plugin.plugin}, its folder read-only)`
+          : server.sandbox === 'none'
+            ? `unsandboxed (sandbox = "none" in ${loaded.sources.mcp_servers ?? 'the config'})`
+            : allReadOnly(server)
+              ? 'unsandboxed (read_only_tools = ["*"])'
+              : 'in the sandbox';
       const count = `${tools.length} tool${tools.length === 1 ? '' : 's'}`;
       checks.push({ name, status: 'ok', detail: `starts ${where}; ${count}` });
     } catch (err) {

@@ -47,6 +47,7 @@ async function listTools(name: string, flags: ListFlags): Promise<number> {
       env: process.env,
       root,
       programs: setup.loaded.programs ?? [],
+      pluginServers: setup.loaded.pluginServers ?? [],
     });
     const rows = toolRows(server, tools);
     if (flags.json) {

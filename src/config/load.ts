@@ -18,7 +18,7 @@ import type { z } from 'zod';
 import { closest } from './closest.js';
 import { realRoot } from './narrowing.js';
 import { keelPaths } from './paths.js';
-import { APPROVALS, installedPlugins, withPlugins } from './plugins.js';
+import { APPROVALS, installedPlugins, type PluginServer, withPlugins } from './plugins.js';
 import { configPrograms, type HashCache, type Program } from './programs.js';
 import { allKeys, type Config, configSchema, keysAt, profileSchema } from './schema.js';
 import { gateUntrustedProject, trustCheck } from './trust.js';
@@ -65,6 +65,8 @@ export interface LoadedConfig {
    * to write otherwise.
    */
   programs?: Program[];
+  /** The MCP servers installed plugins added (src/config/plugins.ts): each runs only in the bwrap sandbox. */
+  pluginServers?: PluginServer[];
 }
 
 export interface LoadOptions {
@@ -268,7 +270,8 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const warnings: string[] = [];
   const userFile = existsSync(userConfig) ? splitConfigFile(readTomlFile(userConfig), userConfig) : undefined;
   // what installed plugins add with the person's yes counts as the user's own config (src/config/plugins.ts)
-  const user = userWithPlugins(userFile, pluginsDir, warnings);
+  const pluginServers: PluginServer[] = [];
+  const user = userWithPlugins(userFile, pluginsDir, warnings, pluginServers);
   const projectFile = projectConfigPath(opts.cwd);
   const project = projectFile ? splitConfigFile(readTomlFile(projectFile), projectFile) : undefined;
   if (project) refuseUnsandboxedServers(project, userConfig);
@@ -333,7 +336,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   layers.push({ source: 'env', kind: 'env', values: envValues });
   if (flagValues) layers.push({ source: 'flag', kind: 'flag', values: flagValues });
   const resolved = resolveLayers(layers, projectFile);
-  return { ...resolved, warnings, programs: programs(resolved.config as unknown as Raw) };
+  return { ...resolved, warnings, programs: programs(resolved.config as unknown as Raw), pluginServers };
 }
 
 /** The user's file (or none) with the approved plugins' servers, hooks and allowed commands added. */
@@ -341,12 +344,13 @@ function userWithPlugins(
   own: ConfigFile | undefined,
   pluginsDir: string,
   warnings: string[],
+  added: PluginServer[],
 ): ConfigFile | undefined {
   const { plugins, warnings: found } = installedPlugins(pluginsDir);
   warnings.push(...found);
   // with no file of yours, the plugins' values are named by their approval record (`keel config show`)
   const base = own ?? { path: join(pluginsDir, APPROVALS), values: {}, profiles: new Map<string, Raw>() };
-  const values = withPlugins(base.values, plugins, warnings);
+  const values = withPlugins(base.values, plugins, warnings, added);
   if (values === base.values) return own;
   return { ...base, values };
 }

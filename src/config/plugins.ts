@@ -15,6 +15,7 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  realpathSync,
 } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { z } from 'zod';
@@ -187,14 +188,46 @@ function withDir<T>(value: T, dir: string): T {
   return JSON.parse(JSON.stringify(value).split(PLUGIN_DIR_VAR).join(dir.replace(/["\\]/g, ''))) as T;
 }
 
+/** An MCP server a plugin added: it runs only in the bwrap sandbox, with the plugin's folder bound read-only. */
+export interface PluginServer {
+  plugin: string;
+  /** The plugin's folder, canonical (what `${KEEL_PLUGIN_DIR}` became in the server's command). */
+  dir: string;
+  /** The server as the plugin added it to the config. */
+  server: { name: string; command?: string[]; url?: string };
+}
+
+/** The plugin that added this server to the config, if one did (same name and the same command or URL). */
+export function pluginOf(
+  server: { name: string; command?: string[]; url?: string },
+  added: readonly PluginServer[],
+): PluginServer | undefined {
+  return added.find(
+    (p) =>
+      p.server.name === server.name &&
+      JSON.stringify(p.server.command ?? null) === JSON.stringify(server.command ?? null) &&
+      (p.server.url ?? null) === (server.url ?? null),
+  );
+}
+
+function canonical(dir: string): string {
+  try {
+    return realpathSync.native(dir);
+  } catch {
+    return dir;
+  }
+}
+
 /**
  * The user's own values with each approved plugin's servers, hooks and allowed commands added (`${KEEL_PLUGIN_DIR}`
  * in a command stands for the plugin's folder). A server whose name is taken already is left out, with a warning.
+ * Each server added is pushed onto `servers`, so a session can tell it from the user's own.
  */
 export function withPlugins(
   values: Record<string, unknown>,
   plugins: readonly InstalledPlugin[],
   warnings: string[],
+  added: PluginServer[] = [],
 ): Record<string, unknown> {
   const approved = plugins.filter((p) => p.approved && p.widens.length);
   if (!approved.length) return values;
@@ -203,6 +236,7 @@ export function withPlugins(
   const hooks = list(values.hooks);
   const allow = list(values.allow_commands);
   for (const p of approved) {
+    const dir = canonical(p.dir);
     for (const server of p.manifest.mcp_servers) {
       if (servers.some((s) => (s as { name?: unknown })?.name === server.name)) {
         warnings.push(
@@ -210,9 +244,11 @@ export function withPlugins(
         );
         continue;
       }
-      servers.push(withDir(server, p.dir));
+      const resolved = withDir(server, dir);
+      servers.push(resolved);
+      added.push({ plugin: p.name, dir, server: resolved });
     }
-    hooks.push(...p.manifest.hooks.map((h) => withDir(h, p.dir)));
+    hooks.push(...p.manifest.hooks.map((h) => withDir(h, dir)));
     allow.push(...p.manifest.allow_commands);
   }
   return {

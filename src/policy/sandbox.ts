@@ -52,9 +52,11 @@ export interface Sandbox {
   run(command: string | string[], opts: SandboxRunOptions): Promise<ExecResult>;
   /**
    * A long-lived process (an MCP server) confined like `run`'s commands: the argv, environment and folder to
-   * spawn it with, and the cleanup once it exited. Only bwrap has one; elsewhere it is undefined.
+   * spawn it with, and the cleanup once it exited. `show` names host folders it may also read (bound
+   * read-only, over anything the sandbox hides there: a plugin's own folder). Only bwrap has one; elsewhere
+   * it is undefined.
    */
-  spawnSpec?(argv: string[]): SpawnSpec;
+  spawnSpec?(argv: string[], show?: readonly string[]): SpawnSpec;
   close(): Promise<void>;
 }
 
@@ -279,7 +281,7 @@ class HostSandbox implements Sandbox {
   private readonly hostLimits: HostLimits;
   private readonly env: Record<string, string>;
   private readonly runner: ((argv: string[], opts: SandboxRunOptions) => Promise<ExecResult>) | undefined;
-  private readonly spawner: ((argv: string[]) => string[]) | undefined;
+  private readonly spawner: ((argv: string[], show: readonly string[]) => string[]) | undefined;
   private readonly opts: BaseOptions;
   private toolchains: string[] = [];
   private closed = false;
@@ -324,7 +326,7 @@ class HostSandbox implements Sandbox {
         opts.root,
         ...opts.writable,
       ];
-      this.spawner = (argv) => {
+      this.spawner = (argv, show) => {
         const program = programMounts(argv, {
           cwd: opts.root,
           pathEnv: opts.source.PATH,
@@ -332,7 +334,8 @@ class HostSandbox implements Sandbox {
           hidden: layout.hidden,
           shown,
         }).map((path): Mount => ({ kind: 'ro-bind', path, layer: LAYER.host }));
-        const readOnlyNow = protectedPaths(opts.root, opts.writable, readOnly);
+        // a folder asked for is bound read-only over the writable scope too (and its own mount, deeper than a hide)
+        const readOnlyNow = protectedPaths(opts.root, opts.writable, [...readOnly, ...show]);
         return [
           bin,
           ...bwrapArgs({ ...layout, host: [...layout.host, ...program], readOnly: readOnlyNow }, argv),
@@ -341,10 +344,10 @@ class HostSandbox implements Sandbox {
     }
   }
 
-  spawnSpec(argv: string[]): SpawnSpec {
+  spawnSpec(argv: string[], show: readonly string[] = []): SpawnSpec {
     if (!this.spawner) throw new Error('only a bwrap sandbox can host a long-lived process');
     if (this.closed) throw new Error('the sandbox is closed');
-    const limited = this.hostLimits.wrap(this.spawner(argv));
+    const limited = this.hostLimits.wrap(this.spawner(argv, show));
     return { argv: limited.argv, env: { ...this.env }, cwd: this.root, cleanup: limited.cleanup };
   }
 

@@ -3,10 +3,13 @@
  * within `startup_timeout_s` and offered as `mcp__<server>__<tool>` under the same gate as any tool. A
  * stdio server runs in the bwrap sandbox (workspace writable only in modes that write, its own program and
  * package bound read-only) unless all its tools are declared read-only or the user's config says
- * `sandbox = "none"`; with no sandbox it runs only when shell is opted in (allow_shell). A
+ * `sandbox = "none"`; with no sandbox it runs only when shell is opted in (allow_shell). A server an
+ * installed plugin added runs in the bwrap sandbox whatever it declares, with the plugin's folder bound
+ * read-only, and does not start where there is none. A
  * server that cannot start is skipped with a warning; every client is closed when the session ends.
  */
 import { keelPaths, protectedStatePaths } from '../config/paths.js';
+import { type PluginServer, pluginOf } from '../config/plugins.js';
 import { changedPrograms, type Program, programsOf } from '../config/programs.js';
 import type { Config, McpServerConfig } from '../config/schema.js';
 import type { Effect } from '../policy/effects.js';
@@ -39,6 +42,8 @@ export interface ConnectContext {
   allowUnsandboxed: boolean;
   /** The files in the workspace the config runs, as hashed at load: a server starts only while its own are unchanged. */
   programs?: readonly Program[];
+  /** The servers installed plugins added (`LoadedConfig.pluginServers`): sandboxed always. */
+  pluginServers?: readonly PluginServer[];
   confinement: () => Promise<Confinement>;
 }
 
@@ -110,15 +115,21 @@ async function planFor(
     throw new McpServerError(
       `mcp server "${server.name}" was not started: ${changed.map((p) => p.name).join(', ')} changed since keel checked it (keel runs only the program it checked and you trusted)`,
     );
-  // the user's own config said so (a project config that does is refused at load)
-  if (server.sandbox === 'none' || allReadOnly(server)) return unconfined(server, argv, ctx);
+  const plugin = pluginOf(server, ctx.pluginServers ?? []);
+  // the user's own config said so (a project config that does is refused at load); a plugin's server never
+  if (!plugin && (server.sandbox === 'none' || allReadOnly(server))) return unconfined(server, argv, ctx);
   const { sandbox, why } = await ctx.confinement();
+  if (plugin && !sandbox?.spawnSpec)
+    throw new McpServerError(
+      `mcp server "${server.name}" comes from plugin ${plugin.plugin} and runs only in the bwrap sandbox, which cannot run here (${why || `sandbox = "${ctx.config.sandbox}"`}); it was not started`,
+    );
   if (sandbox?.spawnSpec) {
     if (!sandbox.network && usesNpx(argv))
       throw new McpServerError(
         `mcp server "${server.name}" runs ${argv[0]}, which fetches the package from the registry: the sandbox has no network (and keeps the npm cache of your home out); install the package (npm install -g PACKAGE) and name its command, or set sandbox = "none" on this server in your own config`,
       );
-    const spec = sandbox.spawnSpec(argv);
+    // a plugin's server reads its own folder (hidden with the rest of keel's state otherwise), never writes it
+    const spec = sandbox.spawnSpec(argv, plugin ? [plugin.dir] : []);
     return { argv: spec.argv, env: { ...spec.env, ...server.env }, cwd: spec.cwd, cleanup: spec.cleanup };
   }
   if (!ctx.allowUnsandboxed)
@@ -183,7 +194,13 @@ export async function openServer(
  */
 export async function listServerTools(
   server: McpServerConfig,
-  opts: { config: Config; env: NodeJS.ProcessEnv; root: string; programs: readonly Program[] },
+  opts: {
+    config: Config;
+    env: NodeJS.ProcessEnv;
+    root: string;
+    programs: readonly Program[];
+    pluginServers?: readonly PluginServer[];
+  },
 ): Promise<ListedTool[]> {
   const confinement = confinementFor(opts.config, opts.env, opts.root, [], opts.programs);
   try {
@@ -195,6 +212,7 @@ export async function listServerTools(
       allowUnsandboxed: opts.config.allow_shell,
       confinement: confinement.get,
       programs: opts.programs,
+      pluginServers: opts.pluginServers ?? [],
     });
     await conn.close();
     return tools;
@@ -251,6 +269,7 @@ export function mcpTools(warn: (line: string) => void): ToolFactory {
       allowUnsandboxed: policy.allowShell,
       confinement: confinement.get,
       programs,
+      pluginServers: deps.loaded.pluginServers ?? [],
     };
     // a mode that only reads offers no exec tool: a server with no read-only tool need not start at all
     const servers = config.mcp_servers.filter((s) => writing || s.read_only_tools.length > 0);
