@@ -6,6 +6,7 @@
 import { createInterface } from 'node:readline';
 import type { SessionEvent } from '../agent/events.js';
 import { cutOffSentence } from '../agent/terminal.js';
+import { PluginCommandError, pluginPrompt } from '../skills/plugin-commands.js';
 import { inert, inertLine } from '../term/inert.js';
 import { TurnCounter } from '../term/turns.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
@@ -247,6 +248,19 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     if (parsed.kind === 'command') {
       await runCommand(parsed.name, parsed.arg, conv, screen);
       if (interactive && !leaving) rl.prompt();
+      return;
+    }
+    if (parsed.kind === 'plugin') {
+      // a plugin's command is a prompt like any typed one: the mode and the gate decide what it may do
+      try {
+        const prompt = pluginPrompt(parsed.plugin, parsed.command, parsed.args);
+        if (!conv.running) lastSent = prompt;
+        conv.send(prompt);
+      } catch (err) {
+        if (!(err instanceof PluginCommandError)) throw err;
+        view.notice(inertLine(err.message), 'error');
+        if (interactive) rl.prompt();
+      }
       return;
     }
     try {

@@ -2,6 +2,7 @@
  * What a line typed at the chat prompt is: a slash command, or a message. `/word` names a command;
  * `/src/app.ts` (a slash, then a path-like word) is a message about that file; a leading space sends
  * slash text as it is. An unknown command is an error with the nearest name, never sent to the model.
+ * `/plugin:command args` is an installed plugin's command: its prompt, filled with the args, is the message.
  */
 import { looksLikePath } from './mentions.js';
 
@@ -47,12 +48,16 @@ export const COMMANDS = [
   { name: 'exit', args: '', summary: 'leave the chat (the session stays in the log)' },
 ] as const;
 
+/** `/plugin:command`: both names as keel-plugin.json allows them. */
+const PLUGIN_COMMAND = /^([a-z0-9][a-z0-9-]{0,63}):([a-z0-9][a-z0-9-]{0,63})$/;
+
 export type CommandName = (typeof COMMANDS)[number]['name'];
 
 export type Parsed =
   | { kind: 'message'; text: string }
   | { kind: 'command'; name: CommandName; arg: string }
   | { kind: 'unknown'; word: string; suggestion?: string }
+  | { kind: 'plugin'; plugin: string; command: string; args: string[] }
   | { kind: 'empty' };
 
 /** Classify a submitted line (as typed, before any trimming). */
@@ -67,6 +72,9 @@ export function parseInput(raw: string): Parsed {
   if (!text.startsWith('/')) return { kind: 'message', text };
   const [head = '', ...rest] = text.slice(1).split(/\s+/);
   if (!head || looksLikePath(head)) return { kind: 'message', text };
+  const named = PLUGIN_COMMAND.exec(head);
+  if (named?.[1] && named[2])
+    return { kind: 'plugin', plugin: named[1], command: named[2], args: rest.filter(Boolean) };
   const known = COMMANDS.find((c) => c.name === head);
   if (known) return { kind: 'command', name: known.name, arg: rest.join(' ') };
   const suggestion = nearest(

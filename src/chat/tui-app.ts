@@ -15,6 +15,7 @@ import {
 } from '@mariozechner/pi-tui';
 import type { SessionOutcome } from '../agent/session.js';
 import type { ImageAttachment } from '../model/types.js';
+import { PluginCommandError, pluginPrompt } from '../skills/plugin-commands.js';
 import { inertLine } from '../term/inert.js';
 import { ApprovalPrompt, YesNo } from './approval-prompt.js';
 import type { ApprovalChoice } from './approver.js';
@@ -206,6 +207,20 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       void runCommand(parsed.name, parsed.arg, conv, screen).catch((err) =>
         view.notice(`/${parsed.name}: ${inertLine(String((err as Error).message ?? err))}`, 'error'),
       );
+      return;
+    }
+    if (parsed.kind === 'plugin') {
+      // a plugin's command is a prompt like any typed one: the mode and the gate decide what it may do
+      let prompt: string;
+      try {
+        prompt = pluginPrompt(parsed.plugin, parsed.command, parsed.args);
+      } catch (err) {
+        if (err instanceof PluginCommandError) return view.notice(inertLine(err.message), 'error');
+        throw err;
+      }
+      if (!conv.running) transcript.user(submitted, prompt);
+      conv.send(prompt);
+      tui.requestRender();
       return;
     }
     let message: string;

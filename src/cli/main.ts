@@ -318,7 +318,7 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     });
   const plugin = program
     .command('plugin')
-    .description('install, list and remove plugins (skills, MCP servers, hooks)');
+    .description('install, list and remove plugins (skills, MCP servers, hooks), and run their commands');
   plugin
     .command('install')
     .description('install a plugin from a folder, a git URL or a tarball; what it widens needs your yes')
@@ -345,6 +345,30 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     .action(async (name, opts) => {
       const { runPluginRemove } = await import('./plugin-command.js');
       setExit(await runPluginRemove(name, opts));
+    });
+  addBudgetOptions(
+    addModelOptions(
+      plugin
+        .command('run')
+        .description(
+          "a session whose prompt is one of the plugin's commands, ARGS filled in; the gate and the mode decide what it may do",
+        )
+        .argument('<name>', 'the plugin')
+        .argument('<command>', 'one of its commands (keel plugin list)')
+        .argument('[args...]', 'the words its $ARGUMENTS (and $1..$9) stand for')
+        .option('--mode <mode>', 'ask | plan | edit | auto (default: the configured permission)')
+        .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+        .option('--profile <name>', 'use [profiles.NAME] from the config over the base settings')
+        .option('--json', 'print one JSON document on stdout and nothing else'),
+    ),
+    'per session',
+  )
+    .option('--allow-shell', 'let the model run shell commands even where no sandbox is available')
+    .option('--commit', "commit the session's own files when it completes")
+    .option('--skip-approvals', 'without a terminal, go on although `approvals` asks a person first')
+    .action(async (name: string, command: string, args: string[], opts) => {
+      const { runPluginCommand } = await import('./plugin-command.js');
+      setExit(await runPluginCommand(name, command, args, opts));
     });
 
   // keel review, keel runs (issue 10: runs and review)

@@ -1,8 +1,9 @@
 /**
- * `keel plugin install|list|remove`. Install shows what the plugin brings and everything it would widen (an
+ * `keel plugin install|list|remove|run`. Install shows what the plugin brings and everything it would widen (an
  * MCP server, a hook, a command allowed without asking); a widening plugin needs the person's yes, typed at
  * a terminal, or `--yes` from a script. Without a terminal and without --yes it is refused, and nothing is
- * installed. The yes is recorded with the manifest's hash: a manifest changed later widens nothing.
+ * installed. The yes is recorded with the manifest's hash: a manifest changed later widens nothing. `run`
+ * starts a session whose prompt is one of the plugin's commands, filled with the words after it.
  */
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,12 +18,16 @@ import {
   readApprovals,
   readManifest,
 } from '../config/plugins.js';
+import { MODES, type Mode } from '../config/schema.js';
+import { PluginCommandError, pluginPrompt } from '../skills/plugin-commands.js';
 import { PluginSourceError, stagePlugin } from '../skills/plugin-source.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
 import { confirmOrExit } from './ask-line.js';
 import { reportError } from './errors.js';
 import { dim, red } from './render.js';
+import type { VerbFlags } from './session-command.js';
+import { usageError } from './usage.js';
 
 function writeApprovals(dir: string, approvals: Record<string, Approval>): void {
   const file = join(dir, APPROVALS);
@@ -35,7 +40,10 @@ function describe(m: PluginManifest): string[] {
   return [
     `plugin ${inertLine(m.name)}${m.version ? ` ${inertLine(m.version)}` : ''}${m.description ? `: ${inertLine(m.description)}` : ''}`,
     ...m.skills.map((s) => `  skill folder ${inertLine(s)}`),
-    ...m.commands.map((c) => `  command ${inertLine(c.name)} (${inertLine(c.file)}; listed, not run)`),
+    ...m.commands.map(
+      (c) =>
+        `  command ${inertLine(c.name)} (${inertLine(c.file)}; keel plugin run ${inertLine(m.name)} ${inertLine(c.name)} [ARGS])`,
+    ),
   ];
 }
 
@@ -141,4 +149,35 @@ export async function runPluginRemove(name: string, flags: { json?: boolean }): 
   if (flags.json) process.stdout.write(`${JSON.stringify({ removed: name })}\n`);
   else process.stdout.write(`removed plugin ${name}\n`);
   return EXIT.ok;
+}
+
+export interface PluginRunFlags extends VerbFlags {
+  mode?: string;
+}
+
+/**
+ * `keel plugin run NAME COMMAND [ARGS...]`: a session (in `--mode`, else the configured `permission` mode) whose
+ * prompt is the command's template with ARGS filled in. It is a prompt like any other: the gate and the
+ * session's policy decide what it may do.
+ */
+export async function runPluginCommand(
+  name: string,
+  command: string,
+  args: string[],
+  flags: PluginRunFlags,
+): Promise<number> {
+  const { mode, ...verbFlags } = flags;
+  if (mode !== undefined && !(MODES as readonly string[]).includes(mode))
+    return usageError(flags.json, `--mode must be one of ${MODES.join(', ')}, not ${JSON.stringify(mode)}`);
+  if (flags.message !== undefined)
+    return usageError(flags.json, 'keel plugin run takes its words after the command, not -m');
+  let prompt: string;
+  try {
+    prompt = pluginPrompt(name, command, args);
+  } catch (err) {
+    if (err instanceof PluginCommandError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
+    throw err;
+  }
+  const { runVerb } = await import('./session-command.js');
+  return runVerb(mode as Mode | undefined, [], { ...verbFlags, message: prompt });
 }

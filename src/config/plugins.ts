@@ -51,7 +51,7 @@ export const pluginManifestSchema = z
     hooks: z.array(hookSchema).max(16).default([]),
     /** Commands run without keel's approvals question (still in the sandbox), as `allow_commands` in config. */
     allow_commands: z.array(z.string().min(1).max(200)).max(32).default([]),
-    /** Prompt files inside the plugin, by name: listed, not run (keel has no custom slash commands yet). */
+    /** Prompt templates inside the plugin, by name: `keel plugin run NAME COMMAND`, `/NAME:COMMAND` in chat. */
     commands: z
       .array(z.strictObject({ name: z.string().regex(PLUGIN_NAME), file: relPath }))
       .max(32)
