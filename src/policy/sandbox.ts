@@ -52,12 +52,21 @@ export interface Sandbox {
   run(command: string | string[], opts: SandboxRunOptions): Promise<ExecResult>;
   /**
    * A long-lived process (an MCP server) confined like `run`'s commands: the argv, environment and folder to
-   * spawn it with, and the cleanup once it exited. `show` names host folders it may also read (bound
-   * read-only, over anything the sandbox hides there: a plugin's own folder). Only bwrap has one; elsewhere
-   * it is undefined.
+   * spawn it with, and the cleanup once it exited. Only bwrap has one; elsewhere it is undefined.
    */
-  spawnSpec?(argv: string[], show?: readonly string[]): SpawnSpec;
+  spawnSpec?(argv: string[], extra?: SpawnExtra): SpawnSpec;
   close(): Promise<void>;
+}
+
+/** What a long-lived process gets besides what every command does. */
+export interface SpawnExtra {
+  /** Host folders it may also read: bound read-only, over anything the sandbox hides there (a plugin's own folder). */
+  show?: readonly string[];
+  /**
+   * Variables for the process itself, set inside the sandbox: never in the environment of the programs that
+   * build it on the host (bwrap, prlimit, the shell entering the cgroups), where LD_PRELOAD would run code.
+   */
+  env?: Record<string, string>;
 }
 
 /** How to spawn a confined long-lived process yourself (its stdio stays yours). */
@@ -281,7 +290,7 @@ class HostSandbox implements Sandbox {
   private readonly hostLimits: HostLimits;
   private readonly env: Record<string, string>;
   private readonly runner: ((argv: string[], opts: SandboxRunOptions) => Promise<ExecResult>) | undefined;
-  private readonly spawner: ((argv: string[], show: readonly string[]) => string[]) | undefined;
+  private readonly spawner: ((argv: string[], extra: SpawnExtra) => string[]) | undefined;
   private readonly opts: BaseOptions;
   private toolchains: string[] = [];
   private closed = false;
@@ -326,7 +335,7 @@ class HostSandbox implements Sandbox {
         opts.root,
         ...opts.writable,
       ];
-      this.spawner = (argv, show) => {
+      this.spawner = (argv, { show = [], env = {} }) => {
         const program = programMounts(argv, {
           cwd: opts.root,
           pathEnv: opts.source.PATH,
@@ -336,18 +345,20 @@ class HostSandbox implements Sandbox {
         }).map((path): Mount => ({ kind: 'ro-bind', path, layer: LAYER.host }));
         // a folder asked for is bound read-only over the writable scope too (and its own mount, deeper than a hide)
         const readOnlyNow = protectedPaths(opts.root, opts.writable, [...readOnly, ...show]);
+        const setenv = Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]);
         return [
           bin,
+          ...setenv,
           ...bwrapArgs({ ...layout, host: [...layout.host, ...program], readOnly: readOnlyNow }, argv),
         ];
       };
     }
   }
 
-  spawnSpec(argv: string[], show: readonly string[] = []): SpawnSpec {
+  spawnSpec(argv: string[], extra: SpawnExtra = {}): SpawnSpec {
     if (!this.spawner) throw new Error('only a bwrap sandbox can host a long-lived process');
     if (this.closed) throw new Error('the sandbox is closed');
-    const limited = this.hostLimits.wrap(this.spawner(argv, show));
+    const limited = this.hostLimits.wrap(this.spawner(argv, extra));
     return { argv: limited.argv, env: { ...this.env }, cwd: this.root, cleanup: limited.cleanup };
   }
 

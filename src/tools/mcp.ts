@@ -129,8 +129,9 @@ async function planFor(
         `mcp server "${server.name}" runs ${argv[0]}, which fetches the package from the registry: the sandbox has no network (and keeps the npm cache of your home out); install the package (npm install -g PACKAGE) and name its command, or set sandbox = "none" on this server in your own config`,
       );
     // a plugin's server reads its own folder (hidden with the rest of keel's state otherwise), never writes it
-    const spec = sandbox.spawnSpec(argv, plugin ? [plugin.dir] : []);
-    return { argv: spec.argv, env: { ...spec.env, ...server.env }, cwd: spec.cwd, cleanup: spec.cleanup };
+    // its `env` is set inside the sandbox, never on bwrap and the wrappers that start it on the host
+    const spec = sandbox.spawnSpec(argv, { show: plugin ? [plugin.dir] : [], env: server.env });
+    return { argv: spec.argv, env: spec.env, cwd: spec.cwd, cleanup: spec.cleanup };
   }
   if (!ctx.allowUnsandboxed)
     throw new McpServerError(
