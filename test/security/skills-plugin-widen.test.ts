@@ -45,6 +45,10 @@ describe('plugins that widen', () => {
     yes.type('y', 'Enter');
     expect(await yes.waitFor(/keel exited \d+/)).toContain('[keel exited 0]');
     expect((await configShow(repo, home)).hooks).toHaveLength(1);
+    // what the yes allowed shows in `keel trust diff`
+    expect((await keel(['trust', 'diff'], { cwd: repo, home })).stdout).toMatch(
+      /plugin +hooked widens: hook PreToolUse on "shell": runs \["\/bin\/true"\] \(an approver: may let commands run outside the sandbox\)/,
+    );
 
     // the installed manifest edited to add a command allowed without asking: nothing of it is in force
     writeFileSync(
