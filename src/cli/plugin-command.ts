@@ -169,8 +169,6 @@ export async function runPluginCommand(
   const { mode, ...verbFlags } = flags;
   if (mode !== undefined && !(MODES as readonly string[]).includes(mode))
     return usageError(flags.json, `--mode must be one of ${MODES.join(', ')}, not ${JSON.stringify(mode)}`);
-  if (flags.message !== undefined)
-    return usageError(flags.json, 'keel plugin run takes its words after the command, not -m');
   let prompt: string;
   try {
     prompt = pluginPrompt(name, command, args);
