@@ -8,6 +8,7 @@ import type { SessionEvent } from '../agent/events.js';
 import { cutOffSentence } from '../agent/terminal.js';
 import { inert, inertLine } from '../term/inert.js';
 import { TurnCounter } from '../term/turns.js';
+import { AgentProgress } from './agent-progress.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
 import { runCommand, type Screen } from './commands.js';
@@ -50,6 +51,7 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
   const gates = new Map<string, string>();
   const footer = new TurnFooter();
   const args = new Map<string, unknown>();
+  const agents = new Map<string, AgentProgress>();
   const view: ChatView = {
     turnStart: () => {},
     text: (chunk) => {
@@ -62,6 +64,23 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
         endLine();
         out(line);
       }
+    },
+    agent: (name, id, event) => {
+      // a subagent's calls as they come out, and one line when it ends
+      const progress = agents.get(id) ?? new AgentProgress(name, id);
+      agents.set(id, progress);
+      if (!progress.see(event)) return;
+      const label = `agent ${inertLine(name)}`;
+      const done = progress.folded();
+      const now = progress.now();
+      const line = done
+        ? `◆ ${label} ${done.code} · ${done.text}`
+        : event.type === 'tool_result' && now?.outcome
+          ? `  ${label} › ● ${now.headline} · ${now.outcome}`
+          : undefined;
+      if (!line) return;
+      endLine();
+      out(done && done.code !== 'COMPLETED' ? style.red(line) : style.dim(line));
     },
     turnEnd: () => {
       endLine();

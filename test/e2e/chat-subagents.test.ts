@@ -1,0 +1,48 @@
+/** A subagent at work in `keel chat`: its calls and counts show while its parent waits, then one line with its outcome. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { gitRepo } from '../helpers/tmp.js';
+import { keelHome, model, modelFlags } from './harness.js';
+import { Pane } from './pane.js';
+
+const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: args });
+// a command that runs until the test lets it go (a file in the workspace), so the screen is read while it runs
+const gated = (flag: string) => `while [ ! -f ${flag} ]; do sleep 0.05; done; echo ${flag} seen`;
+
+describe('keel chat: subagents', () => {
+  it("shows a working subagent's current call and its counts while the parent waits, folded to one line when it ends", async () => {
+    const server = await model([
+      { task: 'PARENT', tool_calls: [call('spawn_agent', { task: 'CHILD: look twice', name: 'scout' })] },
+      { task: 'PARENT', tool_calls: [call('wait_agent', { names: ['scout'] })] },
+      { task: 'CHILD', tool_calls: [call('shell', { command: gated('go1') })] },
+      { task: 'CHILD', tool_calls: [call('shell', { command: gated('go2') })] },
+      { task: 'CHILD', text: 'Scouted: both flags seen.' },
+      { task: 'PARENT', text: 'The scout is back.', expect: { last_tool_result_contains: 'Scouted' } },
+    ]);
+    const repo = gitRepo();
+    const home = keelHome();
+    const pane = Pane.start(['chat', '--mode', 'auto', ...modelFlags(server)], { cwd: repo, home });
+    await pane.waitFor(/ctx \d/);
+    pane.type('PARENT: send a scout', 'Enter');
+
+    // the child's first call, live, while the parent's wait runs
+    let screen = await pane.waitFor(/agent scout working · 1 round · 1 tool call/);
+    expect(screen).toMatch(/└ ● shell \$ while \[ ! -f go1 \]/);
+    expect(screen).toContain('wait_agent');
+    expect(screen).not.toContain('The scout is back.');
+
+    // its second call replaces the first; the counts move on
+    writeFileSync(join(repo, 'go1'), '');
+    screen = await pane.waitFor(/agent scout working · 2 rounds · 2 tool calls/);
+    expect(screen).toMatch(/└ ● shell \$ while \[ ! -f go2 \]/);
+    expect(screen).not.toContain('go1 ]');
+
+    // it ends: one line with its outcome, and the parent answers
+    writeFileSync(join(repo, 'go2'), '');
+    screen = await pane.waitFor('The scout is back.');
+    expect(screen).toMatch(/◆ agent scout COMPLETED · 3 rounds · 2 tool calls · Scouted: both flags seen\./);
+    expect(screen).not.toMatch(/agent scout working/);
+    expect(screen).not.toMatch(/└ ● shell \$ while/);
+  });
+});
