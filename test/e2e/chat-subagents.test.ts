@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
-import { keelHome, model, modelFlags } from './harness.js';
+import { keel, keelHome, model, modelFlags } from './harness.js';
 import { Pane } from './pane.js';
 
 const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: args });
@@ -17,7 +17,8 @@ describe('keel chat: subagents', () => {
       { task: 'PARENT', tool_calls: [call('wait_agent', { names: ['scout'] })] },
       { task: 'CHILD', tool_calls: [call('shell', { command: gated('go1') })] },
       { task: 'CHILD', tool_calls: [call('shell', { command: gated('go2') })] },
-      { task: 'CHILD', text: 'Scouted: both flags seen.' },
+      // the child's words are the model's: an escape sequence in them reaches the screen only as text
+      { task: 'CHILD', text: 'Scouted: both flags seen. \x1b]52;c;SGVsbG8=\x07' },
       { task: 'PARENT', text: 'The scout is back.', expect: { last_tool_result_contains: 'Scouted' } },
     ]);
     const repo = gitRepo();
@@ -41,8 +42,38 @@ describe('keel chat: subagents', () => {
     // it ends: one line with its outcome, and the parent answers
     writeFileSync(join(repo, 'go2'), '');
     screen = await pane.waitFor('The scout is back.');
-    expect(screen).toMatch(/◆ agent scout COMPLETED · 3 rounds · 2 tool calls · Scouted: both flags seen\./);
+    expect(screen).toContain(
+      '◆ agent scout COMPLETED · 3 rounds · 2 tool calls · Scouted: both flags seen. \\x1b]52;c;SGVsbG8=\\x07',
+    );
     expect(screen).not.toMatch(/agent scout working/);
     expect(screen).not.toMatch(/└ ● shell \$ while/);
+  });
+
+  it("the plain face (piped) prints each of a subagent's calls as it ends, then its one line", async () => {
+    const server = await model([
+      { task: 'PARENT', tool_calls: [call('spawn_agent', { task: 'CHILD: echo twice', name: 'scout' })] },
+      { task: 'PARENT', tool_calls: [call('wait_agent', { names: ['scout'] })] },
+      { task: 'CHILD', tool_calls: [call('shell', { command: 'echo one' })] },
+      { task: 'CHILD', tool_calls: [call('shell', { command: 'echo two' })] },
+      { task: 'CHILD', text: 'Echoed twice.' },
+      { task: 'PARENT', text: 'The scout is back.' },
+    ]);
+    const run = await keel(['chat', '--mode', 'auto', ...modelFlags(server)], {
+      cwd: gitRepo(),
+      home: keelHome(),
+      input: 'PARENT: send a scout\n',
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.split('\n').map((l) => l.trim());
+    const at = (text: string) => lines.findIndex((l) => l.startsWith(text));
+    const one = at('agent scout › ● shell $ echo one · exit 0');
+    const two = at('agent scout › ● shell $ echo two · exit 0');
+    const end = at('◆ agent scout COMPLETED · 3 rounds · 2 tool calls · Echoed twice.');
+    const answer = at('The scout is back.');
+    expect(
+      [one, two, end, answer].every((i) => i >= 0),
+      run.stdout,
+    ).toBe(true);
+    expect(one < two && two < end && end < answer, run.stdout).toBe(true);
   });
 });
