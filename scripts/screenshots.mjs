@@ -9,6 +9,8 @@
  *
  *   node scripts/screenshots.mjs            # needs /usr/bin/chromium (or CHROMIUM=path)
  *
+ * Then `keel chat` in tmux, captured as ANSI text and SVG (scripts/chat-capture.mjs).
+ *
  * The PNGs are 1000 px wide and one viewport high (40-90 KB each). Chromium's own PNGs are already tight:
  * re-encoding them losslessly (best filter per row, deflate level 9) saved 2 bytes of 258 KB, so they are kept.
  */
@@ -24,6 +26,7 @@ import { startScriptServer } from '../dist/model/script-server.js';
 import { openStore } from '../dist/store/engine.js';
 import { Ledger } from '../dist/store/ledger.js';
 import { RunQueue } from '../dist/store/queue.js';
+import { captureChat } from './chat-capture.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(ROOT, 'docs', 'screenshots');
@@ -304,3 +307,6 @@ try {
   await model.close();
   rmSync(temp, { recursive: true, force: true });
 }
+
+// the chat captures: keel chat in tmux, as text with its escapes and as SVG
+await captureChat(OUT);

@@ -41,7 +41,7 @@ import { runSession, type SessionResult, type WorktreeJournal } from './loop.js'
 import { trivialTask } from './prompt.js';
 import type { Runtime } from './runtime.js';
 import { RunError } from './terminal.js';
-import type { SessionToolDeps, SessionToolFactory } from './tool-deps.js';
+import type { AgentEventListener, SessionToolDeps, SessionToolFactory } from './tool-deps.js';
 
 export interface StartOptions {
   mode: Mode;
@@ -59,6 +59,8 @@ export interface StartOptions {
   onToolOutput?(callId: string, text: string, stream: 'stdout' | 'stderr'): void;
   /** Each event once it is stored, with its seq in the session's log. */
   onEvent?(event: SessionEvent, seq: number): void;
+  /** Each event of a subagent (and theirs) once it is stored, by the agent's name: its progress for a face. */
+  onAgentEvent?: AgentEventListener;
   /** A large repository is being indexed for the repo map before the first request: files done of total. */
   onIndexing?(done: number, total: number): void;
   /** A subagent's policy, narrowed from its parent's by the gate; a person's session builds its own from config. */
@@ -346,6 +348,7 @@ async function runIn(
     runtime,
     loaded: { ...opts.loaded, programs },
     ...(opts.approve ? { approve: opts.approve } : {}),
+    ...(opts.onAgentEvent ? { onAgentEvent: opts.onAgentEvent } : {}),
     onClose: (fn) => closers.push(fn),
     spend,
   };

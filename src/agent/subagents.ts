@@ -126,6 +126,7 @@ export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] =>
       };
       agents.set(name, agent);
       const approve = deps.approve;
+      const heard = deps.onAgentEvent;
       // the child runs in its parent's runtime: the same store connection and audit chain
       agent.done = deps.runtime
         .start({
@@ -141,6 +142,13 @@ export const agentTools: SessionToolFactory = (deps: SessionToolDeps): Tool[] =>
           ...(deps.spend ? { spendParent: deps.spend } : {}),
           tools: [agentTools],
           inbox: () => agent.inbox.splice(0),
+          // a face follows the child as it works; a grandchild's events name the whole line: "a/b"
+          ...(heard
+            ? {
+                onEvent: (event) => heard(name, agent.sessionId, event),
+                onAgentEvent: (sub, id, event) => heard(`${name}/${sub}`, id, event),
+              }
+            : {}),
           ...(approve
             ? {
                 // a grandchild's question names the whole line of agents: "a/b"

@@ -24,6 +24,8 @@ export interface ChatView {
   toolOutput?(callId: string, text: string): void;
   /** An event of the log: live, or replayed from the log when a session is reopened. */
   event(event: SessionEvent, live: boolean): void;
+  /** A subagent's event as it works (`name`: its line of agents, "a/b"; `sessionId`: its own session). */
+  agent?(name: string, sessionId: string, event: SessionEvent): void;
   turnEnd(outcome: SessionOutcome | undefined): void;
   notice(text: string, kind?: 'info' | 'error' | 'ok'): void;
   ask(req: ApprovalRequest): Promise<ApprovalChoice>;
@@ -341,6 +343,7 @@ export class Conversation {
         view.event(event, true);
         view.status();
       },
+      onAgentEvent: (name, id, event) => view.agent?.(name, id, event),
       inbox: () => this.queue.splice(0),
       approve: this.approver.approve,
     };

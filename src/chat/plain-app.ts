@@ -9,6 +9,7 @@ import { cutOffSentence } from '../agent/terminal.js';
 import { PluginCommandError, pluginPrompt } from '../skills/plugin-commands.js';
 import { inert, inertLine } from '../term/inert.js';
 import { TurnCounter } from '../term/turns.js';
+import { AgentProgress } from './agent-progress.js';
 import type { ApprovalChoice, ApprovalRequest } from './approver.js';
 import type { ChatSetup } from './chat-command.js';
 import { runCommand, type Screen } from './commands.js';
@@ -51,6 +52,7 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
   const gates = new Map<string, string>();
   const footer = new TurnFooter();
   const args = new Map<string, unknown>();
+  const agents = new Map<string, AgentProgress>();
   const view: ChatView = {
     turnStart: () => {},
     text: (chunk) => {
@@ -63,6 +65,23 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
         endLine();
         out(line);
       }
+    },
+    agent: (name, id, event) => {
+      // a subagent's calls as they come out, and one line when it ends
+      const progress = agents.get(id) ?? new AgentProgress(name, id);
+      agents.set(id, progress);
+      if (!progress.see(event)) return;
+      const label = `agent ${inertLine(name)}`;
+      const done = progress.folded();
+      const now = progress.now();
+      const line = done
+        ? `◆ ${label} ${done.code} · ${done.text}`
+        : event.type === 'tool_result' && now?.outcome
+          ? `  ${label} › ● ${now.headline} · ${now.outcome}`
+          : undefined;
+      if (!line) return;
+      endLine();
+      out(done && done.code !== 'COMPLETED' ? style.red(line) : style.dim(line));
     },
     turnEnd: () => {
       endLine();

@@ -16,6 +16,7 @@ import type { SessionEvent } from '../agent/events.js';
 import { cutOffSentence } from '../agent/terminal.js';
 import { inert, inertLine } from '../term/inert.js';
 import { TurnCounter } from '../term/turns.js';
+import { AgentProgress } from './agent-progress.js';
 import { clip, decisionWords, diffFor, outcomeWords, tokens, toolHeadline } from './describe.js';
 import { colorDiff, fileDiff } from './diff.js';
 import { color as style } from './style.js';
@@ -156,6 +157,36 @@ class ToolBlock extends Cached {
   }
 }
 
+/** A subagent at work: its counts and the call it is on; one line with its outcome once it ends. */
+class AgentBlock extends Cached {
+  constructor(readonly progress: AgentProgress) {
+    super();
+  }
+  see(event: SessionEvent): void {
+    if (this.progress.see(event)) this.dirty = true;
+  }
+  protected build(): string[] {
+    const p = this.progress;
+    const name = style.bold(`agent ${inertLine(p.name)}`);
+    const done = p.folded();
+    if (done) {
+      const ok = done.code === 'COMPLETED';
+      const mark = ok ? style.green('◆') : done.code === 'CANCELLED' ? style.dim('◆') : style.red('◆');
+      return [`${mark} ${name} ${ok ? done.code : style.red(done.code)} ${style.dim(`· ${done.text}`)}`];
+    }
+    const lines = [`${style.yellow('◇')} ${name} ${style.dim(`working · ${p.counts()}`)}`];
+    const now = p.now();
+    if (now) {
+      const mark =
+        now.outcome === undefined ? style.yellow('●') : now.failed ? style.red('●') : style.green('●');
+      lines.push(
+        `  ${style.dim('└')} ${mark} ${now.headline}${now.outcome ? style.dim(` · ${now.outcome}`) : ''}`,
+      );
+    }
+    return lines;
+  }
+}
+
 /** The conversation so far, as components; events come live or replayed from the log. */
 export class Transcript extends Container {
   readonly folding = { expanded: false };
@@ -163,6 +194,8 @@ export class Transcript extends Container {
   private answerText = '';
   private thinking: ReasoningBlock | undefined;
   private readonly tools = new Map<string, ToolBlock>();
+  /** The subagents at work or done, by their session. */
+  private readonly agents = new Map<string, AgentBlock>();
   private pending: string | undefined;
   /** Each call's arguments as the model sent them, for a call the gate stops before it starts. */
   private readonly calls = new Map<string, unknown>();
@@ -190,6 +223,7 @@ export class Transcript extends Container {
     if (clear) this.clear();
     this.endAnswer();
     this.tools.clear();
+    this.agents.clear();
     this.calls.clear();
     this.pending = undefined;
     this.turns = new TurnCounter();
@@ -215,6 +249,18 @@ export class Transcript extends Container {
 
   toolOutput(callId: string, text: string): void {
     this.tools.get(callId)?.live(text);
+  }
+
+  /** A subagent's event, live: its block shows where it started and changes in place as it works. */
+  agent(name: string, sessionId: string, event: SessionEvent): void {
+    let block = this.agents.get(sessionId);
+    if (!block) {
+      this.endAnswer();
+      block = new AgentBlock(new AgentProgress(name, sessionId));
+      this.agents.set(sessionId, block);
+      this.addChild(block);
+    }
+    block.see(event);
   }
 
   notice(text: string, kind: 'info' | 'error' | 'ok' = 'info'): void {

@@ -129,6 +129,10 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       transcript.event(event, live);
       tui.requestRender();
     },
+    agent: (name, id, event) => {
+      transcript.agent(name, id, event);
+      tui.requestRender();
+    },
     turnEnd: (_outcome: SessionOutcome | undefined) => {
       loader.stop();
       slot.loading(undefined);

@@ -4,13 +4,15 @@
  * in, with their stages, quorum evidence (the request and reply message ids and hashes) and signals.
  *
  * Which project: the one the user's own config names (`hub_project`; a project's config may not set it).
- * Unset, the page shows no hub. A workflow run belongs to the project when every agent frozen into its
- * stages is one of the project's (and it has at least one); any other run is as unknown as none (404).
+ * Unset, the page shows no hub. A workflow run belongs to the project the hub recorded it for (a run
+ * recorded with no project: when every agent frozen into its stages is the project's); any other run is
+ * as unknown as none (404).
  * Message bodies go out as JSON strings, cut to MAX_BODY_CHARS; the page shows them as text.
  */
 import type { Hono } from 'hono';
 import { PRESENCE_MS } from '../hub/hub-store.js';
-import { listRuns, readRun } from '../hub/runs-read.js';
+import { readRun } from '../hub/runs-read.js';
+import type { RunRow } from '../hub/runs-stages.js';
 import type { Store } from '../store/engine.js';
 import type { TeamStore } from './batches.js';
 import { NotFound } from './sessions.js';
@@ -35,14 +37,34 @@ async function projectId(store: Store, name: string): Promise<string | undefined
   return row?.id;
 }
 
-/** The ids of the runs whose every frozen agent is the project's. */
-async function ownRunIds(store: Store, project: string): Promise<Set<string>> {
-  const rows = await store.query<{ run_id: string; outside: number }>(
-    `SELECT e.run_id, SUM(CASE WHEN a.project_id = $1 THEN 0 ELSE 1 END) AS outside
-       FROM hub_stage_eligible e LEFT JOIN hub_agents a ON a.id = e.agent_id GROUP BY e.run_id`,
-    [project],
+/**
+ * The project's runs: the ones the hub recorded as its own (`hub_runs.project_id`); a run recorded with
+ * no project (from before runs had one) is the project's when every agent frozen into it is.
+ */
+const OWN_RUNS = `SELECT r.id FROM hub_runs r WHERE r.project_id = $1 OR (r.project_id IS NULL AND r.id IN (
+    SELECT e.run_id FROM hub_stage_eligible e LEFT JOIN hub_agents a ON a.id = e.agent_id GROUP BY e.run_id
+    HAVING SUM(CASE WHEN a.project_id = $1 THEN 0 ELSE 1 END) = 0))`;
+
+/** Whether run `id` is the project's. */
+async function ownRun(store: Store, project: string, id: string): Promise<boolean> {
+  return (
+    (await store.query(`SELECT id FROM hub_runs WHERE id = $2 AND id IN (${OWN_RUNS})`, [project, id]))
+      .length > 0
   );
-  return new Set(rows.filter((r) => Number(r.outside) === 0).map((r) => r.run_id));
+}
+
+/** The project's newest runs (another project's, however many, take no place on the list). */
+async function ownRuns(store: Store, project: string, limit: number): Promise<RunRow[]> {
+  const rows = await store.query<RunRow>(
+    `SELECT * FROM hub_runs WHERE id IN (${OWN_RUNS}) ORDER BY created_at DESC, id LIMIT $2`,
+    [project, limit],
+  );
+  return rows.map((r) => ({
+    ...r,
+    stage_index: Number(r.stage_index),
+    created_at: Number(r.created_at),
+    updated_at: Number(r.updated_at),
+  }));
 }
 
 export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject: string | undefined): void {
@@ -73,8 +95,7 @@ export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject
         WHERE m.project_id = $1 ORDER BY m.created_at DESC, m.id LIMIT $2`,
       [project, MAX_MESSAGES],
     );
-    const own = await ownRunIds(store, project);
-    const runs = (await listRuns(store, 200)).filter((r) => own.has(r.id));
+    const runs = await ownRuns(store, project, 200);
     return c.json({
       project: hubProject,
       agents: agents.map((a) => ({
@@ -113,7 +134,7 @@ export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject
     const id = c.req.param('id');
     const hub = await open();
     // another project's run is as unknown as none
-    if ('none' in hub || !(await ownRunIds(hub.store, hub.project)).has(id))
+    if ('none' in hub || !(await ownRun(hub.store, hub.project, id)))
       throw new NotFound(`no workflow run ${id}`);
     const { store } = hub;
     const run = await readRun(store, id);

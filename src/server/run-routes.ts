@@ -3,6 +3,7 @@ import type { Hono } from 'hono';
 import { keelPaths } from '../config/paths.js';
 import { ApplyError, applyFix, applyPlan } from '../fix/apply.js';
 import { type RunSummary, readRuns, recordedIn, runReport, summarizeRun } from '../fix/runs.js';
+import { Ledger } from '../store/ledger.js';
 import { ApplyBody, FixBody } from './api.js';
 import type { AppOptions } from './app.js';
 import { body, fail, projectGuard } from './http.js';
@@ -62,7 +63,28 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
     );
     return c.json({ runs });
   });
-  app.get('/v1/runs/:id', (c) => c.json(runView(c.req.param('id'))));
+  /**
+   * The routing tiers' share of a run's calls and cost, from its rows in the team store's ledger (a call
+   * no tier routed is "untiered"); none when the run made no call there.
+   */
+  const tiers = async (id: string) => {
+    const store = await opts.teamStore?.get();
+    if (!store) return [];
+    const byTier = new Map<string, { tier: string; calls: number; cost_usd: number }>();
+    for (const call of await new Ledger(store).entries(id)) {
+      const tier = call.tier ?? 'untiered';
+      const t = byTier.get(tier) ?? { tier, calls: 0, cost_usd: 0 };
+      t.calls += 1;
+      t.cost_usd += call.costUsd ?? 0;
+      byTier.set(tier, t);
+    }
+    return [...byTier.values()];
+  };
+  app.get('/v1/runs/:id', async (c) => {
+    const id = c.req.param('id');
+    const view = runView(id);
+    return c.json({ ...view, tiers: await tiers(id) });
+  });
   // a verified fix into the checked-out branch, by src/fix/apply.ts as keel runs apply does it; the body's
   // confirm is the person's yes (the page asks first), the token and Origin checks (security.ts) apply
   app.post('/v1/runs/:id/apply', async (c) => {

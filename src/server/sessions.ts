@@ -10,7 +10,7 @@ import type { ApprovalAnswer, ApprovalRequest } from '../agent/approvals.js';
 import { distinctCallIds } from '../agent/call-ids.js';
 import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
-import { newSessionId, type SessionOutcome } from '../agent/session.js';
+import { alive, newSessionId, type SessionOutcome } from '../agent/session.js';
 import { agentTools } from '../agent/subagents.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Mode } from '../config/schema.js';
@@ -98,6 +98,8 @@ interface Tally {
   /** The mode and model the next turn takes, when a person changed them (a `session_settings` event). */
   mode?: string;
   model?: string;
+  /** The process that runs (or ran) the session's last run, as its start or resume recorded it. */
+  pid?: number;
 }
 
 export class NotFound extends Error {}
@@ -356,7 +358,7 @@ export class SessionManager {
         : 'running'
       : row.code !== null
         ? stateOf(row.code)
-        : this.underActiveTurn(row)
+        : this.underActiveTurn(row) || this.runElsewhere(tally)
           ? 'running'
           : 'failed';
     return {
@@ -389,6 +391,14 @@ export class SessionManager {
     return false;
   }
 
+  /**
+   * A session another live process runs (`keel chat`, `keel ask`, a subagent of theirs): the process its
+   * last start or resume recorded is alive. One whose process died without writing its end has failed.
+   */
+  private runElsewhere(tally: Tally): boolean {
+    return tally.pid !== undefined && tally.pid !== process.pid && alive(tally.pid);
+  }
+
   /** A session's counts, read from its log once and then only from its new events (the log only grows). */
   private tally(id: string): Tally {
     const tally = this.tallies.get(id) ?? { seq: 0, rounds: 0, tokens: 0, endedAt: null, files: new Set() };
@@ -402,6 +412,8 @@ export class SessionManager {
       if (e.type === 'tool_result' && e.data.is_error !== true && Array.isArray(e.data.files_changed))
         for (const f of e.data.files_changed) tally.files.add(String(f));
       if (e.type === 'session_end') tally.endedAt = e.ts;
+      if ((e.type === 'session_start' || e.type === 'session_resume') && typeof e.data.pid === 'number')
+        tally.pid = e.data.pid;
       if (e.type === 'session_settings') {
         if (typeof e.data.mode === 'string') tally.mode = e.data.mode;
         if (typeof e.data.model === 'string') tally.model = e.data.model;

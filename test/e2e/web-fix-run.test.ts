@@ -11,7 +11,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { git } from '../helpers/tmp.js';
 import { editTurns, fixtureRepo, planTurns } from './fix-harness.js';
-import { keelHome, model, modelFlags } from './harness.js';
+import { keel, keelHome, model, modelFlags } from './harness.js';
 import { startServe } from './serve-harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -129,6 +129,71 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
     expect(readFileSync(join(repo, 'src/stats.js'), 'utf8')).toContain(FIXED);
     await page.screenshot({ path: shotPath('run-applied'), fullPage: true });
     expect(errors).toEqual([]);
+  }, 180_000);
+
+  it("charts the routing tiers' share of a fix run's calls and cost from its ledger rows, each bar labelled", async () => {
+    // attempt 1 on the cheap tier fails; the escalated attempt 2 on the strong tier verifies
+    const cheap = await model([
+      ...planTurns('src/stats.js', '1. mean divides by one too many.'),
+      ...editTurns('src/stats.js', BUGGY, '  return sum(values) / (values.length - 1);', 'Fixed!'),
+    ]);
+    const strong = await model(editTurns('src/stats.js', BUGGY, FIXED, 'Divides by the length.'));
+    // the ledger prices a call by [pricing] (a tier's own price is the session's): both say the same here
+    const tier = (name: string, url: string, input: number, output: number) =>
+      `[[routing.tiers]]\nname = "${name}"\nmodel = "${name}-model"\nbase_url = "${url}"\napi_key_env = "KEY"\ninput_per_mtok = ${input}\noutput_per_mtok = ${output}\n\n[pricing."${name}-model"]\ninput_per_mtok = ${input}\noutput_per_mtok = ${output}\n`;
+    const home = keelHome(
+      `provider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n\n${tier('cheap', cheap.url, 0.1, 0.4)}\n${tier('strong', strong.url, 3, 15)}`,
+    );
+    const repo = fixtureRepo('stats');
+    const fixed = await keel(
+      ['fix', '--repo', repo, '--json', '--issue', 'mean() of [2, 4, 6] returns 3, not 4'],
+      {
+        cwd: home,
+        home,
+        env: { KEY: 'k' },
+        timeoutMs: 60_000,
+      },
+    );
+    expect(fixed.code, fixed.stderr).toBe(0);
+    const id = JSON.parse(fixed.stdout).session_id as string;
+    const s = await startServe({ cwd: repo, home, env: { KEY: 'k' } });
+    const run = (await s.api('GET', `/v1/runs/${id}`)).body;
+    expect(run.tiers.map((t: { tier: string; calls: number }) => [t.tier, t.calls])).toEqual([
+      ['cheap', 4],
+      ['strong', 2],
+    ]);
+    const [c, st] = run.tiers.map((t: { cost_usd: number }) => t.cost_usd);
+    expect(c + st).toBeCloseTo(run.cost_usd, 10);
+    expect(st).toBeGreaterThan(c);
+
+    browser ??= await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+    });
+    const context = await browser.newContext({ viewport: { width: 390, height: 900 }, bypassCSP: true });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    await page.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
+    const section = page.getByRole('region', { name: 'Routing tiers' });
+    await section.waitFor({ timeout: 30_000 });
+    // readable without colour: every bar names its tier and says its value and share as text
+    const calls = section.getByRole('img', { name: 'Calls by routing tier' });
+    expect(await calls.locator('.group .label').allTextContents()).toEqual(['cheap', 'strong']);
+    expect(await calls.locator('.bar .value').allTextContents()).toEqual(['4 (67%)', '2 (33%)']);
+    const cost = section.getByRole('img', { name: 'Cost by routing tier' });
+    expect(await cost.locator('.group .label').allTextContents()).toEqual(['cheap', 'strong']);
+    const pct = (v: number) => `${Math.round((v / (c + st)) * 100)}%`;
+    expect(await cost.locator('.bar .value').allTextContents()).toEqual([
+      `$${c.toFixed(4)} (${pct(c)})`,
+      `$${st.toFixed(4)} (${pct(st)})`,
+    ]);
+    expect(await axe(page), 'the run page with its tier charts').toEqual([]);
+    await page.screenshot({ path: shotPath('run-tiers'), fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
   }, 180_000);
 });
 

@@ -48,6 +48,8 @@ export interface Run {
   branch?: string | null;
   /** A verified fix whose branch is still there: the page offers to apply it. */
   applicable?: boolean;
+  /** The routing tiers' calls and cost, from the run's ledger rows (one run read alone). */
+  tiers?: Array<{ tier: string; calls: number; cost_usd: number }>;
 }
 
 /** A logged event as the page uses it: its type, its seq and its fields. */

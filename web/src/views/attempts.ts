@@ -39,7 +39,8 @@ export class AttemptChart {
       this.body,
       el(
         'figure',
-        null,
+        // wider than a phone it scrolls inside its figure, which the keyboard can reach to scroll it
+        { attrs: { tabindex: '0' } },
         barChart({ title: 'Tests per attempt', desc: describe(this.groups), groups: this.groups }),
         el('figcaption', null, 'Tests passed and failed at the baseline and after each attempt'),
       ),

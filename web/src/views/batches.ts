@@ -5,9 +5,10 @@
  */
 import { api } from '../api.js';
 import { barChart, describe, type Group, lineChart } from '../chart.js';
-import { badge, el, money, replace, short, when } from '../dom.js';
+import { badge, el, replace, short, when } from '../dom.js';
 import type { Stop } from '../main.js';
 import { poll } from '../poll.js';
+import { tierCharts, tierShares, usd } from '../tier-charts.js';
 
 type Counts = Record<'queued' | 'running' | 'done' | 'failed' | 'cancelled', number>;
 
@@ -51,56 +52,10 @@ interface Batch extends BatchSummary {
   }>;
 }
 
-/** Dollars to a hundredth of a cent below $1: a batch's calls cost fractions of a cent. */
-const usd = (v: number | null | undefined): string =>
-  v === null || v === undefined ? '—' : Math.abs(v) < 1 ? `$${v.toFixed(4)}` : money(v);
-
 /** A chart wider than a phone scrolls inside its figure, which the keyboard can reach to scroll it. */
 const FIG = { attrs: { tabindex: '0' } };
 
 const STATES = ['queued', 'running', 'done', 'failed', 'cancelled'] as const;
-
-/** The share of a whole as a whole percent ("67%"). */
-const share = (part: number, whole: number): string => `${whole > 0 ? Math.round((part / whole) * 100) : 0}%`;
-
-/**
- * The routing tiers' share of the run's calls and of its cost (a call routed by no tier counts as
- * "untiered"): two charts, since a count and dollars share no scale, each bar saying its value and share.
- */
-function tierCharts(ledger: Batch['ledger']): HTMLElement[] {
-  const tiers = new Map<string, { calls: number; cost: number }>();
-  for (const c of ledger) {
-    const t = tiers.get(c.tier ?? 'untiered') ?? { calls: 0, cost: 0 };
-    t.calls += 1;
-    t.cost += c.cost_usd ?? 0;
-    tiers.set(c.tier ?? 'untiered', t);
-  }
-  if (!tiers.size || (tiers.size === 1 && tiers.has('untiered'))) return [];
-  const calls = ledger.length;
-  const cost = [...tiers.values()].reduce((a, t) => a + t.cost, 0);
-  const callGroups: Group[] = [...tiers].map(([tier, t]) => ({
-    label: tier,
-    bars: [{ series: 'calls', value: t.calls, text: `${t.calls} (${share(t.calls, calls)})` }],
-  }));
-  const costGroups: Group[] = [...tiers].map(([tier, t]) => ({
-    label: tier,
-    bars: [{ series: 'spend', value: t.cost, text: `${usd(t.cost)} (${share(t.cost, cost)})` }],
-  }));
-  return [
-    el(
-      'figure',
-      FIG,
-      barChart({ title: 'Calls by routing tier', desc: describe(callGroups), groups: callGroups }),
-      el('figcaption', null, 'Calls by routing tier: each bar says its calls and their share'),
-    ),
-    el(
-      'figure',
-      FIG,
-      barChart({ title: 'Cost by routing tier', desc: describe(costGroups), groups: costGroups }),
-      el('figcaption', null, 'Cost by routing tier: each bar says its dollars and their share'),
-    ),
-  ];
-}
 
 function table(head: string[], rows: HTMLElement[], cls = 'list'): HTMLElement {
   return el(
@@ -243,7 +198,7 @@ export function batchView(id: string) {
                     ),
                   )
                 : el('p', { class: 'muted' }, 'No model call recorded yet.'),
-              ...tierCharts(b.ledger),
+              ...tierCharts(tierShares(b.ledger)),
             ),
           ),
           el(

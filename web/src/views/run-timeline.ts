@@ -73,7 +73,11 @@ export class RunTimeline {
         return;
       }
       case 'fix_plan':
-        this.step('plan', el('h3', null, 'Plan'), el('pre', { class: 'plan' }, text(ev.plan)));
+        this.step(
+          'plan',
+          el('h3', null, 'Plan'),
+          el('pre', { class: 'plan', attrs: { tabindex: '0' } }, text(ev.plan)),
+        );
         return;
       case 'fix_attempt': {
         const n = Number(ev.attempt);

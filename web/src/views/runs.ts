@@ -4,6 +4,7 @@ import { badge, diffBlock, el, money, replace, short, when } from '../dom.js';
 import type { Stop } from '../main.js';
 import { markdown } from '../markdown.js';
 import { poll } from '../poll.js';
+import { type TierShare, tierCharts } from '../tier-charts.js';
 import type { Run } from '../types.js';
 import { RunTimeline } from './run-timeline.js';
 
@@ -119,6 +120,7 @@ export function runView(id: string) {
               ).flatMap(([k, v]) => [el('dt', null, k), el('dd', null, v)]),
             ),
           ),
+          ...routing(r.tiers),
           el('section', { class: 'card' }, el('h2', null, 'Rationale'), prose(r.rationale)),
           el('section', { class: 'card' }, el('h2', null, 'Pull request text'), prose(r.pr_description)),
           el(
@@ -140,6 +142,20 @@ export function runView(id: string) {
       main.classList.remove('wide');
     };
   };
+}
+
+/** The routing tiers' share of the run's calls and cost, when its calls were routed by tier. */
+function routing(tiers: TierShare[] | undefined): HTMLElement[] {
+  const charts = tierCharts(tiers ?? []);
+  if (!charts.length) return [];
+  return [
+    el(
+      'section',
+      { class: 'card', attrs: { 'aria-label': 'Routing tiers' } },
+      el('h2', null, 'Routing tiers'),
+      el('div', { class: 'charts' }, ...charts),
+    ),
+  ];
 }
 
 /**
@@ -223,5 +239,9 @@ function showActions(section: HTMLElement, r: Run): void {
 
 /** A report's Markdown, rendered safely (markdown.ts), or a dash when there is none. */
 function prose(text: string | null): HTMLElement {
-  return text?.trim() ? el('div', { class: 'prose md' }, markdown(text)) : el('p', { class: 'muted' }, '—');
+  if (!text?.trim()) return el('p', { class: 'muted' }, '—');
+  const div = el('div', { class: 'prose md' }, markdown(text));
+  // a code block wider than a phone scrolls: the keyboard must reach it to scroll it
+  for (const pre of div.querySelectorAll('pre')) pre.tabIndex = 0;
+  return div;
 }
