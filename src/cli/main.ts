@@ -76,7 +76,10 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     .option('-y, --yes', 'with --clean: remove without asking')
     .option('--json', 'print one JSON document on stdout and nothing else')
     // keel batch's: a task's next attempt goes on with the fix run its killed attempt started
-    .addOption(new Option('--resume-run <id>').hideHelp());
+    .addOption(new Option('--resume-run <id>').hideHelp())
+    // keel goal's (through its batch worker): the task's writable scope, and the base holding its dependencies
+    .addOption(new Option('--scope <path>').hideHelp().argParser(collect).default([]))
+    .addOption(new Option('--base <commit>').hideHelp());
   addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (words: string[], opts) => {
     if (words.length && opts.issue !== undefined) {
       setExit(
