@@ -82,7 +82,10 @@ export function createSnapshot(
   mkdirSync(worktreesDir, { recursive: true });
   const repo = findRepo(source);
   if (!repo && from !== undefined)
-    throw new RunError('CONFIG_ERROR', `${source} is not a git repository: there is no commit ${from} to start from`);
+    throw new RunError(
+      'CONFIG_ERROR',
+      `${source} is not a git repository: there is no commit ${from} to start from`,
+    );
   if (!repo) {
     // not a git repository: copy it (without dependency folders, which are linked), then make it one
     cpSync(source, dir, {
