@@ -126,7 +126,7 @@ export async function runGoal(words: string[], flags: GoalFlags): Promise<number
     goal,
     repo,
     base,
-    branch: currentBranch(repo),
+    branch: currentBranch(repo)?.replace(/^refs\/heads\//, '') ?? null,
     ...(flags.testCommand ? { test_command: flags.testCommand } : {}),
     tasks,
   };
@@ -167,6 +167,13 @@ export async function resumeGoal(goalId: string, flags: Flags): Promise<number> 
       if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
       throw err;
     }
+    // keel runs git only in a repository it opened: the goal's, found again (it may have moved or gone)
+    if (!statSync(spec.repo, { throwIfNoEntry: false })?.isDirectory() || findRepo(spec.repo) === undefined)
+      return reportError(
+        flags.json,
+        'ENVIRONMENT_ERROR',
+        `goal ${goalId}: its repository ${spec.repo} is gone or is no git repository`,
+      );
     await queue.resume(goalId);
     return superviseGoal(store, goalId, spec, loaded, flags);
   });
@@ -340,6 +347,7 @@ export async function goalStatus(goalId: string | undefined, flags: Flags): Prom
     const spec = goalSpec(await queue?.run(goalId));
     if (!store || !spec)
       return reportError(flags.json, 'CONFIG_ERROR', `no goal ${JSON.stringify(goalId)} in ${opened.where}`);
+    if (statSync(spec.repo, { throwIfNoEntry: false })?.isDirectory()) findRepo(spec.repo);
     return printGoal(store, goalId, spec, flags);
   });
 }

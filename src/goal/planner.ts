@@ -19,6 +19,7 @@ const SYSTEM = [
   '{"tasks": [{"id": "short-id", "title": "what to do, in one or two sentences", "scope": ["path/in/repo", "folder/"], "depends_on": ["other-id"], "test_command": "optional: how to run the tests"}]}',
   'Rules: ids are letters, digits, ".", "_" or "-", each used once. scope lists the files or folders (paths, not globs) the task may change: its agent cannot write anywhere else, so include the tests it must add.',
   'Tasks that do not depend on each other (directly or through others) run at the same time: their scopes must not share any file. When two tasks must touch the same file, make one depend on the other.',
+  "test_command runs the task's own tests (say `npm test -- test/x.test.js`): its agent must make every test it runs that fails now pass, so leave out tests other tasks fix. The whole suite runs on the merged result.",
   'depends_on names tasks whose result this task builds on: it starts from their merged branches. No cycles. Keep the plan small (at most 20 tasks).',
 ].join('\n');
 
