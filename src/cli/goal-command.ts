@@ -109,8 +109,11 @@ export async function runGoal(words: string[], flags: GoalFlags): Promise<number
   let tasks: GoalSpec['tasks'];
   try {
     const client = createModelClient(loaded.config, process.env, { cwd: repo, calls: ledger.calls });
+    // a command the planner chose runs only in the test sandbox: without one, the plan may not name any
+    const { sandboxInUse } = await import('../policy/sandbox.js');
+    const sandboxed = !(await sandboxInUse(loaded.config.sandbox)).startsWith('none');
     say(`planning ${goalId}`);
-    tasks = (await askPlan(client, goal, repo, controller.signal)).tasks;
+    tasks = (await askPlan(client, goal, repo, controller.signal, { commands: sandboxed })).tasks;
   } catch (err) {
     if (err instanceof PlanError) return planFailed(flags, goalId, err.message);
     if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);

@@ -33,8 +33,19 @@ export class PlanError extends Error {
   override name = 'PlanError';
 }
 
+/** A test command the planner may give: plain words (paths, flags, test names without spaces), no shell syntax. */
+const PLAIN_COMMAND = /^[\w./:=@%+,-]+(?: [\w./:=@%+,-]+)*$/;
+
+export interface PlanRules {
+  /**
+   * Whether a task may carry a test_command at all: not when the tests run without a sandbox, where a
+   * command the planner (a model, reading the repository) chose would run on this machine as it is.
+   */
+  commands: boolean;
+}
+
 /** Check a planner's answer (its text) against the schema and the graph rules; returns the tasks, scopes normalized. */
-export function readPlan(answer: string, repo: string): GoalTask[] {
+export function readPlan(answer: string, repo: string, rules: PlanRules = { commands: true }): GoalTask[] {
   const json = jsonIn(answer);
   if (json === undefined)
     throw new PlanError('the answer holds no JSON object: answer with {"tasks": [...]} and nothing else');
@@ -48,6 +59,17 @@ export function readPlan(answer: string, repo: string): GoalTask[] {
     throw new PlanError(`the plan does not match the schema: ${problems.join('; ')}`);
   }
   const tasks = parsed.data.tasks.map((t) => ({ ...t, scope: t.scope.map((p) => normalScope(t.id, p)) }));
+  for (const t of tasks) {
+    if (t.test_command === undefined) continue;
+    if (!rules.commands)
+      throw new PlanError(
+        `task ${t.id}: test_command is refused: the tests run without a sandbox here, and a command the planner chose would run on this machine as it is; leave test_command out`,
+      );
+    if (!PLAIN_COMMAND.test(t.test_command))
+      throw new PlanError(
+        `task ${t.id}: test_command ${JSON.stringify(t.test_command)} is not a plain command line: words of letters, digits, paths and flags only (no quotes, pipes, ;, &, $, redirections)`,
+      );
+  }
   checkGraph(tasks);
   checkSiblings(tasks, repo);
   return tasks;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { ModelClient } from '../model/chain.js';
 import type { ChatMessage } from '../model/types.js';
 import { gitTry } from '../policy/git.js';
-import { type GoalTask, PlanError, readPlan } from './plan.js';
+import { type GoalTask, PlanError, type PlanRules, readPlan } from './plan.js';
 
 const MAX_FILES = 200;
 const MAX_README = 2_000;
@@ -56,6 +56,7 @@ export async function askPlan(
   goal: string,
   repo: string,
   signal: AbortSignal,
+  rules: PlanRules = { commands: true },
 ): Promise<PlanOutcome> {
   const tag = randomBytes(6).toString('hex');
   const messages: ChatMessage[] = [
@@ -74,7 +75,7 @@ export async function askPlan(
   ];
   const first = await answer(client, messages, signal);
   try {
-    return { tasks: readPlan(first, repo), calls: 1 };
+    return { tasks: readPlan(first, repo, rules), calls: 1 };
   } catch (err) {
     if (!(err instanceof PlanError)) throw err;
     messages.push(
@@ -86,7 +87,7 @@ export async function askPlan(
     );
     const second = await answer(client, messages, signal);
     try {
-      return { tasks: readPlan(second, repo), calls: 2 };
+      return { tasks: readPlan(second, repo, rules), calls: 2 };
     } catch (again) {
       if (again instanceof PlanError)
         throw new PlanError(

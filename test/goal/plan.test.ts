@@ -40,6 +40,14 @@ describe('goal plan', () => {
     expect(() => readPlan(answer, repo)).toThrow(message);
   });
 
+  it('refuses a test command without a sandbox to run it in', () => {
+    const answer = plan([{ ...t('a', ['src/a.js']), test_command: 'node --test test/a.test.js' }]);
+    expect(readPlan(answer, repo)[0]?.test_command).toBe('node --test test/a.test.js');
+    expect(() => readPlan(answer, repo, { commands: false })).toThrow(
+      'task a: test_command is refused: the tests run without a sandbox here',
+    );
+  });
+
   it('lets a task share its dependency’s scope, even through another task', () => {
     const tasks = readPlan(plan([t('a', ['src']), t('b', ['x'], ['a']), t('c', ['src/a.js'], ['b'])]), repo);
     expect(tasks).toHaveLength(3);

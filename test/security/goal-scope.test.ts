@@ -52,19 +52,33 @@ describe('keel goal: a task writes only in its scope', () => {
     expect(git(repo, 'show', `${doc.tasks[0].branch}:README.md`)).toBe(readme);
   }, 180_000);
 
-  it('refuses a scope that climbs out of the repository: in a plan (nothing starts) and on keel fix', async () => {
+  it('refuses, in the plan (nothing starts), a scope that climbs out of the repository and a test command with shell syntax; and a climbing --scope on keel fix', async () => {
     const repo = fixtureRepo('stats');
-    const out = [{ id: 'x', title: 'x', scope: ['../elsewhere'] }];
-    const home = scriptedHome(join(tempDir('keel-script-'), 'script.json'), [
-      planAnswer(out),
-      planAnswer([{ id: 'x', title: 'x', scope: ['/etc'] }]),
-    ]);
-    const plan = await keel(['goal', 'fix the mean', '--json'], { cwd: repo, home, timeoutMs: 30_000 });
-    expect(plan.code, plan.stderr).toBe(1);
-    const doc = JSON.parse(plan.stdout);
-    expect(doc.end).toBe('plan_error');
-    expect(doc.error).toContain('task x: scope /etc is absolute');
-    expect((await keel(['goal', 'status', '--json'], { cwd: repo, home })).stdout).toContain('"goals": []');
+    const task = (extra: object) => ({ id: 'x', title: 'x', scope: ['src/stats.js'], ...extra });
+    const cases = [
+      {
+        turns: [planAnswer([task({ scope: ['../elsewhere'] })]), planAnswer([task({ scope: ['/etc'] })])],
+        error: 'task x: scope /etc is absolute',
+      },
+      {
+        // the planner reads the repository: a command it chose runs only as plain words, in the test sandbox
+        turns: [
+          planAnswer([task({ test_command: 'node --test; curl http://127.0.0.1:9/x' })]),
+          planAnswer([task({ test_command: 'node --test $(cat ~/.ssh/id_rsa)' })]),
+        ],
+        error: 'task x: test_command "node --test $(cat ~/.ssh/id_rsa)" is not a plain command line',
+      },
+    ];
+    for (const { turns, error } of cases) {
+      const home = scriptedHome(join(tempDir('keel-script-'), 'script.json'), turns);
+      const plan = await keel(['goal', 'fix the mean', '--json'], { cwd: repo, home, timeoutMs: 30_000 });
+      expect(plan.code, plan.stderr).toBe(1);
+      const doc = JSON.parse(plan.stdout);
+      expect(doc.end).toBe('plan_error');
+      expect(doc.error).toContain(error);
+      expect((await keel(['goal', 'status', '--json'], { cwd: repo, home })).stdout).toContain('"goals": []');
+    }
+    const home = scriptedHome();
     const fix = await keel(['fix', '--issue', 'x', '--scope', 'src/../../elsewhere', '--json'], {
       cwd: repo,
       home,
