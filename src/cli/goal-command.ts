@@ -227,7 +227,7 @@ async function superviseGoal(
     if (stopped) outcome = { end: stopped, reason: `the tasks ended ${end}` };
     else if (views.some((t) => t.state === 'blocked'))
       outcome = {
-        end: 'merge_conflict',
+        end: views.some((t) => t.conflict) ? 'merge_conflict' : 'tasks_failed',
         reason: views
           .filter((t) => t.state === 'blocked')
           .map((t) => `task ${t.id}: ${t.error}`)

@@ -7,7 +7,7 @@
 import type { BatchTask } from '../batch/tasks-file.js';
 import type { TaskResult } from '../batch/worker.js';
 import type { QueueEvent, RunQueue, RunView, TaskView } from '../store/queue.js';
-import { commitOf, mergeInOrder } from './merge.js';
+import { commitOf, type MergeResult, mergeInOrder } from './merge.js';
 import { dependencyOrder, type GoalTask } from './plan.js';
 
 /** What the queue run of a goal holds as its spec. */
@@ -82,9 +82,16 @@ export function readyTasks(queue: RunQueue, runId: string, spec: GoalSpec): () =
         if (!commit) gone = d.id;
         else steps.push({ label: d.id, commit });
       }
-      const merged = gone
-        ? undefined
-        : mergeInOrder(spec.repo, spec.base, steps, `keel goal ${runId}: base of ${task.id}`);
+      let merged: MergeResult | undefined;
+      let failed = gone ? `the verified branch of task ${gone} is gone` : undefined;
+      try {
+        merged = gone
+          ? undefined
+          : mergeInOrder(spec.repo, spec.base, steps, `keel goal ${runId}: base of ${task.id}`);
+      } catch (err) {
+        // git refusing (too old for merge-tree --write-tree, a broken repository): said, not thrown
+        failed = `its base cannot be made: ${firstLine((err as Error).message)}`;
+      }
       if (!merged || 'conflict' in merged) {
         if (said.has(task.id)) continue;
         said.add(task.id);
@@ -92,7 +99,7 @@ export function readyTasks(queue: RunQueue, runId: string, spec: GoalSpec): () =
           task: task.id,
           ...(merged && 'conflict' in merged
             ? { reason: 'merge_conflict', with: merged.conflict.label, files: merged.conflict.files }
-            : { reason: `the verified branch of task ${gone} is gone` }),
+            : { reason: failed ?? 'its base cannot be made' }),
         });
         continue;
       }
@@ -141,6 +148,8 @@ export interface GoalTaskView {
   attempts: number;
   branch: string | null;
   error?: string;
+  /** A blocked task's base: the files where merging its dependencies' branches conflicts. */
+  conflict?: string[];
 }
 
 export function taskViews(spec: GoalSpec, views: TaskView[], events: QueueEvent[]): GoalTaskView[] {
@@ -175,6 +184,9 @@ export function taskViews(spec: GoalSpec, views: TaskView[], events: QueueEvent[
       attempts: v?.attempt ?? 0,
       branch: result?.branch ?? null,
       ...(error ? { error } : {}),
+      ...(state === 'blocked' && block?.reason === 'merge_conflict'
+        ? { conflict: block.files as string[] }
+        : {}),
     };
   });
 }
@@ -185,8 +197,13 @@ export function standing(run: RunView, tasks: GoalTaskView[], events: QueueEvent
   if (run.status === 'cancelled') return 'cancelled';
   if (run.status === 'paused_provider') return 'paused_provider';
   if (tasks.some((t) => t.state === 'running' || t.state === 'queued')) return 'running';
-  if (tasks.some((t) => t.state === 'blocked')) return 'merge_conflict';
+  if (tasks.some((t) => t.conflict)) return 'merge_conflict';
+  if (tasks.some((t) => t.state === 'blocked')) return 'tasks_failed';
   if (tasks.some((t) => t.state === 'failed' || t.state === 'cancelled')) return 'tasks_failed';
   if (tasks.some((t) => t.state === 'waiting')) return 'running';
   return integration?.end ?? 'running';
+}
+
+function firstLine(text: string): string {
+  return text.trim().split('\n')[0] ?? '';
 }

@@ -8,13 +8,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { RunError } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import { suiteRunner } from '../fix/baseline.js';
 import { createSnapshot, discardSnapshot, type Snapshot } from '../fix/snapshot.js';
 import { testSandbox } from '../fix/test-sandbox.js';
-import { git } from '../policy/git.js';
-import type { Sandbox } from '../policy/sandbox.js';
+import { GitError, git } from '../policy/git.js';
+import { type Sandbox, SandboxError } from '../policy/sandbox.js';
 import type { RunQueue } from '../store/queue.js';
 import { findSuite } from '../verify/suite.js';
 import { baseline } from '../verify/verifier.js';
@@ -39,7 +40,17 @@ export function integrationBranch(runId: string): string {
 
 /** Integrate a goal whose tasks all verified; the outcome is journaled (`integration`) and returned. */
 export async function integrate(opts: IntegrateOptions): Promise<IntegrationRecord> {
-  const outcome = await integrateOnce(opts);
+  let outcome: IntegrationRecord;
+  try {
+    outcome = await integrateOnce(opts);
+  } catch (err) {
+    // git or the sandbox refusing is the environment, said in one line and journaled like any end
+    if (!(err instanceof GitError || err instanceof SandboxError || err instanceof RunError)) throw err;
+    outcome = {
+      end: 'environment_error',
+      reason: `the integration could not run: ${(err as Error).message.split('\n')[0]}`,
+    };
+  }
   await opts.queue.record(opts.runId, 'integration', { ...outcome });
   return outcome;
 }
