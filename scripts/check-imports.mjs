@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 export const LAYERS = [
   ['faces', ['cli', 'chat', 'server', 'mcp']],
   ['terminal', ['term']],
-  ['applications', ['fix', 'batch', 'hub', 'eval']],
+  ['applications', ['fix', 'batch', 'hub', 'eval', 'goal']],
   ['core', ['agent']],
   ['services', ['model', 'tools', 'policy', 'memory', 'graph', 'verify', 'skills']],
   ['foundation', ['store', 'config']],

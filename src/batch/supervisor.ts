@@ -26,6 +26,11 @@ export interface SuperviseOptions {
   onProgress?(run: RunView): void;
   /** Aborted on SIGINT/SIGTERM: the workers give their tasks back and the supervisor returns. */
   signal?: AbortSignal;
+  /**
+   * Called before each round of claims while the run dispatches: keel goal adds here the tasks whose
+   * dependencies have verified since (RunQueue.addTask), so they start in this round.
+   */
+  beforeClaim?(): Promise<void>;
 }
 
 /** Run a batch's queue until nothing is left to start and no worker runs; returns how it ended. */
@@ -49,6 +54,7 @@ export async function supervise(opts: SuperviseOptions): Promise<BatchEnd | 'sto
       opts.onProgress?.(run);
       // a run at its cost cap starts no task: checked (one sum over the ledger) before each claim
       const capReached = async () => (await capStanding(opts.store, run))?.reached === true;
+      if (run.status === 'running') await opts.beforeClaim?.();
       if (run.status === 'running')
         for (
           let claimed = (await capReached()) ? undefined : await queue.claim(opts.runId, owner);

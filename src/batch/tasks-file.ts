@@ -1,6 +1,6 @@
 /**
  * A batch's tasks file: JSON Lines (one task per line) or a JSON array. A task is
- * `{id, repo, issue, test_command?, model?}`; unknown keys, a duplicate id or a file keel cannot read
+ * `{id, repo, issue, test_command?, model?, scope?, base?}`; unknown keys, a duplicate id or a file keel cannot read
  * stop the batch before anything starts. A repository that is missing or is not git is that task's
  * error alone (`repoProblem`): the other tasks run.
  */
@@ -8,6 +8,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { discoverRepo } from '../policy/git-runner.js';
+import { scopeProblem } from '../policy/scope.js';
 
 export const taskSchema = z.strictObject({
   /** Names the task in the queue, the ledger and the worker's branch: letters, digits, `.`, `_`, `-`. */
@@ -21,8 +22,26 @@ export const taskSchema = z.strictObject({
   issue: z.string().min(1),
   test_command: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
+  /**
+   * The fix's writable scope: paths relative to the repository's top, none of them `..`, absolute or
+   * empty (default: the whole repository). keel goal gives each task its own.
+   */
+  scope: z.array(scopeEntry()).min(1).optional(),
+  /** The commit (or ref) the fix branches from instead of HEAD: keel goal's base holding a task's dependencies. */
+  base: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/@^~-]*$/, 'must be a commit id or a ref name')
+    .optional(),
 });
 export type BatchTask = z.infer<typeof taskSchema>;
+
+/** A writable scope entry: a path inside the repository, as written (no `..`, not absolute). */
+export function scopeEntry() {
+  return z
+    .string()
+    .min(1)
+    .refine((p) => scopeProblem(p) === undefined, { message: 'must be a path inside the repository' });
+}
 
 /** A tasks file keel will not start: names the file, the line (or item) and what is wrong. */
 export class TasksFileError extends Error {

@@ -238,6 +238,9 @@ function startFix(
   if (how.resume) args.push('--resume-run', fixRun);
   if (task.test_command) args.push('--test-command', task.test_command);
   if (task.model) args.push('--model', task.model);
+  // keel goal's: the fix writes only in the task's scope, on a branch from the base holding its dependencies
+  for (const path of task.scope ?? []) args.push('--scope', path);
+  if (task.base) args.push('--base', task.base);
   if (how.cap !== undefined) args.push('--cost-cap', String(how.cap));
   return spawn(node ?? process.execPath, args, {
     cwd: task.repo,

@@ -6,6 +6,7 @@ import { dieWithWorker } from '../fix/parent-watch.js';
 import type { FixResult } from '../fix/run.js';
 import type { CallContext } from '../model/call-ledger.js';
 import { LedgerStoreError, openRunLedger, type RunLedger, unpricedUnderCap } from '../model/open-ledger.js';
+import { scopeProblem } from '../policy/scope.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load, workspace } from '../term/options.js';
@@ -22,6 +23,10 @@ export interface FixFlags extends CommonFlags {
   resumeRun?: string;
   /** USD the run may spend on model calls, held against the team store's ledger before each call. */
   costCap?: number;
+  /** keel goal's: the writable scope of the fix's sessions (paths in the repository; default: all of it). */
+  scope?: string[];
+  /** keel goal's: the commit the fix branches from instead of HEAD. */
+  base?: string;
 }
 
 /** Run `keel fix`; returns the exit status. */
@@ -48,6 +53,12 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     );
   const issue = readIssue(flags.issue);
   if (issue instanceof Error) return fail('CONFIG_ERROR', issue.message);
+  for (const path of flags.scope ?? []) {
+    const problem = scopeProblem(path);
+    if (problem) return fail('CONFIG_ERROR', `--scope ${problem}`);
+  }
+  if (flags.base !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._/@^~-]*$/.test(flags.base))
+    return fail('CONFIG_ERROR', `--base ${JSON.stringify(flags.base)} is not a commit id or a ref name`);
 
   let loaded: ReturnType<typeof load>['loaded'];
   try {
@@ -129,6 +140,8 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       calls: runLedger.calls,
       ...resumeRun(flags.resumeRun),
       allowTestEdits: flags.allowTestEdits === true,
+      ...(flags.scope?.length ? { scope: flags.scope } : {}),
+      ...(flags.base !== undefined ? { base: flags.base } : {}),
       loaded,
       signal: controller.signal,
       onProgress: progress,

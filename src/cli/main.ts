@@ -76,7 +76,10 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     .option('-y, --yes', 'with --clean: remove without asking')
     .option('--json', 'print one JSON document on stdout and nothing else')
     // keel batch's: a task's next attempt goes on with the fix run its killed attempt started
-    .addOption(new Option('--resume-run <id>').hideHelp());
+    .addOption(new Option('--resume-run <id>').hideHelp())
+    // keel goal's (through its batch worker): the task's writable scope, and the base holding its dependencies
+    .addOption(new Option('--scope <path>').hideHelp().argParser(collect).default([]))
+    .addOption(new Option('--base <commit>').hideHelp());
   addBudgetOptions(addModelOptions(fix), 'per attempt').action(async (words: string[], opts) => {
     if (words.length && opts.issue !== undefined) {
       setExit(
@@ -501,6 +504,58 @@ Nothing is applied to any repository of yours: every run is in a temporary copy.
     .action(async (a: string, b: string, opts) => {
       const { compareEvalCommand } = await import('./eval-command.js');
       setExit(compareEvalCommand(a, b, opts));
+    });
+
+  // keel goal (issue 30): a planner's graph of tasks, each a verified batch task in its scope, then integrated
+  const goal = program
+    .command('goal')
+    .description(
+      'plan a goal as tasks with scopes and dependencies, fix each as a batch task in its own worktree, and integrate the verified branches',
+    )
+    .argument('[goal...]', 'the goal, in words')
+    .option('--repo <dir>', 'the repository (default: the current folder)')
+    .option('--test-command <cmd>', 'how the integration runs the whole suite (default: detected)')
+    .option('--concurrency <n>', 'tasks at once', parseIntArg, 4)
+    .option('--json', 'print one JSON document on stdout and nothing else')
+    .addHelpText(
+      'after',
+      `
+The planner (one model call) writes tasks {id, title, scope, depends_on, test_command?}; keel refuses a
+plan with an unknown key, a duplicate id, a missing dependency, a cycle, or two tasks that can run at once
+whose scopes share a path (asked again once with the reason, then exit 1 with nothing started).
+Each task is a keel batch task: keel fix in its own worktree, writing only in its scope, started once all
+its dependencies verified, from a base that merges their branches. Then the verified branches are merged
+in dependency order onto your branch's tip into keel/goal-<id>, and the whole suite runs there. Nothing is
+merged into your branch.
+
+Exit codes: 0 verified and integrated; 1 a task not verified, a scope violation, the integration's tests
+failing, or the plan refused; 2 usage; 3 environment; 4 model; 5 merge_conflict (the files are named);
+130 interrupted (keel goal resume GOAL goes on).`,
+    )
+    .action(async (words: string[], opts) => {
+      if (!words.length) return goal.help({ error: true });
+      const { runGoal } = await import('./goal-command.js');
+      setExit(await runGoal(words, opts));
+    });
+  goal
+    .command('status')
+    .description("a goal's tasks and integration, or the newest goals")
+    .argument('[goal]', 'goal id')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string | undefined, opts) => {
+      const { goalStatus } = await import('./goal-command.js');
+      setExit(await goalStatus(id, opts));
+    });
+  goal
+    .command('resume')
+    .description(
+      'go on with a goal (killed or interrupted): verified tasks are kept, the plan is not asked again',
+    )
+    .argument('<goal>', 'goal id')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, opts) => {
+      const { resumeGoal } = await import('./goal-command.js');
+      setExit(await resumeGoal(id, opts));
     });
 
   // keel batch (issue 27): many fixes on the run queue, one worker process per task

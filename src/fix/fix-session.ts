@@ -62,7 +62,7 @@ export function sessionRunner(
       return { code: 'BUDGET_EXCEEDED', reason: left.spent, summary: '', budgetSpent: true };
     const config = {
       ...base,
-      scope: ['.'],
+      scope: opts.scope?.length ? opts.scope : ['.'],
       test_command: suite.detected.command,
       budgets: { ...base.budgets, ...left, max_rounds: maxRounds },
     };

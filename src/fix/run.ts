@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
 import { openRuntime, type Runtime } from '../agent/runtime.js';
 import { type BudgetName, count, RunError, type TerminalCode } from '../agent/terminal.js';
@@ -99,6 +99,13 @@ export interface FixOptions {
   frozenTests?: FrozenTest[];
   /** The repository whose memory learns the verdict, when `repo` is a checkout keel made of it (keel build's). */
   memoryRepo?: string;
+  /**
+   * The writable scope of the run's sessions, paths relative to `repo` (default: all of it): the gate
+   * refuses a write elsewhere, and an attempt that changed a file elsewhere anyway is never verified.
+   */
+  scope?: string[];
+  /** The commit the fix branches from instead of HEAD (keel goal's base holding a task's dependencies). */
+  base?: string;
 }
 
 export interface FixResult {
@@ -276,7 +283,7 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
       // a run killed between making its worktree and logging it left one behind: removed, made afresh
       if (prior) discardLeftover(opts.repo, runId, slugify(opts.issue), paths.worktreesDir);
       progress('snapshot: creating a worktree (your checkout is not touched)');
-      snapshot = createSnapshot(opts.repo, runId, slugify(opts.issue), paths.worktreesDir);
+      snapshot = createSnapshot(opts.repo, runId, slugify(opts.issue), paths.worktreesDir, opts.base);
       const linked = snapshot.linked.length
         ? `; linked ${snapshot.linked.join(', ')} from your checkout`
         : '';
@@ -526,6 +533,15 @@ async function runToVerdict(opts: FixOptions): Promise<FixResult> {
           feedback,
         });
         continue;
+      }
+      const outside = outsideScope(snapshot, opts.scope, diff.files);
+      if (outside.length) {
+        // the gate refuses such writes: a change there anyway is never judged, and never kept
+        const why = `attempt ${attempt} changed files outside the run's writable scope (${outside.join(', ')}; scope: ${opts.scope?.join(', ')})`;
+        progress(`verdict: refused: ${why}`);
+        rollback(snapshot);
+        record('fix_verdict', { attempt, status: 'failed', reason: why, files: diff.files, patch: '' });
+        return result({ code: 'SCOPE_VIOLATION', status: 'failed', reason: why, attempts: attempt });
       }
       const guard = guardTests(snapshot, testPaths, diff.files, countEdits, doctestModules);
       if (guard.edits.length) {
@@ -791,4 +807,13 @@ function traceEvents(log: EventLog, runId: string): StoredEvent[] {
 
 function firstLine(text: string): string {
   return text.trim().split('\n')[0] ?? '';
+}
+
+/** The changed files (relative to the repository's top) that lie outside `scope` (relative to the snapshot's folder). */
+function outsideScope(snapshot: Snapshot, scope: string[] | undefined, files: string[]): string[] {
+  if (!scope?.length) return [];
+  const dirs = scope.map((p) => relative(snapshot.top, resolve(snapshot.dir, p)));
+  return files.filter(
+    (f) => !dirs.some((d) => d === '' || d === '.' || f === d || f.startsWith(`${d.replace(/\/+$/, '')}/`)),
+  );
 }

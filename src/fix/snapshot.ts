@@ -68,12 +68,24 @@ export function slugify(text: string): string {
 }
 
 /** Create the snapshot for a fix of the project at `source`. */
-export function createSnapshot(given: string, runId: string, slug: string, worktreesDir: string): Snapshot {
+export function createSnapshot(
+  given: string,
+  runId: string,
+  slug: string,
+  worktreesDir: string,
+  /** The commit the branch starts at instead of HEAD (keel goal's); a git repository only. */
+  from?: string,
+): Snapshot {
   // git names the repository by its real path; the folder must be named the same way to lie inside it
   const source = realpathSync(given);
   const dir = join(worktreesDir, runId);
   mkdirSync(worktreesDir, { recursive: true });
   const repo = findRepo(source);
+  if (!repo && from !== undefined)
+    throw new RunError(
+      'CONFIG_ERROR',
+      `${source} is not a git repository: there is no commit ${from} to start from`,
+    );
   if (!repo) {
     // not a git repository: copy it (without dependency folders, which are linked), then make it one
     cpSync(source, dir, {
@@ -86,7 +98,9 @@ export function createSnapshot(given: string, runId: string, slug: string, workt
     return { kind: 'copy', dir, top: dir, source, ...linkDependencies(source, dir) };
   }
   // the fix branch starts at HEAD: a repository without a commit has nothing to branch from
-  const base = gitTry(repo, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'])?.trim();
+  if (from !== undefined && !gitTry(repo, ['rev-parse', '--verify', '-q', `${from}^{commit}`])?.trim())
+    throw new RunError('CONFIG_ERROR', `--base ${from}: no such commit in ${repo}`);
+  const base = gitTry(repo, ['rev-parse', '--verify', '-q', `${from ?? 'HEAD'}^{commit}`])?.trim();
   if (!base)
     throw new RunError(
       'ENVIRONMENT_ERROR',

@@ -34,6 +34,8 @@ export interface GitRunOptions {
   index?: string;
   env?: Record<string, string>;
   input?: string | Buffer;
+  /** Exit statuses that are answers, not failures: stdout is returned (`git merge-tree` exits 1 on a conflict). */
+  tolerate?: number[];
 }
 
 // The user's own identity still names the commits the user owns; every other GIT_* of the caller could
@@ -217,7 +219,13 @@ export function hardenedArgs(repo: Repo, args: string[]): string[] {
 
 /** Run git synchronously in `cwd` (inside `repo`'s work tree) and return stdout; throws GitError. */
 export function runGit(repo: Repo, cwd: string, args: string[], opts: GitRunOptions = {}): Buffer {
-  return spawnGit(cwd, hardenedArgs(repo, args), repoEnv(repo, opts), { input: opts.input ?? '' }, args);
+  return spawnGit(
+    cwd,
+    hardenedArgs(repo, args),
+    repoEnv(repo, opts),
+    { input: opts.input ?? '', ...(opts.tolerate ? { tolerate: opts.tolerate } : {}) },
+    args,
+  );
 }
 
 /**

@@ -144,3 +144,12 @@ export class Scope {
     return undefined;
   }
 }
+
+/** Why a scope entry is no path inside the repository (absolute, `..`, a NUL, a leading `-`), or undefined. */
+export function scopeProblem(path: string): string | undefined {
+  if (path.includes('\0')) return `${JSON.stringify(path)} holds a NUL byte`;
+  if (isAbsolute(path)) return `${path} is absolute: a scope is relative to the repository`;
+  if (path.split(/[\\/]+/).includes('..')) return `${path} climbs out with ..`;
+  if (path.startsWith('-')) return `${path} starts with -`;
+  return undefined;
+}

@@ -161,6 +161,44 @@ export class RunQueue implements QueueStore {
     return { created };
   }
 
+  /**
+   * Add a task to a run that exists (keel goal adds a task once its dependencies verified); a task id the
+   * run holds already is left as it is. False when the run is not there or the id was taken.
+   */
+  async addTask(runId: string, task: TaskInput): Promise<boolean> {
+    const now = this.now();
+    const added = await this.store.transaction(async (tx) => {
+      const run = await lockRun(tx, runId);
+      if (!run) return false;
+      const [last] = await tx.query<{ n: number | null }>(
+        'SELECT MAX(position) AS n FROM queue_tasks WHERE run_id = $1',
+        [runId],
+      );
+      const position = last?.n === null || last?.n === undefined ? 0 : Number(last.n) + 1;
+      const inserted = await tx.run(
+        `INSERT INTO queue_tasks (run_id, id, position, state, attempt, spec, updated_at)
+         VALUES ($1, $2, $3, 'queued', 0, $4, $5) ON CONFLICT (run_id, id) DO NOTHING`,
+        [runId, task.id, position, JSON.stringify(task.spec), now],
+      );
+      if (inserted === 0) return false;
+      await appendEvent(tx, runId, now, 'task_added', {}, task.id);
+      return true;
+    });
+    if (added) this.store.hint(QUEUE_CHANNEL);
+    return added;
+  }
+
+  /** Add a line about the run as a whole to its journal (keel goal's integration); false when the run is not there. */
+  async record(runId: string, type: string, data: Record<string, unknown>): Promise<boolean> {
+    const now = this.now();
+    return this.store.transaction(async (tx) => {
+      const run = await lockRun(tx, runId);
+      if (!run) return false;
+      await appendEvent(tx, runId, now, type, data);
+      return true;
+    });
+  }
+
   /** Take the next queued task of a run for `owner`, if the run dispatches and is under its cap. */
   async claim(runId: string, owner: string): Promise<Claimed | undefined> {
     const now = this.now();
