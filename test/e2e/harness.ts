@@ -98,17 +98,23 @@ export function keelHome(config?: string): string {
   return home;
 }
 
-/** Every event of the newest session in a KEEL_HOME, read straight from SQLite. */
-export function lastSessionEvents(home: string): StoredEvent[] {
+/** `fn` over the event log of a KEEL_HOME, read straight from SQLite (closed after). */
+export function withEventLog<T>(home: string, fn: (log: EventLog) => T): T {
   const db = openDb(join(home, 'keel.db'));
   try {
-    const log = new EventLog(db);
-    const [session] = log.listSessions(1);
-    if (!session) throw new Error('no session recorded');
-    return log.events(session.id);
+    return fn(new EventLog(db));
   } finally {
     db.close();
   }
+}
+
+/** Every event of the newest session in a KEEL_HOME, read straight from SQLite. */
+export function lastSessionEvents(home: string): StoredEvent[] {
+  return withEventLog(home, (log) => {
+    const [session] = log.listSessions(1);
+    if (!session) throw new Error('no session recorded');
+    return log.events(session.id);
+  });
 }
 
 /** The terminal codes of a log's session_end events, in order. */
