@@ -8,28 +8,17 @@
 //   BENCH_TASKS=60 BENCH_CONCURRENCY=15 BENCH_KILLS=8 BENCH_ENGINES=sqlite node bench/batch.mjs
 //
 // PostgreSQL: KEEL_BENCH_PG=postgres://… uses that server (a fresh database is made in it); otherwise the
-// bench starts a private cluster as the tests do (initdb in a temporary folder, a free loopback port, run
-// as `postgres` through runuser when root) and removes it at the end. No server binaries: the row says so.
+// bench starts a private cluster as the tests do (test/helpers/pg-cluster.mjs: initdb in a temporary
+// folder, a free loopback port, run as `postgres` through runuser when root) and removes it at the end.
+// No server binaries: the row says so.
 import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  chownSync,
-  cpSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { createServer } from 'node:net';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { openStore } from '../dist/store/engine.js';
 import { RunQueue } from '../dist/store/queue.js';
+import { findBinaries, freshDatabase, startCluster, THROWAWAY } from '../test/helpers/pg-cluster.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const KEEL = join(root, 'bin/keel.js');
@@ -204,115 +193,20 @@ function fdCount(pid) {
   }
 }
 
-// ---- PostgreSQL: a given server, or a private cluster (the logic of test/helpers/pg-global-setup.ts)
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
+// ---- PostgreSQL: a given server, or a private cluster (test/helpers/pg-cluster.mjs, as the tests do)
 
 async function privateCluster() {
-  const base = '/usr/lib/postgresql';
-  const version = existsSync(base)
-    ? readdirSync(base)
-        .filter((v) => existsSync(join(base, v, 'bin', 'postgres')))
-        .sort((a, b) => Number(b) - Number(a))[0]
-    : undefined;
-  if (!version)
+  const found = findBinaries();
+  if (!found)
     return { skip: 'no PostgreSQL server binaries under /usr/lib/postgresql (or set KEEL_BENCH_PG)' };
-  const bin = join(base, version, 'bin');
   const dir = tmp('keel-bench-pg-');
-  const asRoot = process.getuid?.() === 0;
-  const run = (file, args) => (asRoot ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args]);
-  if (asRoot) {
-    const id = (flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
-    chownSync(dir, id('-u'), id('-g'));
-  }
-  chmodSync(dir, 0o700);
-  const data = join(dir, 'data');
-  const password = randomBytes(12).toString('hex');
-  const pwfile = join(dir, 'pw');
-  execFileSync('sh', ['-c', 'umask 077; printf %s "$1" > "$2"', 'sh', password, pwfile]);
-  if (asRoot) execFileSync('chown', ['postgres', pwfile]);
-  const [initCmd, initArgs] = run(join(bin, 'initdb'), [
-    '-D',
-    data,
-    '-U',
-    'keel',
-    '-A',
-    'scram-sha-256',
-    `--pwfile=${pwfile}`,
-    '--no-sync',
-    '--no-instructions',
-    '-E',
-    'UTF8',
-    '--locale=C',
-  ]);
-  execFileSync(initCmd, initArgs, { stdio: ['ignore', 'ignore', 'pipe'] });
-  rmSync(pwfile, { force: true });
-  const port = await freePort();
-  const [cmd, args] = run(join(bin, 'postgres'), [
-    '-D',
-    data,
-    '-p',
-    String(port),
-    '-k',
-    dir,
-    '-c',
-    'listen_addresses=127.0.0.1',
-    '-c',
-    'fsync=off',
-    '-c',
-    'synchronous_commit=off',
-    '-c',
-    'full_page_writes=off',
-    '-c',
-    'max_connections=400',
-    '-c',
-    'shared_buffers=64MB',
-  ]);
-  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  child.stderr.on('data', (d) => {
-    log += d;
+  made.push(dir);
+  const cluster = await startCluster(found.bin, dir, {
+    ...THROWAWAY,
+    max_connections: 400,
+    shared_buffers: '64MB',
   });
-  for (let i = 0; i < 400 && !log.includes('ready to accept connections'); i++) {
-    if (child.exitCode !== null)
-      throw new Error(`PostgreSQL did not start: ${log.trim().split('\n').slice(-3).join(' | ')}`);
-    await sleep(25);
-  }
-  return {
-    url: `postgres://keel:${password}@127.0.0.1:${port}/postgres`,
-    where: `private cluster (PostgreSQL ${version}, fsync off)`,
-    stop: async () => {
-      const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-      const exited = new Promise((r) => child.once('exit', r));
-      process.kill(pid, 'SIGQUIT');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** A fresh database on the server (the bench's own, never one already there). */
-async function freshDatabase(serverUrl) {
-  const name = `keel_bench_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
+  return { ...cluster, where: `private cluster (PostgreSQL ${found.version}, fsync off)` };
 }
 
 // ---- the measurements
@@ -323,7 +217,7 @@ async function singleTaskMs(storeUrl) {
   for (let i = 0; i < SINGLE_RUNS; i++) {
     const home = scriptedHome();
     const file = tasksFile(home, [statsRepo()], 1);
-    const store = storeUrl ? await freshDatabase(storeUrl) : undefined;
+    const store = storeUrl ? await freshDatabase(storeUrl, 'keel_bench_') : undefined;
     const r = await keel(['batch', file, '--concurrency', '1', '--run-id', 'single', '--json'], {
       home,
       store,
@@ -340,7 +234,7 @@ async function chaos(storeUrl, rand) {
   const home = scriptedHome();
   const repos = Array.from({ length: REPOS }, statsRepo);
   const file = tasksFile(home, repos, TASKS);
-  const store = storeUrl ? await freshDatabase(storeUrl) : undefined;
+  const store = storeUrl ? await freshDatabase(storeUrl, 'keel_bench_') : undefined;
   const runId = 'bench';
   const opts = { home, store, cwd: home };
   let current = 0;
@@ -516,7 +410,7 @@ async function claimThroughput(storeUrl) {
   made.push(dir);
   const store = await openStore(
     storeUrl
-      ? { engine: 'postgres', url: await freshDatabase(storeUrl) }
+      ? { engine: 'postgres', url: await freshDatabase(storeUrl, 'keel_bench_') }
       : { engine: 'sqlite', path: join(dir, 'keel.db') },
   );
   try {

@@ -2,13 +2,14 @@
 // one-edit fix, verification, report, commit) over a bare run of the same suite. A fix runs the suite at
 // least twice (baseline and verify), so the row that matters is the overhead beyond 2 bare runs.
 // Run `npm run build` first. Prints one Markdown table; BENCH_RUNS sets the runs per runner (default 5).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startScriptServer } from '../dist/model/script-server.js';
 import { FIX_CASES } from './fix-cases.mjs';
+import { runNodeWith } from './spawn-timed.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -32,19 +33,6 @@ function repoFor(c) {
   git(dir, 'commit', '-q', '-m', 'initial');
   c.setup?.(dir);
   return dir;
-}
-
-/** Run node with `args`; resolves with the exit status and what it printed. */
-function run(args, options) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
 }
 
 const rows = [];
@@ -84,7 +72,7 @@ for (const c of FIX_CASES) {
     const home = mkdtempSync(join(tmpdir(), 'keel-bench-home-'));
     t0 = process.hrtime.bigint();
     // not spawnSync: the scripted model answers from this process's event loop
-    const r = await run(
+    const r = await runNodeWith(
       [
         join(root, 'bin/keel.js'),
         'fix',

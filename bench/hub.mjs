@@ -11,13 +11,13 @@
 // are the whole loop's, client included. Writes are durable as configured: SQLite in WAL with
 // synchronous=NORMAL (keel's setting: survives a killed process, not a power cut), PostgreSQL with
 // fsync and synchronous_commit on (the private cluster's defaults).
-import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findBinaries, startCluster } from '../test/helpers/pg-cluster.mjs';
 
 const KEEL = fileURLToPath(new URL('../bin/keel.js', import.meta.url));
 const SECONDS = Number(process.env.HUB_SECONDS ?? 10);
@@ -103,77 +103,16 @@ function stream(port, key, onMessage) {
   return () => req.destroy();
 }
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** A throwaway PostgreSQL cluster with durable defaults (fsync, synchronous_commit on). */
+/** A throwaway PostgreSQL cluster (test/helpers/pg-cluster.mjs) with durable defaults (fsync, synchronous_commit on). */
 async function privateCluster() {
-  const root = '/usr/lib/postgresql';
-  let bin;
-  try {
-    const v = readdirSync(root).sort((a, b) => Number(b) - Number(a))[0];
-    bin = join(root, v, 'bin');
-  } catch {
-    return undefined;
-  }
+  const found = findBinaries();
+  if (!found) return undefined;
   const dir = mkdtempSync(join(tmpdir(), 'keel-bench-pg-'));
-  const asRoot = process.getuid?.() === 0;
-  const run = (file, args) => (asRoot ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args]);
-  if (asRoot) {
-    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }));
-    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }));
-    chownSync(dir, uid, gid);
-  }
-  chmodSync(dir, 0o700);
-  const data = join(dir, 'data');
-  const [ic, ia] = run(join(bin, 'initdb'), [
-    '-D',
-    data,
-    '-U',
-    'keel',
-    '-A',
-    'trust',
-    '--no-instructions',
-    '-E',
-    'UTF8',
-    '--locale=C',
-  ]);
-  execFileSync(ic, ia, { stdio: 'ignore' });
-  const port = await freePort();
-  const [pc, pa] = run(join(bin, 'postgres'), [
-    '-D',
-    data,
-    '-p',
-    String(port),
-    '-k',
-    dir,
-    '-c',
-    'listen_addresses=127.0.0.1',
-  ]);
-  const child = spawn(pc, pa, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  child.stderr.on('data', (c) => {
-    log += c;
-  });
-  for (let i = 0; i < 200 && !log.includes('ready to accept connections'); i++)
-    await new Promise((r) => setTimeout(r, 50));
+  const cluster = await startCluster(found.bin, dir);
   return {
-    url: `postgres://keel@127.0.0.1:${port}/postgres`,
+    url: cluster.url,
     stop: async () => {
-      const exited = child.exitCode !== null || child.signalCode !== null;
-      if (!exited) {
-        const gone = new Promise((r) => child.once('exit', r));
-        // runuser passes no signal on: pg_ctl stops the server itself
-        const [sc, sa] = run(join(bin, 'pg_ctl'), ['-D', data, 'stop', '-m', 'fast']);
-        execFileSync(sc, sa, { stdio: 'ignore' });
-        await gone;
-      }
+      await cluster.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -6,7 +6,7 @@
 // are keel's own estimate of each request and answer (the servers report no usage), so they grow with the
 // real request sizes. Prints one Markdown table per arm: success, calls, tokens, cost (means over the runs),
 // and one row per task. Run `npm run build` first; BENCH_RUNS sets the repetitions (default 3).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { startScriptServer } from '../dist/model/script-server.js';
 import { openDb } from '../dist/store/db.js';
 import { EventLog } from '../dist/store/event-log.js';
+import { runNodeWith } from './spawn-timed.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -162,18 +163,6 @@ function script(task, solves) {
   return { turns };
 }
 
-function run(args, options) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
-
 const price = (p) => `input_per_mtok = ${p.input_per_mtok}\noutput_per_mtok = ${p.output_per_mtok}`;
 
 /** One `keel fix` of `task` in `arm`, on fresh servers and a fresh KEEL_HOME. */
@@ -201,7 +190,7 @@ async function fixOnce(task, arm, base) {
     '3',
   ];
   if (arm === 'strong') args.push('--model', 'strong-model');
-  const out = await run(args, {
+  const out = await runNodeWith(args, {
     cwd: home,
     env: { PATH: process.env.PATH, HOME: home, KEEL_HOME: home, NO_COLOR: '1', OPENAI_API_KEY: 'x' },
   });

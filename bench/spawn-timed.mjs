@@ -89,6 +89,23 @@ export function runNode(nodeArgs, { cwd, home, rss = false }) {
   });
 }
 
+/** Run `node ...args` with the caller's own spawn options (cwd, env), untimed; resolves with { status, stdout, stderr }. */
+export function runNodeWith(args, options) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /** Fail loudly when a run did not do what the bench assumes: timing a broken run measures nothing. */
 export function assertOk(run, what) {
   if (run.code === 0) return run;

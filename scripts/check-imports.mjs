@@ -15,7 +15,7 @@ export const LAYERS = [
   ['applications', ['fix', 'batch', 'hub', 'eval', 'goal']],
   ['core', ['agent']],
   ['services', ['model', 'tools', 'policy', 'memory', 'graph', 'verify', 'skills']],
-  ['foundation', ['store', 'config']],
+  ['foundation', ['store', 'config', 'http']],
 ];
 
 // `import … from '…'`, `export … from '…'` (clauses may span lines), `import '…'`, and `import('…')`

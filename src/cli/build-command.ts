@@ -1,14 +1,14 @@
 /** `keel build "feature"`: acceptance tests first, approved by a person, frozen; then the fix loop builds it. */
 import { realpathSync, statSync } from 'node:fs';
 import type { BuildResult } from '../fix/build.js';
-import { openRunLedger, type RunLedger } from '../model/open-ledger.js';
 import { exitCodeFor } from '../term/exit-codes.js';
-import { inert, inertLine } from '../term/inert.js';
+import { inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load, workspace } from '../term/options.js';
 import { askLine, Interrupted } from './ask-line.js';
 import { describeRequest, parseAnswer } from './ask-person.js';
 import { fixDocument } from './fix-command.js';
-import { dim, red, renderEvent } from './render.js';
+import { dim, renderEvent } from './render.js';
+import { abortOnInterrupt, openVerbLedger, verbFailure, warn } from './run-verb.js';
 
 export interface BuildFlags extends CommonFlags {
   repo?: string;
@@ -19,15 +19,7 @@ export interface BuildFlags extends CommonFlags {
 
 /** Run `keel build`; returns the exit status. */
 export async function runBuildCommand(feature: string, flags: BuildFlags): Promise<number> {
-  const fail = (code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR', message: string): number => {
-    const exit = exitCodeFor(code);
-    if (flags.json)
-      process.stdout.write(
-        `${JSON.stringify({ session_id: null, mode: 'build', code, exit_code: exit, error: message, status: 'failed', summary: message })}\n`,
-      );
-    else process.stderr.write(`${red('keel build:')} ${inert(message)}\n`);
-    return exit;
-  };
+  const fail = verbFailure('build', flags.json, { status: true });
   if (!feature.trim()) return fail('CONFIG_ERROR', 'say what to build: keel build "the feature, in words"');
   // the tests are a person's to approve: without a terminal to ask at, only --yes says it
   if (!flags.yes && !(process.stdin.isTTY && process.stderr.isTTY))
@@ -48,31 +40,15 @@ export async function runBuildCommand(feature: string, flags: BuildFlags): Promi
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     throw err;
   }
-  for (const warning of loaded.warnings)
-    process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
+  for (const warning of loaded.warnings) warn(warning);
   const { unwritable } = await import('./writable.js');
   const why = unwritable(repo, { workTree: false });
   if (why) return fail('ENVIRONMENT_ERROR', `this repository cannot take a build branch: ${why}`);
 
   const { newSessionId } = await import('../agent/session.js');
-  const { LedgerStoreError } = await import('../model/open-ledger.js');
-  let runLedger: RunLedger;
-  try {
-    runLedger = await openRunLedger(
-      loaded.config,
-      { runId: newSessionId() },
-      {
-        warn: (message) => process.stderr.write(`${red('keel: warning:')} ${inertLine(message)}\n`),
-      },
-    );
-  } catch (err) {
-    if (err instanceof LedgerStoreError) return fail('ENVIRONMENT_ERROR', err.message);
-    throw err;
-  }
-  const controller = new AbortController();
-  const onSigint = () => controller.abort();
-  process.on('SIGINT', onSigint);
-  process.on('SIGTERM', onSigint);
+  const runLedger = await openVerbLedger(loaded.config, { runId: newSessionId() });
+  if ('error' in runLedger) return fail('ENVIRONMENT_ERROR', runLedger.error);
+  const interrupt = abortOnInterrupt();
   const progress = (message: string) => process.stderr.write(`${dim('keel build:')} ${inertLine(message)}\n`);
   const { runBuild } = await import('../fix/build.js');
   let result: BuildResult;
@@ -83,15 +59,14 @@ export async function runBuildCommand(feature: string, flags: BuildFlags): Promi
       ...(flags.testCommand ? { testCommand: flags.testCommand } : {}),
       maxAttempts: flags.maxAttempts ?? 3,
       loaded,
-      signal: controller.signal,
+      signal: interrupt.signal,
       calls: runLedger.calls,
       approve: (tests) => (flags.yes ? Promise.resolve(true) : askApproval(tests)),
       onProgress: progress,
       ...(flags.json ? {} : { onEvent: renderEvent }),
     });
   } finally {
-    process.off('SIGINT', onSigint);
-    process.off('SIGTERM', onSigint);
+    interrupt.release();
     await runLedger.close();
   }
   const exit = exitCodeFor(result.code);

@@ -5,12 +5,13 @@ import { newSessionId } from '../agent/session.js';
 import { dieWithWorker } from '../fix/parent-watch.js';
 import type { FixResult } from '../fix/run.js';
 import type { CallContext } from '../model/call-ledger.js';
-import { LedgerStoreError, openRunLedger, type RunLedger, unpricedUnderCap } from '../model/open-ledger.js';
+import { unpricedUnderCap } from '../model/open-ledger.js';
 import { scopeProblem } from '../policy/scope.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
-import { inert, inertLine } from '../term/inert.js';
+import { inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load, workspace } from '../term/options.js';
-import { dim, red, renderEvent } from './render.js';
+import { dim, renderEvent } from './render.js';
+import { abortOnInterrupt, openVerbLedger, verbFailure, warn } from './run-verb.js';
 
 export interface FixFlags extends CommonFlags {
   repo?: string;
@@ -31,15 +32,7 @@ export interface FixFlags extends CommonFlags {
 
 /** Run `keel fix`; returns the exit status. */
 export async function runFixCommand(flags: FixFlags): Promise<number> {
-  const fail = (code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR', message: string): number => {
-    const exit = exitCodeFor(code);
-    if (flags.json) {
-      process.stdout.write(
-        `${JSON.stringify({ session_id: null, mode: 'fix', code, exit_code: exit, error: message, status: 'failed', summary: message })}\n`,
-      );
-    } else process.stderr.write(`${red('keel fix:')} ${inert(message)}\n`);
-    return exit;
-  };
+  const fail = verbFailure('fix', flags.json, { status: true });
   // from a subfolder, the repository's root (as every verb finds it), so its keel.toml applies
   const given = workspace({ cwd: flags.repo ?? flags.cwd });
   if (!statSync(given, { throwIfNoEntry: false })?.isDirectory())
@@ -67,8 +60,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     throw err;
   }
-  for (const warning of loaded.warnings)
-    process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
+  for (const warning of loaded.warnings) warn(warning);
   // a model keel cannot use is said before any snapshot: no branch or worktree is made for nothing
   try {
     const { createModelClient } = await import('../model/create.js');
@@ -103,22 +95,15 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
   if (flags.resumeRun !== undefined && !RUN_ID.test(flags.resumeRun))
     return fail('CONFIG_ERROR', `--resume-run: not a fix run id: ${JSON.stringify(flags.resumeRun)}`);
   const { runId, ledgerContext } = runIds(flags.resumeRun);
-  let runLedger: RunLedger;
-  try {
-    runLedger = await openRunLedger(loaded.config, ledgerContext, {
-      ...(flags.costCap !== undefined ? { costCapUsd: flags.costCap } : {}),
-      warn: (message) => process.stderr.write(`${red('keel: warning:')} ${inertLine(message)}\n`),
-    });
-  } catch (err) {
-    if (err instanceof LedgerStoreError) return fail('ENVIRONMENT_ERROR', err.message);
-    throw err;
-  }
+  const runLedger = await openVerbLedger(
+    loaded.config,
+    ledgerContext,
+    flags.costCap !== undefined ? { costCapUsd: flags.costCap } : {},
+  );
+  if ('error' in runLedger) return fail('ENVIRONMENT_ERROR', runLedger.error);
 
-  const controller = new AbortController();
   // Ctrl+C or a kill ends the run CANCELLED, with its log ended and no branch or worktree left behind
-  const onSigint = () => controller.abort();
-  process.on('SIGINT', onSigint);
-  process.on('SIGTERM', onSigint);
+  const interrupt = abortOnInterrupt();
   // a batch worker's fix dies with its worker (stdin's end says it is gone), its log left to resume
   dieWithWorker();
   // progress quotes test output, test ids and the model's reasons: one inert line each
@@ -143,7 +128,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
       ...(flags.scope?.length ? { scope: flags.scope } : {}),
       ...(flags.base !== undefined ? { base: flags.base } : {}),
       loaded,
-      signal: controller.signal,
+      signal: interrupt.signal,
       onProgress: progress,
       onWaiting: (label) => ticker.start(label),
       ...(flags.json ? {} : { onEvent: renderEvent }),
@@ -156,8 +141,7 @@ export async function runFixCommand(flags: FixFlags): Promise<number> {
     throw err;
   } finally {
     ticker.stop();
-    process.off('SIGINT', onSigint);
-    process.off('SIGTERM', onSigint);
+    interrupt.release();
     await runLedger.close();
   }
   const exit = exitCodeFor(result.code);

@@ -2,10 +2,11 @@
 import { statSync } from 'node:fs';
 import type { LoopResult } from '../fix/loop.js';
 import { EXIT, exitCodeFor } from '../term/exit-codes.js';
-import { inert, inertLine } from '../term/inert.js';
+import { inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load } from '../term/options.js';
 import { readPrompt } from './prompt-input.js';
 import { dim, red, renderEvent } from './render.js';
+import { abortOnInterrupt, openVerbLedger, verbFailure, warn } from './run-verb.js';
 
 export interface LoopFlags extends CommonFlags {
   message?: string;
@@ -15,15 +16,7 @@ export interface LoopFlags extends CommonFlags {
 
 /** Run `keel loop`; returns the exit status. */
 export async function runLoopCommand(words: string[], flags: LoopFlags): Promise<number> {
-  const fail = (code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR', message: string): number => {
-    const exit = exitCodeFor(code);
-    if (flags.json) {
-      process.stdout.write(
-        `${JSON.stringify({ session_id: null, mode: 'loop', code, exit_code: exit, error: message, summary: message })}\n`,
-      );
-    } else process.stderr.write(`${red('keel loop:')} ${inert(message)}\n`);
-    return exit;
-  };
+  const fail = verbFailure('loop', flags.json, { status: false });
   const task = await readPrompt(words, flags.message);
   if (!task) return fail('CONFIG_ERROR', 'no task given; pass it with -m TEXT, as arguments, or on stdin');
 
@@ -36,25 +29,14 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
   }
   if (!statSync(setup.cwd, { throwIfNoEntry: false })?.isDirectory())
     return fail('CONFIG_ERROR', `workspace ${setup.cwd} is not a folder`);
-  for (const warning of setup.loaded.warnings)
-    process.stderr.write(`${red('keel: warning:')} ${inertLine(warning)}\n`);
+  for (const warning of setup.loaded.warnings) warn(warning);
 
   // every call in the team store's ledger: a store keel cannot reach stops the loop here, before any call
-  const { LedgerStoreError, openRunLedger, PER_SESSION } = await import('../model/open-ledger.js');
-  let runLedger: Awaited<ReturnType<typeof openRunLedger>>;
-  try {
-    runLedger = await openRunLedger(setup.loaded.config, PER_SESSION, {
-      warn: (message) => process.stderr.write(`${red('keel: warning:')} ${inertLine(message)}\n`),
-    });
-  } catch (err) {
-    if (err instanceof LedgerStoreError) return fail('ENVIRONMENT_ERROR', err.message);
-    throw err;
-  }
+  const { PER_SESSION } = await import('../model/open-ledger.js');
+  const runLedger = await openVerbLedger(setup.loaded.config, PER_SESSION);
+  if ('error' in runLedger) return fail('ENVIRONMENT_ERROR', runLedger.error);
 
-  const controller = new AbortController();
-  const onSigint = () => controller.abort();
-  process.on('SIGINT', onSigint);
-  process.on('SIGTERM', onSigint);
+  const interrupt = abortOnInterrupt();
   // progress quotes test output, test ids and the reviewer's words: one inert line each
   const progress = (message: string) => process.stderr.write(`${dim(inertLine(message))}\n`);
   const { runLoop } = await import('../fix/loop.js');
@@ -66,7 +48,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
       maxIterations: flags.maxIterations ?? 5,
       ...(flags.testCommand ? { testCommand: flags.testCommand } : {}),
       loaded: setup.loaded,
-      signal: controller.signal,
+      signal: interrupt.signal,
       calls: runLedger.calls,
       onProgress: progress,
       ...(flags.json ? {} : { onEvent: renderEvent }),
@@ -75,8 +57,7 @@ export async function runLoopCommand(words: string[], flags: LoopFlags): Promise
     if (err instanceof ConfigError) return fail('CONFIG_ERROR', err.message);
     throw err;
   } finally {
-    process.off('SIGINT', onSigint);
-    process.off('SIGTERM', onSigint);
+    interrupt.release();
     await runLedger.close();
   }
   const exit = exitCodeFor(result.code);

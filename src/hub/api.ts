@@ -3,6 +3,7 @@
  * key), its body's zod schema, and the OpenAPI document generated from the same table.
  */
 import { z } from 'zod';
+import { type ApiRoute, buildOpenApiDocument } from '../http/openapi.js';
 import { LIMITS } from './hub-store.js';
 
 /** A request body, whole: the message body's own limit (LIMITS.maxBodyBytes) is checked apart, in bytes. */
@@ -33,14 +34,8 @@ export const ReplyBody = z.object({ body: z.string(), idempotency_key: key.optio
 
 export type Access = 'public' | 'admin' | 'project' | 'agent';
 
-interface Route {
-  method: 'get' | 'post';
-  path: string;
+interface Route extends ApiRoute {
   access: Access;
-  summary: string;
-  body?: z.ZodType;
-  query?: Record<string, string>;
-  stream?: boolean;
 }
 
 export const ROUTES: Route[] = [
@@ -131,56 +126,14 @@ export function accessOf(method: string, path: string): Access | undefined {
 }
 
 export function openApiDocument(version: string): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const r of ROUTES) {
-    const path = r.path.replace(/:([a-z]+)/g, '{$1}');
-    const params = [...r.path.matchAll(/:([a-z]+)/g)].map((m) => ({
-      name: m[1],
-      in: 'path',
-      required: true,
-      schema: { type: 'string' },
-    }));
-    const query = Object.entries(r.query ?? {}).map(([n, description]) => ({
-      name: n,
-      in: 'query',
-      required: false,
-      description,
-      schema: { type: 'string' },
-    }));
-    paths[path] ??= {};
-    (paths[path] as Record<string, unknown>)[r.method] = {
-      summary: r.summary,
-      'x-keel-access': r.access,
-      ...(params.length || query.length ? { parameters: [...params, ...query] } : {}),
-      ...(r.body
-        ? {
-            requestBody: {
-              required: true,
-              content: {
-                'application/json': {
-                  schema: z.toJSONSchema(r.body, { io: 'input', target: 'draft-2020-12' }),
-                },
-              },
-            },
-          }
-        : {}),
-      responses: {
-        [r.method === 'post' ? '2XX' : '200']: {
-          description: r.stream ? 'text/event-stream' : 'application/json',
-        },
-        '4XX': { description: '{code, error}' },
-      },
-      ...(r.access === 'public' ? {} : { security: [{ bearer: [] }] }),
-    };
-  }
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'keel hub',
-      version,
-      description: `Message bodies up to ${LIMITS.maxBodyBytes} bytes; ttl_s ${LIMITS.minTtlS} to ${LIMITS.maxTtlS}; hop limit ${LIMITS.maxHop}.`,
-    },
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-    paths,
+  const info = {
+    title: 'keel hub',
+    version,
+    description: `Message bodies up to ${LIMITS.maxBodyBytes} bytes; ttl_s ${LIMITS.minTtlS} to ${LIMITS.maxTtlS}; hop limit ${LIMITS.maxHop}.`,
   };
+  return buildOpenApiDocument(info, ROUTES, (r) => ({
+    success: r.method === 'post' ? '2XX' : '200',
+    bearer: r.access !== 'public',
+    extensions: { 'x-keel-access': r.access },
+  }));
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { MODES } from '../config/schema.js';
+import { type ApiRoute, buildOpenApiDocument } from '../http/openapi.js';
 import { SETTINGS_ROUTE } from './session-settings.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -37,15 +38,6 @@ export const MemoryAddBody = z
   })
   .strict();
 
-interface Route {
-  method: 'get' | 'post';
-  path: string;
-  summary: string;
-  body?: z.ZodType;
-  query?: Record<string, string>;
-  stream?: boolean;
-}
-
 /**
  * What answers without the token: the process is up, the A2A agent card (discovery is public; it names
  * keel and its skills, nothing of the project) and the page's own files (keel's, not the project's; the
@@ -63,7 +55,7 @@ export function isPublic(method: string, path: string): boolean {
 }
 
 /** Every route the server answers, for the OpenAPI document (a test checks it against the app's own). */
-export const ROUTES: Route[] = [
+export const ROUTES: ApiRoute[] = [
   { method: 'post', path: '/v1/sessions', summary: 'start a session', body: StartBody },
   {
     method: 'get',
@@ -167,51 +159,8 @@ export const ROUTES: Route[] = [
 ];
 
 export function openApiDocument(version: string): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const r of ROUTES) {
-    const path = r.path.replace(/:([a-z]+)/g, '{$1}');
-    const params = [...r.path.matchAll(/:([a-z]+)/g)].map((m) => ({
-      name: m[1],
-      in: 'path',
-      required: true,
-      schema: { type: 'string' },
-    }));
-    const query = Object.entries(r.query ?? {}).map(([name, description]) => ({
-      name,
-      in: 'query',
-      required: false,
-      description,
-      schema: { type: 'string' },
-    }));
-    paths[path] ??= {};
-    (paths[path] as Record<string, unknown>)[r.method] = {
-      summary: r.summary,
-      ...(params.length || query.length ? { parameters: [...params, ...query] } : {}),
-      ...(r.body
-        ? {
-            requestBody: {
-              required: true,
-              content: {
-                'application/json': {
-                  schema: z.toJSONSchema(r.body, { io: 'input', target: 'draft-2020-12' }),
-                },
-              },
-            },
-          }
-        : {}),
-      responses: {
-        [r.method === 'post' && !r.path.includes('/approvals/') ? '2XX' : '200']: {
-          description: r.stream ? 'text/event-stream' : 'application/json',
-        },
-        '4XX': { description: '{code, error}' },
-      },
-      ...(isPublic(r.method.toUpperCase(), r.path) ? {} : { security: [{ bearer: [] }] }),
-    };
-  }
-  return {
-    openapi: '3.1.0',
-    info: { title: 'keel serve', version },
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-    paths,
-  };
+  return buildOpenApiDocument({ title: 'keel serve', version }, ROUTES, (r) => ({
+    success: r.method === 'post' && !r.path.includes('/approvals/') ? '2XX' : '200',
+    bearer: !isPublic(r.method.toUpperCase(), r.path),
+  }));
 }

@@ -7,25 +7,17 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ListTasksRequest, Message, type Task, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import type { Client } from '@a2a-js/sdk/client';
 import { describe, expect, it } from 'vitest';
 import { git, gitRepo } from '../helpers/tmp.js';
+import { a2aClient, asTask, textOf } from './a2a-harness.js';
 import { editTurns, fixtureRepo, planTurns } from './fix-harness.js';
 import { keelHome, model, modelFlags } from './harness.js';
 import { startServe } from './serve-harness.js';
 
 const TOKEN = 'a2a-serve-token-for-tests';
 
-async function clientFor(port: number): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('Authorization', `Bearer ${TOKEN}`);
-    return fetch(input, { ...init, headers });
-  };
-  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromUrl(
-    `http://127.0.0.1:${port}`,
-  );
-}
+const clientFor = (port: number) => a2aClient(`http://127.0.0.1:${port}`, TOKEN);
 
 const send = (text: string, skill?: string) => ({
   tenant: '',
@@ -38,14 +30,6 @@ const send = (text: string, skill?: string) => ({
   configuration: undefined,
   metadata: undefined,
 });
-
-const textOf = (parts: Message['parts'] | undefined) =>
-  (parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('\n');
-
-function asTask(result: Message | Task): Task {
-  if (!('status' in result)) throw new Error(`expected a task, got a message: ${textOf(result.parts)}`);
-  return result;
-}
 
 /** GetTask until the task is in `state` (or the time is up); the last task read. */
 async function waitFor(client: Client, id: string, state: TaskState, ms = 60_000): Promise<Task> {

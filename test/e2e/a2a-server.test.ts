@@ -8,8 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Message, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { Message, type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { type ServerType, serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,6 +19,7 @@ import { mountA2a } from '../../src/server/a2a/routes.js';
 import { SqliteTaskStore } from '../../src/server/a2a/task-store.js';
 import { FixRuns } from '../../src/server/fixes.js';
 import { gitRepo } from '../helpers/tmp.js';
+import { a2aClient, asTask, textOf } from './a2a-harness.js';
 import { baseEnv, keelHome, model } from './harness.js';
 
 const TOKEN = 'serve-token-for-tests';
@@ -58,16 +58,7 @@ async function startA2a(modelUrl: string, repo: string, flags: Record<string, un
   return origin;
 }
 
-async function clientFor(origin: string, token = TOKEN): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    if (token) headers.set('Authorization', `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
-  };
-  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromUrl(
-    origin,
-  );
-}
+const clientFor = (origin: string, token = TOKEN) => a2aClient(origin, token);
 
 const send = (text: string, extra: Record<string, unknown> = {}) => ({
   tenant: '',
@@ -75,14 +66,6 @@ const send = (text: string, extra: Record<string, unknown> = {}) => ({
   configuration: undefined,
   metadata: undefined,
 });
-
-const textOf = (parts: Message['parts'] | undefined) =>
-  (parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('\n');
-
-function asTask(result: Message | Task): Task {
-  if (!('status' in result)) throw new Error(`expected a task, got a message: ${textOf(result.parts)}`);
-  return result;
-}
 
 describe('keel over A2A, driven by the SDK client', () => {
   it('serves a card with the skills and bearer auth; a blocking send completes with the answer', async () => {

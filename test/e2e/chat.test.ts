@@ -4,11 +4,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tokens } from '../../src/chat/describe.js';
-import type { StoredEvent } from '../../src/store/event-log.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
 import {
   catalogueOf,
   chatBodies,
+  ends,
+  eventually,
   keel,
   keelHome,
   lastSessionEvents,
@@ -16,43 +17,9 @@ import {
   modelFlags,
   requestMessages,
 } from './harness.js';
-import { Pane, paneSocket } from './pane.js';
+import { Pane, paneSocket, send } from './pane.js';
 
 const READY = /ctx \d/;
-
-async function eventually<T>(fn: () => T | undefined, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      const value = fn();
-      if (value) return value;
-    } catch {
-      // the store may not exist yet
-    }
-    if (Date.now() > end) throw new Error('condition never held');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/**
- * Type a message and wait until the transcript shows it. Keys typed in the first moments after the
- * prompt appears can be lost on a loaded machine (seen in CI, about once in a hundred runs); a
- * message that never shows is typed again, at most twice more.
- */
-async function send(pane: Pane, text: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    pane.type(text, 'Enter');
-    try {
-      await pane.waitFor(`› ${text}`, 3_000);
-      return;
-    } catch (err) {
-      if (attempt >= 2) throw err;
-    }
-  }
-}
-
-const ends = (events: StoredEvent[]) =>
-  events.filter((e) => e.type === 'session_end').map((e) => e.data.code);
 
 describe('keel chat in a terminal', () => {
   it('streams an answer as markdown, and model escape sequences reach the screen only as visible text', async () => {

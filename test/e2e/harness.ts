@@ -98,17 +98,71 @@ export function keelHome(config?: string): string {
   return home;
 }
 
-/** Every event of the newest session in a KEEL_HOME, read straight from SQLite. */
-export function lastSessionEvents(home: string): StoredEvent[] {
+/** `fn` over the event log of a KEEL_HOME, read straight from SQLite (closed after). */
+export function withEventLog<T>(home: string, fn: (log: EventLog) => T): T {
   const db = openDb(join(home, 'keel.db'));
   try {
-    const log = new EventLog(db);
-    const [session] = log.listSessions(1);
-    if (!session) throw new Error('no session recorded');
-    return log.events(session.id);
+    return fn(new EventLog(db));
   } finally {
     db.close();
   }
+}
+
+/** Every event of the newest session in a KEEL_HOME, read straight from SQLite. */
+export function lastSessionEvents(home: string): StoredEvent[] {
+  return withEventLog(home, (log) => {
+    const [session] = log.listSessions(1);
+    if (!session) throw new Error('no session recorded');
+    return log.events(session.id);
+  });
+}
+
+/** The terminal codes of a log's session_end events, in order. */
+export const ends = (events: StoredEvent[]) =>
+  events.filter((e) => e.type === 'session_end').map((e) => e.data.code);
+
+/** Poll `fn` until it returns a value, for up to `ms`; a throw counts as not yet (the store may not exist yet). */
+export async function eventually<T>(fn: () => T | undefined, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      const value = fn();
+      if (value) return value;
+    } catch {
+      // the store may not exist yet
+    }
+    if (Date.now() > end) throw new Error('condition never held');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Run `sh -c SCRIPT` with $KEEL naming the binary (a real pipe into keel, as a shell makes it); its output. */
+export function shell(
+  script: string,
+  cwd: string,
+  home: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', script], {
+      cwd,
+      env: { ...baseEnv(home), KEEL: `${process.execPath} ${KEEL_BIN}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
 
 /** The chat-completion request bodies the server received, in order (metadata calls left out). */

@@ -5,9 +5,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { type HttpFixture, startHttpFixture } from '../fixtures/mcp/http.js';
+import { bundleMcpFixture } from '../helpers/mcp-fixtures.js';
 import { gitRepo } from '../helpers/tmp.js';
 import {
   catalogueOf,
@@ -25,18 +25,7 @@ const FIXTURES = ['normal', 'crash', 'hang', 'garbage', 'hostile'];
 /** A git repository holding the fixture servers as single files in `mcp/` (the sandbox shows the workspace). */
 async function repoWithServers(): Promise<string> {
   const repo = gitRepo();
-  await build({
-    entryPoints: Object.fromEntries(
-      FIXTURES.map((f) => [f, new URL(`../fixtures/mcp/${f}.ts`, import.meta.url).pathname]),
-    ),
-    outdir: join(repo, 'mcp'),
-    outExtension: { '.js': '.cjs' },
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    logLevel: 'silent',
-  });
+  await Promise.all(FIXTURES.map((f) => bundleMcpFixture(f, join(repo, 'mcp', `${f}.cjs`))));
   return repo;
 }
 

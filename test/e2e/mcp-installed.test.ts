@@ -6,8 +6,8 @@
  */
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { bundleMcpFixture } from '../helpers/mcp-fixtures.js';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
 import { chatBodies, keel, keelHome, model, modelFlags } from './harness.js';
 
@@ -22,15 +22,7 @@ async function userHomeWithServers(): Promise<string> {
   // the bin only requires a dependency from the package's own node_modules, as real servers do
   writeFileSync(join(pkg, 'bin', 'cli.js'), "#!/usr/bin/env node\nrequire('fake-dep');\n");
   chmodSync(join(pkg, 'bin', 'cli.js'), 0o755);
-  await build({
-    entryPoints: [new URL('../fixtures/mcp/normal.ts', import.meta.url).pathname],
-    outfile: join(dep, 'index.js'),
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    logLevel: 'silent',
-  });
+  await bundleMcpFixture('normal', join(dep, 'index.js'));
   writeFileSync(join(dep, 'package.json'), '{"name":"fake-dep","main":"index.js"}\n');
   symlinkSync('../lib/node_modules/fake-mcp/bin/cli.js', join(home, '.local', 'bin', 'fake-mcp'));
   const broken = join(home, '.local', 'bin', 'broken-mcp');

@@ -87,3 +87,20 @@ export class Pane {
     }
   }
 }
+
+/**
+ * Type a message and wait until the transcript shows it. Keys typed in the first moments after the
+ * prompt appears can be lost on a loaded machine (seen in CI, about once in a hundred runs); a
+ * message that never shows is typed again, at most twice more.
+ */
+export async function send(pane: Pane, text: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    pane.type(text, 'Enter');
+    try {
+      await pane.waitFor(`› ${text}`, 3_000);
+      return;
+    } catch (err) {
+      if (attempt >= 2) throw err;
+    }
+  }
+}

@@ -1,39 +1,8 @@
-/** Piped input is part of the prompt: `npm test 2>&1 | keel ask "why does this fail"`, through a real shell pipe. */
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
-import { baseEnv, chatBodies, KEEL_BIN, keelHome, model, modelFlags, requestMessages } from './harness.js';
-
-/** Run `sh -c SCRIPT` (a real pipe into keel, as a shell makes it) and collect its output. */
-function shell(
-  script: string,
-  cwd: string,
-  home: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', script], {
-      cwd,
-      env: { ...baseEnv(home), KEEL: `${process.execPath} ${KEEL_BIN}` },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+import { chatBodies, keelHome, model, modelFlags, requestMessages, shell } from './harness.js';
 
 function firstUserMessage(body: unknown): string {
   const user = requestMessages(body).filter((m) => m.role === 'user');

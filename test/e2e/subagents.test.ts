@@ -2,8 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openDb } from '../../src/store/db.js';
-import { EventLog, type SessionRow, type StoredEvent } from '../../src/store/event-log.js';
+import type { SessionRow, StoredEvent } from '../../src/store/event-log.js';
 import { gitRepo } from '../helpers/tmp.js';
 import {
   catalogueOf,
@@ -14,6 +13,7 @@ import {
   modelFlags,
   offeredTools,
   requestMessages,
+  withEventLog,
 } from './harness.js';
 
 const usage = (p: number, c: number) => ({ usage: { prompt_tokens: p, completion_tokens: c } });
@@ -23,16 +23,8 @@ const call = (name: string, args: Record<string, unknown>, id?: string) => ({
   ...(id ? { id } : {}),
 });
 
-function store<T>(home: string, fn: (log: EventLog) => T): T {
-  const db = openDb(join(home, 'keel.db'));
-  try {
-    return fn(new EventLog(db));
-  } finally {
-    db.close();
-  }
-}
-const sessions = (home: string): SessionRow[] => store(home, (log) => log.listSessions(50));
-const eventsOf = (home: string, id: string): StoredEvent[] => store(home, (log) => log.events(id));
+const sessions = (home: string): SessionRow[] => withEventLog(home, (log) => log.listSessions(50));
+const eventsOf = (home: string, id: string): StoredEvent[] => withEventLog(home, (log) => log.events(id));
 
 /** The request bodies a session's task sent, in order. */
 function bodiesFor(server: Parameters<typeof chatBodies>[0], task: string): unknown[] {

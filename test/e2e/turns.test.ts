@@ -3,43 +3,21 @@
  * ended. And every request carries the configured temperature. The real binary, a scripted model.
  */
 import { describe, expect, it } from 'vitest';
-import type { StoredEvent } from '../../src/store/event-log.js';
 import { gitRepo } from '../helpers/tmp.js';
-import { chatBodies, keel, keelHome, lastSessionEvents, model, modelFlags } from './harness.js';
-import { Pane } from './pane.js';
+import {
+  chatBodies,
+  ends,
+  eventually,
+  keel,
+  keelHome,
+  lastSessionEvents,
+  model,
+  modelFlags,
+} from './harness.js';
+import { Pane, send } from './pane.js';
 import { readStream, startServe } from './serve-harness.js';
 
 const READY = /ctx \d/;
-
-async function eventually<T>(fn: () => T | undefined, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      const value = fn();
-      if (value) return value;
-    } catch {
-      // the store may not exist yet
-    }
-    if (Date.now() > end) throw new Error('condition never held');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Type a message and wait until the transcript shows it (keys typed too early are typed again). */
-async function send(pane: Pane, text: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    pane.type(text, 'Enter');
-    try {
-      await pane.waitFor(`› ${text}`, 3_000);
-      return;
-    } catch (err) {
-      if (attempt >= 2) throw err;
-    }
-  }
-}
-
-const ends = (events: StoredEvent[]) =>
-  events.filter((e) => e.type === 'session_end').map((e) => e.data.code);
 
 describe('a chat turn is its own', () => {
   it('observes only what it did (none when cancelled, none from a read-only turn), starts the loop detector over at each message, and says when an answer was cut', async () => {

@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
-import { baseEnv, KEEL_BIN, keel, keelHome, lastSessionEvents, model, modelFlags } from './harness.js';
+import { baseEnv, KEEL_BIN, keel, keelHome, lastSessionEvents, model, modelFlags, shell } from './harness.js';
 
 /** The one document a --json error prints: at least code, exit_code and error, and nothing else on stdout. */
 function errorDoc(stdout: string): { code: string; exit_code: number; error: string } {
@@ -13,34 +13,6 @@ function errorDoc(stdout: string): { code: string; exit_code: number; error: str
     error: expect.any(String),
   });
   return doc;
-}
-
-/** Run keel through `sh -c`, for pipelines a person types. */
-function shell(
-  script: string,
-  cwd: string,
-  home: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', script], {
-      cwd,
-      env: { ...baseEnv(home), KEEL: `${process.execPath} ${KEEL_BIN}` },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
 }
 
 describe('--json errors have one shape, usage errors too', () => {

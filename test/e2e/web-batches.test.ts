@@ -3,33 +3,14 @@
  * store the config names (here the default SQLite keel.db): progress, each task's state and verdict, the
  * spend over time with its values as text, and the ledger; a run that moves on is shown moving on.
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimAndCall, createBatch, finishTask, seedStore } from '../helpers/batch-seed.js';
 import { gitRepo } from '../helpers/tmp.js';
 import { keelHome } from './harness.js';
 import { startServe } from './serve-harness.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-
-let browser: Browser | undefined;
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function axe(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const violations = (await page.evaluate(
-    "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)",
-  )) as Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
+import { axe, CHROMIUM, shot, signedInPage } from './web-harness.js';
 
 describe.skipIf(!existsSync(CHROMIUM))('the web workspace: batch runs (chromium)', () => {
   it("shows a batch's progress, tasks, spend over time and ledger from the team store, and follows it as it moves on", async () => {
@@ -44,16 +25,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: batch runs (chromium)
     const c = await claimAndCall(seed, 'nightly', 4000, 0.0017);
 
     const s = await startServe({ cwd: project, home });
-    browser ??= await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    const { page, errors } = await signedInPage(s);
     await page.getByRole('link', { name: 'Batches' }).click();
     await page.getByRole('link', { name: 'nightly' }).click();
 
@@ -95,8 +67,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: batch runs (chromium)
     expect(await page.locator('tr[data-call]').count()).toBe(3);
     expect(await page.getByText('1 verified · 3 model calls · spent $0.0090').count()).toBe(1);
     expect(await axe(page), 'the batch page').toEqual([]);
-    mkdirSync(join(process.cwd(), 'test-results', 'web'), { recursive: true });
-    await page.screenshot({ path: join(process.cwd(), 'test-results', 'web', 'batch.png'), fullPage: true });
+    await shot(page, 'batch');
 
     // the run moves on: the page follows
     await finishTask(seed, c, 'done');

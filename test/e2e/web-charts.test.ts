@@ -3,23 +3,16 @@
  * tokens and spend per round as SVG charts whose labelled values are the log's own numbers, and the
  * mode and model of the next turn switched from the page (recorded in the log, shown in the page).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/store/db.js';
 import { EventLog } from '../../src/store/event-log.js';
 import { gitRepo } from '../helpers/tmp.js';
 import { editTurns, fixtureRepo, planTurns } from './fix-harness.js';
 import { keelHome, lastSessionEvents, model, modelFlags } from './harness.js';
 import { type Served, startServe } from './serve-harness.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-
-let browser: Browser | undefined;
-afterAll(async () => {
-  await browser?.close();
-});
+import { CHROMIUM, shot, signedInPage } from './web-harness.js';
 
 async function settled(s: Served, id: string, state: string): Promise<void> {
   await expect
@@ -54,15 +47,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: charts and next-turn 
     const id = (await s.api('POST', '/v1/sessions', { prompt: 'CHART this' })).body.session_id as string;
     await settled(s, id, 'completed');
 
-    browser ??= await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-    });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    const { page, errors } = await signedInPage(s, { viewport: { width: 1280, height: 900 } });
     await page.getByRole('link', { name: /CHART this/ }).click();
     const tokens = page.getByRole('img', { name: 'Tokens per round' });
     const spend = page.getByRole('img', { name: 'Spend per round' });
@@ -100,8 +85,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: charts and next-turn 
     expect(resume?.data).toMatchObject({ mode: 'plan', model: 'other' });
     // the third round joins the chart
     await expect.poll(() => tokens.locator('.bar .value').allTextContents()).toEqual(['1234', '1521', '907']);
-    mkdirSync(join(process.cwd(), 'test-results', 'web'), { recursive: true });
-    await page.screenshot({ path: join(process.cwd(), 'test-results', 'web', 'charts.png'), fullPage: true });
+    await shot(page, 'charts');
     expect(errors).toEqual([]);
   }, 90_000);
 
@@ -138,13 +122,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: charts and next-turn 
       ...verdicts.flatMap((t) => [`${t.passed} passed`, `${t.failed} failed`]),
     ];
 
-    browser ??= await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-    });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    const { page } = await signedInPage(s, { viewport: { width: 1280, height: 900 } });
     await page.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
     const chart = page.getByRole('img', { name: 'Tests per attempt' });
     await expect
@@ -155,9 +133,6 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: charts and next-turn 
       'attempt 1',
       'attempt 2',
     ]);
-    await page.screenshot({
-      path: join(process.cwd(), 'test-results', 'web', 'run-chart.png'),
-      fullPage: true,
-    });
+    await shot(page, 'run-chart');
   }, 120_000);
 });

@@ -5,18 +5,14 @@
  * filtered, a waiting approval shown in the tab's title, the favicon and (once the person opted in) a
  * desktop notification; and the page at phone width, by keyboard alone, and through axe-core.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterAll, describe, expect, it } from 'vitest';
+import type { BrowserContext, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
 import { keelHome, model, modelFlags } from './harness.js';
 import { type Served, startServe } from './serve-harness.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const SHOTS = join(process.cwd(), 'test-results', 'web');
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+import { axe, CHROMIUM, launchChromium, shot } from './web-harness.js';
 
 const APP = [
   "import { join } from 'node:path';",
@@ -28,35 +24,9 @@ const APP = [
   '',
 ].join('\n');
 
-let browser: Browser | undefined;
-afterAll(async () => {
-  await browser?.close();
-});
-
 async function open(): Promise<BrowserContext> {
-  browser ??= await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-  });
   // axe is injected as a script tag, which the page's own CSP would refuse
-  return browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-}
-
-/** Serious and critical axe-core violations of the page as it is now. */
-async function axe(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const violations = (await page.evaluate(
-    "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)",
-  )) as Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  return (await launchChromium()).newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
 }
 
 /** The page scrolls sideways (wider than the viewport). */

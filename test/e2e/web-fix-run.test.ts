@@ -4,35 +4,17 @@
  * records them (attempt 1's verdict is on the page while attempt 2 still runs); the verified fix is
  * then merged into the checked-out branch from the page, and its patch downloaded.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { git } from '../helpers/tmp.js';
 import { editTurns, fixtureRepo, planTurns } from './fix-harness.js';
 import { keel, keelHome, model, modelFlags } from './harness.js';
 import { startServe } from './serve-harness.js';
+import { axe, CHROMIUM, shot, signedInPage } from './web-harness.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const BUGGY = '  return sum(values) / (values.length + 1);';
 const FIXED = '  return sum(values) / values.length;';
-
-let browser: Browser | undefined;
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function axe(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const violations = (await page.evaluate(
-    "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)",
-  )) as Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
 
 describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chromium)', () => {
   it('shows the baseline, each attempt with its tests and diff, and the verdict as they happen; merges the verified fix and downloads its patch', async () => {
@@ -52,20 +34,11 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
     const id = (await s.api('POST', '/v1/fix', { task: 'mean() of [2, 4, 6] returns 3, not 4' })).body
       .run_id as string;
 
-    browser ??= await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-    });
-    const context = await browser.newContext({
+    const { page, errors } = await signedInPage(s, {
       viewport: { width: 1280, height: 900 },
       bypassCSP: true,
       acceptDownloads: true,
     });
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
     await page.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
 
     const steps = page.locator('ol.steps');
@@ -85,7 +58,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
     expect(await one.locator('pre.diff').textContent()).toContain(
       '+  return sum(values) / (values.length - 1);',
     );
-    await page.screenshot({ path: shotPath('run-live'), fullPage: true });
+    await shot(page, 'run-live');
 
     // attempt 2 verified, then the run's verdict
     const two = steps.locator('li[data-step="attempt-2"]');
@@ -105,9 +78,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
     await merge.waitFor({ timeout: 20_000 });
     expect(await axe(page), 'the run page').toEqual([]);
     // the download in a page under its own Content-Security-Policy (axe needs it bypassed above)
-    const strict = await browser.newContext({ acceptDownloads: true });
-    const plain = await strict.newPage();
-    await plain.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
+    const { page: plain } = await signedInPage(s, { acceptDownloads: true });
     await plain.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
     const [download] = await Promise.all([
       plain.waitForEvent('download'),
@@ -115,7 +86,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
     ]);
     expect(download.suggestedFilename()).toBe(`keel-fix-${id}.patch`);
     expect(readFileSync((await download.path()) as string, 'utf8')).toContain(`+${FIXED}`);
-    await strict.close();
+    await plain.context().close();
     // a "no" in the dialog applies nothing
     page.once('dialog', (d) => void d.dismiss());
     await merge.click();
@@ -127,7 +98,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
     expect(applied).toContain(now.slice(0, 12));
     expect(now).not.toBe(head);
     expect(readFileSync(join(repo, 'src/stats.js'), 'utf8')).toContain(FIXED);
-    await page.screenshot({ path: shotPath('run-applied'), fullPage: true });
+    await shot(page, 'run-applied');
     expect(errors).toEqual([]);
   }, 180_000);
 
@@ -166,16 +137,10 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
     expect(c + st).toBeCloseTo(run.cost_usd, 10);
     expect(st).toBeGreaterThan(c);
 
-    browser ??= await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+    const { page, errors } = await signedInPage(s, {
+      viewport: { width: 390, height: 900 },
+      bypassCSP: true,
     });
-    const context = await browser.newContext({ viewport: { width: 390, height: 900 }, bypassCSP: true });
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
     await page.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
     const section = page.getByRole('region', { name: 'Routing tiers' });
     await section.waitFor({ timeout: 30_000 });
@@ -191,14 +156,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: a fix run, live (chro
       `$${st.toFixed(4)} (${pct(st)})`,
     ]);
     expect(await axe(page), 'the run page with its tier charts').toEqual([]);
-    await page.screenshot({ path: shotPath('run-tiers'), fullPage: true });
+    await shot(page, 'run-tiers');
     expect(errors).toEqual([]);
-    await context.close();
+    await page.context().close();
   }, 180_000);
 });
-
-function shotPath(name: string): string {
-  const dir = join(process.cwd(), 'test-results', 'web');
-  mkdirSync(dir, { recursive: true });
-  return join(dir, `${name}.png`);
-}

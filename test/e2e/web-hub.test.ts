@@ -5,34 +5,15 @@
  * with its agents online and their roles, its messages (a body of markup shown as text) and a workflow
  * run's stages, quorum evidence and signals. axe-core finds nothing serious on either page.
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimAndCall, createBatch, finishTask, seedStore } from '../helpers/batch-seed.js';
 import { seedHub, seedWorkflowRun, sendMessage } from '../helpers/hub-seed.js';
 import { gitRepo } from '../helpers/tmp.js';
 import { keelHome } from './harness.js';
 import { startServe } from './serve-harness.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-
-let browser: Browser | undefined;
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function axe(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const violations = (await page.evaluate(
-    "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)",
-  )) as Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
+import { axe, CHROMIUM, shot, signedInPage } from './web-harness.js';
 
 describe.skipIf(!existsSync(CHROMIUM))(
   'the web workspace: routing tiers and the hub (chromium, 390 px)',
@@ -59,20 +40,12 @@ describe.skipIf(!existsSync(CHROMIUM))(
       await seed.store.close();
 
       const s = await startServe({ cwd: project, home });
-      browser ??= await chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+      const { page, errors } = await signedInPage(s, {
+        viewport: { width: 390, height: 844 },
+        bypassCSP: true,
       });
-      const context = await browser.newContext({ viewport: { width: 390, height: 844 }, bypassCSP: true });
-      const page = await context.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
-      const shots = join(process.cwd(), 'test-results', 'web');
-      mkdirSync(shots, { recursive: true });
 
       // the tiers' share of calls and of cost, values and shares as text
-      await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
       await page.goto(`http://127.0.0.1:${s.port}/#/batches/nightly`);
       const calls = page.getByRole('img', { name: 'Calls by routing tier' });
       await calls.waitFor();
@@ -84,7 +57,7 @@ describe.skipIf(!existsSync(CHROMIUM))(
         'small: $0.0020 (40%); large: $0.0030 (60%)',
       );
       expect(await axe(page), 'the batch page at 390 px').toEqual([]);
-      await page.screenshot({ path: join(shots, 'tiers-390.png'), fullPage: true });
+      await shot(page, 'tiers-390');
 
       // the hub: agents and presence, messages as text, the workflow run
       await page.getByRole('link', { name: 'Hub' }).click();
@@ -104,7 +77,7 @@ describe.skipIf(!existsSync(CHROMIUM))(
       expect(await page.locator('main img, main b').count()).toBe(0);
       expect(await page.evaluate('typeof window.pwned')).toBe('undefined');
       expect(await axe(page), 'the hub page at 390 px').toEqual([]);
-      await page.screenshot({ path: join(shots, 'hub-390.png'), fullPage: true });
+      await shot(page, 'hub-390');
 
       await page.getByRole('link', { name: 'run-1' }).click();
       await page.locator('li[data-stage="review"]').waitFor();
@@ -132,7 +105,7 @@ describe.skipIf(!existsSync(CHROMIUM))(
         'cccccccccccc',
       ]);
       expect(await axe(page), 'the workflow run page at 390 px').toEqual([]);
-      await page.screenshot({ path: join(shots, 'hub-run-390.png'), fullPage: true });
+      await shot(page, 'hub-run-390');
       expect(errors).toEqual([]);
     }, 120_000);
   },

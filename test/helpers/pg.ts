@@ -3,10 +3,9 @@
  * for each test file that asks. Without a server the PostgreSQL cases skip, unless KEEL_TEST_PG=require.
  */
 
-import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
-import pg from 'pg';
 import { inject } from 'vitest';
+import { freshDatabase } from './pg-cluster.mjs';
 import type { PgAnswer } from './pg-global-setup.js';
 
 function askBroker(socketPath: string): Promise<PgAnswer> {
@@ -36,17 +35,7 @@ export async function freshPgDatabase(): Promise<string | undefined> {
     skipReason = answer.skip;
     return undefined;
   }
-  const name = `keel_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: answer.url });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(answer.url);
-  url.pathname = `/${name}`;
-  return url.toString();
+  return freshDatabase(answer.url, 'keel_');
 }
 
 /** Why PostgreSQL cases skip in this file (set by freshPgDatabase). */

@@ -9,13 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Message, type Task, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { Message, TaskState } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
 import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { ScriptTurn } from '../../src/model/script.js';
 import { openDb } from '../../src/store/db.js';
 import { EventLog, type StoredEvent } from '../../src/store/event-log.js';
+import { a2aClient, asTask, textOf } from '../e2e/a2a-harness.js';
 import { keelHome, model, modelFlags } from '../e2e/harness.js';
 import { Pane } from '../e2e/pane.js';
 import { readStream, startServe } from '../e2e/serve-harness.js';
@@ -301,16 +302,7 @@ describe('an approval answers exactly the question it names', () => {
   }, 90_000);
 });
 
-async function clientFor(port: number): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('Authorization', `Bearer ${TOKEN}`);
-    return fetch(input, { ...init, headers });
-  };
-  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromUrl(
-    `http://127.0.0.1:${port}`,
-  );
-}
+const clientFor = (port: number) => a2aClient(`http://127.0.0.1:${port}`, TOKEN);
 
 function send(parts: unknown[], skill?: string, ref: { taskId?: string; contextId?: string } = {}) {
   return {
@@ -325,14 +317,6 @@ function send(parts: unknown[], skill?: string, ref: { taskId?: string; contextI
     configuration: undefined,
     metadata: undefined,
   };
-}
-
-const textOf = (parts: Message['parts'] | undefined) =>
-  (parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('\n');
-
-function asTask(result: Message | Task): Task {
-  if (!('status' in result)) throw new Error(`expected a task, got a message: ${textOf(result.parts)}`);
-  return result;
 }
 
 /** The questions the task's status lists (a data part {questions}), once there are `n` of them. */

@@ -5,9 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { keel, keelHome, model, modelFlags } from '../e2e/harness.js';
+import { bundleMcpFixture } from '../helpers/mcp-fixtures.js';
 import { gitRepo } from '../helpers/tmp.js';
 
 /** Whether a pid is a live process (a zombie has ended; it only waits to be reaped). */
@@ -28,15 +28,7 @@ async function survivors(pids: number[]): Promise<number[]> {
 describe('MCP server leftovers', () => {
   it("a read-only (unsandboxed) server's children, detached or not, end with the session", async () => {
     const repo = gitRepo();
-    await build({
-      entryPoints: [new URL('../fixtures/mcp/spawner.ts', import.meta.url).pathname],
-      outfile: join(repo, 'mcp/spawner.cjs'),
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      logLevel: 'silent',
-    });
+    await bundleMcpFixture('spawner', join(repo, 'mcp/spawner.cjs'));
     const home = keelHome(
       `[[mcp_servers]]\nname = "sp"\ncommand = ["${process.execPath}", "mcp/spawner.cjs"]\nread_only_tools = ["*"]\n`,
     );

@@ -2,9 +2,15 @@
 import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openDb } from '../../src/store/db.js';
-import { EventLog } from '../../src/store/event-log.js';
-import { chatBodies, keel, keelHome, model, modelFlags, requestMessages } from '../e2e/harness.js';
+import {
+  chatBodies,
+  keel,
+  keelHome,
+  model,
+  modelFlags,
+  requestMessages,
+  withEventLog,
+} from '../e2e/harness.js';
 import { gitRepo } from '../helpers/tmp.js';
 
 const call = (name: string, args: Record<string, unknown>, id?: string) => ({
@@ -13,16 +19,8 @@ const call = (name: string, args: Record<string, unknown>, id?: string) => ({
   ...(id ? { id } : {}),
 });
 
-function store<T>(home: string, fn: (log: EventLog) => T): T {
-  const db = openDb(join(home, 'keel.db'));
-  try {
-    return fn(new EventLog(db));
-  } finally {
-    db.close();
-  }
-}
-const sessions = (home: string) => store(home, (log) => log.listSessions(50));
-const eventsOf = (home: string, id: string) => store(home, (log) => log.events(id));
+const sessions = (home: string) => withEventLog(home, (log) => log.listSessions(50));
+const eventsOf = (home: string, id: string) => withEventLog(home, (log) => log.events(id));
 const bodiesFor = (server: Parameters<typeof chatBodies>[0], task: string) =>
   chatBodies(server).filter((b) =>
     String(requestMessages(b).find((m) => m.role === 'user')?.content ?? '').includes(task),

@@ -6,10 +6,10 @@
  */
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/tools/truncate.js';
 import { chatBodies, keel, keelHome, lastSessionEvents, model, modelFlags } from '../e2e/harness.js';
+import { bundleMcpFixture } from '../helpers/mcp-fixtures.js';
 import { gitRepo } from '../helpers/tmp.js';
 
 /** A result may pass the caps by its markers, never by more. */
@@ -17,16 +17,7 @@ const MAX_RESULT = LIMITS.bytes + 2048;
 
 async function repoWithFlood(): Promise<string> {
   const repo = gitRepo();
-  await build({
-    entryPoints: { flood: new URL('../fixtures/mcp/flood.ts', import.meta.url).pathname },
-    outdir: join(repo, 'mcp'),
-    outExtension: { '.js': '.cjs' },
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    logLevel: 'silent',
-  });
+  await bundleMcpFixture('flood', join(repo, 'mcp', 'flood.cjs'));
   return repo;
 }
 
