@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Sql, Store } from '../store/engine.js';
-import { appendRunEvent, emptyHead } from './runs-chain.js';
+import { appendRunEvent, emptyHead, sealRunHead } from './runs-chain.js';
 import {
   activateStage,
   advanceIfSatisfied,
@@ -268,6 +268,16 @@ export class RunsStore {
       const run = await lockRun(tx, input.runId);
       if (!run || (input.projectId !== undefined && run.project_id !== input.projectId))
         throw new RunRefused(404, 'no_such_run', `no run ${input.runId}`);
+      // a keel whose audit key is not the one sealing this run (another KEEL_HOME than the hub's?) would
+      // break the chain it appends to: it says so instead
+      const head = run as unknown as { event_count: number; head_hash: string; head_mac: string };
+      const count = Number(head.event_count);
+      if (sealRunHead(ctx.key, { run_id: run.id, count, hash: head.head_hash }) !== head.head_mac)
+        throw new RunRefused(
+          409,
+          'foreign_audit_key',
+          `run ${run.id} is sealed with another audit key than this keel's (another KEEL_HOME than the hub's?): decide it through the hub, keel hub runs approve`,
+        );
       const stage = await currentStage(tx, run);
       if (!stage || stage.id !== input.stageId || stage.kind !== 'approval' || stage.state !== 'parked')
         throw new RunRefused(

@@ -9,8 +9,11 @@
  * Message bodies go out as JSON strings, cut to MAX_BODY_CHARS; the page shows them as text.
  */
 import type { Hono } from 'hono';
+import { DecisionBody } from '../hub/approval-route.js';
 import { PRESENCE_MS } from '../hub/hub-store.js';
+import { projectAgents } from '../hub/outbox.js';
 import { listRuns, readRun } from '../hub/runs-read.js';
+import { RunRefused, RunsStore } from '../hub/runs-store.js';
 import type { Store } from '../store/engine.js';
 import type { TeamStore } from './batches.js';
 import { NotFound } from './sessions.js';
@@ -35,17 +38,39 @@ async function projectId(store: Store, name: string): Promise<string | undefined
   return row?.id;
 }
 
-/** The ids of the runs whose every frozen agent is the project's. */
+/** The ids of the runs recorded as the project's, and of those whose every frozen agent is the project's. */
 async function ownRunIds(store: Store, project: string): Promise<Set<string>> {
   const rows = await store.query<{ run_id: string; outside: number }>(
     `SELECT e.run_id, SUM(CASE WHEN a.project_id = $1 THEN 0 ELSE 1 END) AS outside
        FROM hub_stage_eligible e LEFT JOIN hub_agents a ON a.id = e.agent_id GROUP BY e.run_id`,
     [project],
   );
-  return new Set(rows.filter((r) => Number(r.outside) === 0).map((r) => r.run_id));
+  // a run of approval stages only has no frozen agent: its project column says whose it is
+  const recorded = await store.query<{ id: string }>('SELECT id FROM hub_runs WHERE project_id = $1', [
+    project,
+  ]);
+  return new Set([
+    ...rows.filter((r) => Number(r.outside) === 0).map((r) => r.run_id),
+    ...recorded.map((r) => r.id),
+  ]);
 }
 
-export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject: string | undefined): void {
+/** What a person decides on the page: the hub's own decision body. */
+const Decision = DecisionBody;
+
+export interface HubPageOptions {
+  /** keel's audit key (the hub's, in the same KEEL_HOME): a decision is sealed into the run's chain with it. */
+  auditKey?: () => Buffer | undefined | Error;
+  /** Who decides on this page: the person keel serve runs as. */
+  person?: string;
+}
+
+export function mountHub(
+  app: Hono,
+  teamStore: TeamStore | undefined,
+  hubProject: string | undefined,
+  page: HubPageOptions = {},
+): void {
   /** The store and the project's id, or why there is no hub to show. */
   const open = async (): Promise<{ store: Store; project: string } | { none: string }> => {
     if (!hubProject) return { none: 'no hub project: set hub_project in your own config' };
@@ -163,6 +188,22 @@ export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject
         producers: s.producers ?? null,
         signal: s.signal,
         agents: s.eligible.map((e) => e.agent_name),
+        // a person's decision on an approval stage, from the run's sealed events (its last one wins)
+        decision:
+          run.events
+            .filter(
+              (e) =>
+                (e.type === 'stage_approved' || e.type === 'stage_rejected') &&
+                e.data.stage === s.id &&
+                e.data.attempt === s.attempt,
+            )
+            .map((e) => ({
+              decision: String(e.data.decision),
+              by: String(e.data.by),
+              reason: typeof e.data.reason === 'string' ? e.data.reason : null,
+              at: e.ts,
+            }))
+            .at(-1) ?? null,
         evidence: replies
           .filter((r) => r.stage_id === s.id)
           .map((r) => ({
@@ -184,5 +225,51 @@ export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject
       })),
       events: run.events.map((e) => ({ seq: e.seq, ts: e.ts, type: e.type, hash: e.hash })),
     });
+  });
+
+  // a person decides a parked approval stage from the page: keel serve's token is the person's (no
+  // session's sandboxed command sees it); the decision is sealed with keel's audit key, as the hub does
+  app.post('/v1/hub/runs/:id/stages/:stage/approval', async (c) => {
+    const id = c.req.param('id');
+    const hub = await open();
+    if ('none' in hub || !(await ownRunIds(hub.store, hub.project)).has(id))
+      throw new NotFound(`no workflow run ${id}`);
+    let raw: unknown;
+    try {
+      raw = JSON.parse((await c.req.text()) || '{}');
+    } catch {
+      return c.json({ code: 'BAD_REQUEST', error: 'the request body is not JSON' }, 400);
+    }
+    const parsed = Decision.safeParse(raw);
+    if (!parsed.success)
+      return c.json(
+        { code: 'BAD_REQUEST', error: 'the body is {"decision": "approve"|"reject", "reason"?: text}' },
+        400,
+      );
+    const key = page.auditKey?.();
+    if (!(key instanceof Buffer))
+      return c.json(
+        {
+          code: 'ENVIRONMENT_ERROR',
+          error: `no audit key to seal the decision with${key instanceof Error ? `: ${key.message}` : ''}; decide it with keel hub runs approve`,
+        },
+        503,
+      );
+    const runs = new RunsStore(hub.store, { key, agents: projectAgents(hubProject ?? '') });
+    try {
+      const receipt = await runs.decide({
+        runId: id,
+        stageId: c.req.param('stage'),
+        decision: parsed.data.decision,
+        by: `keel serve (${page.person ?? 'its user'})`,
+        ...(parsed.data.reason !== undefined ? { reason: parsed.data.reason } : {}),
+        projectId: hub.project,
+      });
+      return c.json(receipt);
+    } catch (err) {
+      if (!(err instanceof RunRefused)) throw err;
+      if (err.status === 404) throw new NotFound(err.message);
+      return c.json({ code: err.code, error: err.message }, err.status);
+    }
   });
 }
