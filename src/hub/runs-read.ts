@@ -2,13 +2,12 @@
 import type { Sql } from '../store/engine.js';
 import { type RunEvent, runEvents } from './runs-chain.js';
 import { producerCount, type RunRow, type StageRow } from './runs-stages.js';
+import { shownStatus } from './runs-store.js';
 
 /** A run's status as people read it: a failed run a person rejected is `rejected`. */
 export type ShownStatus = RunRow['status'] | 'rejected';
 
-function shown(row: RunRow): ShownStatus {
-  return row.status === 'failed' && row.ended_reason === 'rejected' ? 'rejected' : row.status;
-}
+const shown = (row: RunRow): ShownStatus => shownStatus(row);
 
 export interface RunView extends Omit<RunRow, 'status'> {
   status: ShownStatus;

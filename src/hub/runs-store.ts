@@ -85,6 +85,14 @@ export type ReplyOutcome =
       reason: 'not_a_run_request' | 'not_the_recipient' | 'already_replied' | 'stage_not_waiting';
     };
 
+/** A run's status as people read it: a failed run a person rejected is `rejected`. */
+export function shownStatus(run: {
+  status: RunStatus;
+  ended_reason?: string | null;
+}): RunStatus | 'rejected' {
+  return run.status === 'failed' && run.ended_reason === 'rejected' ? 'rejected' : run.status;
+}
+
 /** A person's decision on a parked approval stage (the hub says who: the credential, never a claimed name). */
 export interface DecisionInput {
   runId: string;
@@ -279,11 +287,12 @@ export class RunsStore {
           `run ${run.id} is sealed with another audit key than this keel's (another KEEL_HOME than the hub's?): decide it through the hub, keel hub runs approve`,
         );
       const stage = await currentStage(tx, run);
-      if (!stage || stage.id !== input.stageId || stage.kind !== 'approval' || stage.state !== 'parked')
+      if (!stage) throw new RunRefused(409, 'run_not_running', `run ${run.id} is ${shownStatus(run)}`);
+      if (stage.id !== input.stageId || stage.kind !== 'approval' || stage.state !== 'parked')
         throw new RunRefused(
           409,
           'stage_not_waiting',
-          `run ${input.runId} is not waiting for approval of ${input.stageId}${stage ? ` (it is at ${stage.kind} stage ${stage.id}, ${stage.state})` : ` (the run is ${run.status})`}`,
+          `run ${input.runId} is not waiting for approval of ${input.stageId} (it is at ${stage.kind} stage ${stage.id}, ${stage.state})`,
         );
       const reason = input.reason?.trim();
       await appendRunEvent(
@@ -313,7 +322,7 @@ export class RunsStore {
         decision: input.decision,
         by: input.by,
         ...(reason ? { reason } : {}),
-        status: after?.ended_reason === 'rejected' ? 'rejected' : (after?.status ?? run.status),
+        status: shownStatus(after ?? run),
       };
     });
   }
