@@ -8,18 +8,10 @@
  */
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { z } from 'zod';
+import { DecisionBody } from './api.js';
 import type { HubStore } from './hub-store.js';
 import { RunRefused, type RunsStore } from './runs-store.js';
 import { bearer, sameSecret } from './tokens.js';
-
-/** The decision's body: nothing else, so no field can claim who decided. */
-export const DecisionBody = z
-  .object({
-    decision: z.enum(['approve', 'reject']),
-    reason: z.string().max(2000).optional(),
-  })
-  .strict();
 
 export interface ApprovalRouteOptions {
   runs: RunsStore;

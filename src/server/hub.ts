@@ -9,7 +9,7 @@
  * Message bodies go out as JSON strings, cut to MAX_BODY_CHARS; the page shows them as text.
  */
 import type { Hono } from 'hono';
-import { DecisionBody } from '../hub/approval-route.js';
+import { DecisionBody } from '../hub/api.js';
 import { PRESENCE_MS } from '../hub/hub-store.js';
 import { projectAgents } from '../hub/outbox.js';
 import { listRuns, readRun } from '../hub/runs-read.js';

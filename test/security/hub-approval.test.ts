@@ -41,6 +41,9 @@ describe('hub approval attacks', () => {
       expect(res.status).toBe(202);
       return ((await res.json()) as { run_id: string }).run_id;
     };
+    // the hub's document names the route and who may call it
+    const doc = (await hub.api('GET', '/v1/openapi.json')).body;
+    expect(doc.paths['/v1/runs/{run}/stages/{stage}/approval'].post['x-keel-access']).toBe('person');
     const runId = await start(1);
     const decide = (token: string | undefined, body: unknown, run = runId, stage = 'sign-off') =>
       hub.api('POST', `/v1/runs/${run}/stages/${stage}/approval`, token, body);
