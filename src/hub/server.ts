@@ -115,7 +115,8 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
             adminToken: opts.adminToken,
             onRunMoved,
             onRefusal: (r) => {
-              if (!r.agentId && !audits.take('')) return;
+              // rate-limited like the webhooks': no route of the hub's own limits an agent's key here
+              if (!audits.take('')) return;
               void hub
                 .audit({
                   ...(r.projectId ? { projectId: r.projectId } : {}),
