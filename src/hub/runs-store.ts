@@ -350,14 +350,6 @@ export class RunsStore {
   fireTimers() {
     return fireDueTimers(this.store, this.opts.key, this.now());
   }
-
-  private async waiting(tx: Sql, runId: string): Promise<StageRow> {
-    const run = await lockRun(tx, runId);
-    if (!run) throw new RunRefused(404, 'no_such_run', `no run ${runId}`);
-    const stage = await currentStage(tx, run);
-    if (!stage) throw new RunRefused(409, 'run_not_running', `run ${runId} is ${run.status}`);
-    return stage;
-  }
 }
 
 /** A reply to a stage request, counted in the caller's transaction (see RunsStore.recordReply). */
