@@ -7,6 +7,8 @@
  *   each holds what it held before → the call runs once; anything else → blocked_uncertain;
  * - a command in the workspace (shell, run_tests) runs again after the workspace is put back to the tree
  *   recorded at its intent;
+ * - a call idempotent by its own id (hub_send, keyed by the session and the call) runs again: the hub
+ *   gives the first run's message back;
  * - an effect keel cannot check (an MCP tool not declared read-only, a remote agent, a subagent, memory)
  *   ends the run BLOCKED_UNCERTAIN for a person to look at.
  * A call that never started (no tool_start) is simply run: it did nothing yet.
@@ -61,7 +63,8 @@ export function settlementOf(
         };
       return { kind: 'run', resumed: 'restored', restoreTree: intent.tree };
     case 'other':
-      if (intent.read_only) return { kind: 'run', resumed: 'rerun' };
+      // read-only, or idempotent by the call's own id (hub_send): running it again does nothing twice
+      if (intent.read_only || intent.idempotent) return { kind: 'run', resumed: 'rerun' };
       return {
         kind: 'uncertain',
         reason: `the ${call.tool} call was cut off mid-way; it is not declared read-only and keel cannot check whether it took effect, so it is not run again: check it, then run the task again`,

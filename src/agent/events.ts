@@ -36,7 +36,7 @@ export type ToolIntent =
       };
     }
   | { effect: 'worktree'; tree?: string }
-  | { effect: 'other'; read_only: boolean };
+  | { effect: 'other'; read_only: boolean; idempotent?: true };
 
 /** How a resumed run settled a call the killed one left without a result. */
 export type ResumedAs = 'rerun' | 'happened' | 'applied' | 'restored';

@@ -384,6 +384,9 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       const verdict = await hook(event, extra);
       if (verdict.decision !== 'allow') throw new Stop('HOOK_DENIED', `${event} hook: ${verdict.reason}`);
     }
+    // a session's open call that is idempotent by its own id (hub_send) runs again before anything else:
+    // the hub gives its first run's message back (opening.ts answered every other open call)
+    if (opts.resume && !opts.worktree && state.open.size) await settleOpenCalls(callRun, undefined);
     if (opts.prompt)
       record({
         type: 'user_message',

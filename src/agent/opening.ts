@@ -59,7 +59,8 @@ export function startRun(
 /**
  * Open a new run of a reopened session. Calls the last run left without an answer are answered
  * now, from the log, and never run again: one that started may have done part of its work, and
- * the model is told so; one that never started is reported as not run.
+ * the model is told so; one that never started is reported as not run. A started call idempotent by
+ * its own id (hub_send) is left for the loop to run again: its second run gives the first one's result.
  */
 function resumeRun(opts: SessionOptions, record: (event: SessionEvent) => number, state: SessionState): void {
   const pending = [...state.open.entries()];
@@ -74,6 +75,8 @@ function resumeRun(opts: SessionOptions, record: (event: SessionEvent) => number
   // a session kept with its workspace's trees (a fix's) settles them by their intents (effect-resume.ts)
   if (opts.worktree) return;
   for (const [callId, call] of pending) {
+    // idempotent by its own id (hub_send): left open, the loop runs it again (effect-resume.ts)
+    if (call.started && call.intent?.effect === 'other' && call.intent.idempotent) continue;
     record({
       type: 'tool_result',
       call_id: callId,

@@ -239,6 +239,7 @@ export async function runCall(
   const sandboxed = tool.effect === 'exec' ? decision.sandboxed : undefined;
   const ctx: ToolContext = {
     ...baseContext(session),
+    callId: call.id,
     ...(decision.child ? { granted: decision.child } : {}),
   };
   // the intent is in the log before the effect: a run killed mid-call is resumed from it (effect-resume.ts)
@@ -383,6 +384,8 @@ async function intentOf(
     const tree = opts.worktree?.tree();
     return { effect: 'worktree', ...(tree ? { tree } : {}) };
   }
+  // a call whose second run only gives the first one's result back is run again on resume
+  if (tool.resume === 'idempotent') return { effect: 'other', read_only: false, idempotent: true };
   return { effect: 'other', read_only: false };
 }
 

@@ -1,4 +1,7 @@
-/** `keel build "feature"`: acceptance tests first, approved by a person, frozen; then the fix loop builds it. */
+/**
+ * `keel build "feature"`: acceptance tests first, approved by a person (or a quorum of reviewer agents
+ * through the hub, build-review.ts), frozen; then the fix loop builds it.
+ */
 import { realpathSync, statSync } from 'node:fs';
 import type { BuildResult } from '../fix/build.js';
 import { exitCodeFor } from '../term/exit-codes.js';
@@ -6,6 +9,7 @@ import { inertLine } from '../term/inert.js';
 import { type CommonFlags, ConfigError, load, workspace } from '../term/options.js';
 import { askLine, Interrupted } from './ask-line.js';
 import { describeRequest, parseAnswer } from './ask-person.js';
+import type { ReviewOutcome, ReviewSetup } from './build-review.js';
 import { fixDocument } from './fix-command.js';
 import { dim, renderEvent } from './render.js';
 import { abortOnInterrupt, openVerbLedger, verbFailure, warn } from './run-verb.js';
@@ -15,17 +19,55 @@ export interface BuildFlags extends CommonFlags {
   testCommand?: string;
   maxAttempts?: number;
   yes?: boolean;
+  /** Reviewer agents on the hub who approve the tests instead of the person at the terminal. */
+  reviewers?: string;
+  minApprovals?: number;
+  /** Seconds to wait for the reviewers' replies. */
+  reviewTimeout?: number;
 }
 
 /** Run `keel build`; returns the exit status. */
 export async function runBuildCommand(feature: string, flags: BuildFlags): Promise<number> {
   const fail = verbFailure('build', flags.json, { status: true });
   if (!feature.trim()) return fail('CONFIG_ERROR', 'say what to build: keel build "the feature, in words"');
-  // the tests are a person's to approve: without a terminal to ask at, only --yes says it
-  if (!flags.yes && !(process.stdin.isTTY && process.stderr.isTTY))
+  // a quorum of reviewer agents through the hub, instead of the person at the terminal
+  let review: ReviewSetup | undefined;
+  if (flags.reviewers !== undefined) {
+    if (flags.yes) return fail('CONFIG_ERROR', '--yes and --reviewers: choose one way to approve the tests');
+    const url = process.env.KEEL_HUB_URL?.trim();
+    const projectToken = process.env.KEEL_HUB_TOKEN?.trim();
+    const name = process.env.KEEL_AGENT_NAME?.trim();
+    if (!url || !projectToken || !name)
+      return fail(
+        'CONFIG_ERROR',
+        '--reviewers asks them through the hub: set KEEL_HUB_URL, KEEL_HUB_TOKEN (a project token) and KEEL_AGENT_NAME (who keel build is on the hub)',
+      );
+    const { reviewerList } = await import('./build-review.js');
+    const list = reviewerList(flags.reviewers, flags.minApprovals, name);
+    if (typeof list === 'string') return fail('CONFIG_ERROR', list);
+    const timeoutS = flags.reviewTimeout ?? 600;
+    if (!(timeoutS > 0))
+      return fail('CONFIG_ERROR', `--review-timeout ${timeoutS}: a number of seconds above 0`);
+    const { keelPaths } = await import('../config/paths.js');
+    review = {
+      url: url.replace(/\/+$/, ''),
+      projectToken,
+      name,
+      stateDir: keelPaths().stateDir,
+      reviewers: list.reviewers,
+      minApprovals: list.min,
+      timeoutS,
+    };
+    // every reviewer must be an agent of the project before any model call is paid for
+    const problem = await unknownReviewers(review);
+    if (problem) return fail(problem.code, problem.message);
+  } else if (flags.minApprovals !== undefined || flags.reviewTimeout !== undefined)
+    return fail('CONFIG_ERROR', '--min-approvals and --review-timeout go with --reviewers NAME,NAME');
+  // the tests are a person's to approve: without a terminal to ask at, only --yes (or reviewers) says it
+  else if (!flags.yes && !(process.stdin.isTTY && process.stderr.isTTY))
     return fail(
       'CONFIG_ERROR',
-      'the acceptance tests need your approval and there is no terminal to ask at; pass --yes to accept them unseen (approval through keel serve or a hub quorum is not there yet)',
+      'the acceptance tests need your approval and there is no terminal to ask at; pass --yes to accept them unseen, or --reviewers NAME,NAME to have reviewer agents approve them through the hub',
     );
   const given = workspace({ cwd: flags.repo ?? flags.cwd });
   if (!statSync(given, { throwIfNoEntry: false })?.isDirectory())
@@ -46,11 +88,13 @@ export async function runBuildCommand(feature: string, flags: BuildFlags): Promi
   if (why) return fail('ENVIRONMENT_ERROR', `this repository cannot take a build branch: ${why}`);
 
   const { newSessionId } = await import('../agent/session.js');
-  const runLedger = await openVerbLedger(loaded.config, { runId: newSessionId() });
+  const runId = newSessionId();
+  const runLedger = await openVerbLedger(loaded.config, { runId });
   if ('error' in runLedger) return fail('ENVIRONMENT_ERROR', runLedger.error);
   const interrupt = abortOnInterrupt();
   const progress = (message: string) => process.stderr.write(`${dim('keel build:')} ${inertLine(message)}\n`);
   const { runBuild } = await import('../fix/build.js');
+  let outcome: ReviewOutcome | undefined;
   let result: BuildResult;
   try {
     result = await runBuild({
@@ -61,7 +105,18 @@ export async function runBuildCommand(feature: string, flags: BuildFlags): Promi
       loaded,
       signal: interrupt.signal,
       calls: runLedger.calls,
-      approve: (tests) => (flags.yes ? Promise.resolve(true) : askApproval(tests)),
+      approve: async (tests) => {
+        if (review) {
+          const { hubReview } = await import('./build-review.js');
+          outcome = await hubReview(
+            review,
+            { runId, feature: feature.trim(), tests },
+            { signal: interrupt.signal, progress },
+          );
+          return outcome;
+        }
+        return flags.yes ? true : askApproval(tests);
+      },
       onProgress: progress,
       ...(flags.json ? {} : { onEvent: renderEvent }),
     });
@@ -71,7 +126,8 @@ export async function runBuildCommand(feature: string, flags: BuildFlags): Promi
   }
   const exit = exitCodeFor(result.code);
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify(buildDocument(result, exit), null, 2)}\n`);
+    const doc = { ...buildDocument(result, exit), ...(outcome ? { review: outcome } : {}) };
+    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
     return exit;
   }
   const head =
@@ -89,6 +145,32 @@ export async function runBuildCommand(feature: string, flags: BuildFlags): Promi
       `branch:    ${inertLine(branch)}${result.fix?.commit ? ` @ ${result.fix.commit.slice(0, 12)}` : ''}\n`,
     );
   return exit;
+}
+
+/** A reviewer that is not an agent of the hub project, or a hub that does not answer, before any model call. */
+async function unknownReviewers(
+  review: ReviewSetup,
+): Promise<{ code: 'CONFIG_ERROR' | 'ENVIRONMENT_ERROR'; message: string } | undefined> {
+  const { agentKey, hubFetch, HubCallError } = await import('../tools/hub-client.js');
+  try {
+    const key = await agentKey(review);
+    const { json } = await hubFetch(review.url, key, 'GET', '/v1/agents');
+    const known = new Set((json.agents as Array<{ name: string }>).map((a) => a.name));
+    const missing = review.reviewers.filter((r) => !known.has(r));
+    if (missing.length)
+      return {
+        code: 'CONFIG_ERROR',
+        message: `--reviewers: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not an agent of the hub project (keel hub peers lists them)`,
+      };
+    return undefined;
+  } catch (err) {
+    if (err instanceof HubCallError)
+      return {
+        code: err.code === 'UNREACHABLE' ? 'ENVIRONMENT_ERROR' : 'CONFIG_ERROR',
+        message: `the hub at ${review.url}: ${err.message}`,
+      };
+    throw err;
+  }
 }
 
 /** The written tests on the terminal, as a write approval reads (ask-person), then [y/N]. */

@@ -29,7 +29,7 @@ function out(json: boolean | undefined, doc: unknown, text: string): number {
 }
 
 /** A hub refusal (its code, exit 1), an unreachable hub (exit 3), or a missing setting (exit 2). */
-function failed(json: boolean | undefined, err: unknown): number {
+export function failed(json: boolean | undefined, err: unknown): number {
   if (err instanceof HubCallError) {
     if (err.code === 'UNREACHABLE') return reportError(json, 'ENVIRONMENT_ERROR', err.message);
     if (json)
@@ -43,9 +43,9 @@ function failed(json: boolean | undefined, err: unknown): number {
   throw err;
 }
 
-class SettingError extends Error {}
+export class SettingError extends Error {}
 
-function hubUrl(): string {
+export function hubUrl(): string {
   return (process.env.KEEL_HUB_URL?.trim() || DEFAULT_HUB_URL).replace(/\/+$/, '');
 }
 
@@ -53,7 +53,7 @@ function adminTokenFile(): string {
   return join(keelPaths().stateDir, 'hub', 'admin-token');
 }
 
-function adminToken(): string {
+export function adminToken(): string {
   const configured = process.env.KEEL_HUB_ADMIN_TOKEN?.trim();
   if (configured) return configured;
   const file = adminTokenFile();

@@ -19,6 +19,12 @@ interface Flags {
   limit?: number;
 }
 
+interface DecideFlags {
+  json?: boolean;
+  reject?: boolean;
+  reason?: string;
+}
+
 /** `runs` with its three verbs, for `keel hub` to add (`hub.addCommand(hubRunsCommand(setExit))`). */
 export function hubRunsCommand(setExit: (code: number) => void): Command {
   const runs = new Command('runs').description(
@@ -49,7 +55,49 @@ export function hubRunsCommand(setExit: (code: number) => void): Command {
     .action(async (run: string, opts: Flags) =>
       setExit(await withStore(opts, (store) => verifyHubRun(store, run, opts))),
     );
+  runs
+    .command('approve')
+    .description(
+      "decide a run's parked approval stage as a person (KEEL_HUB_URL; the project token in KEEL_HUB_TOKEN, or the admin token)",
+    )
+    .argument('<run>', 'run id')
+    .argument('<stage>', 'the approval stage waiting')
+    .option('--reject', 'reject it: the run ends rejected')
+    .option('--reason <text>', "why (kept in the run's sealed events)")
+    .option('--json', 'print one JSON document')
+    .action(async (run: string, stage: string, opts: DecideFlags) =>
+      setExit(await decideHubRun(run, stage, opts)),
+    );
   return runs;
+}
+
+/**
+ * Approve or reject through the hub (never the store directly: the hub checks who may, and seals the
+ * decision with its own audit key). A person's credential: the project token (KEEL_HUB_TOKEN) when set,
+ * else the admin token; an agent key is refused by the hub.
+ */
+async function decideHubRun(runId: string, stageId: string, flags: DecideFlags): Promise<number> {
+  const { adminToken, failed, hubUrl } = await import('./hub-command.js');
+  const { hubFetch } = await import('../tools/hub-client.js');
+  try {
+    const token = process.env.KEEL_HUB_TOKEN?.trim() || adminToken();
+    const decision = flags.reject ? 'reject' : 'approve';
+    const { json } = await hubFetch(
+      hubUrl(),
+      token,
+      'POST',
+      `/v1/runs/${encodeURIComponent(runId)}/stages/${encodeURIComponent(stageId)}/approval`,
+      { decision, ...(flags.reason !== undefined ? { reason: flags.reason } : {}) },
+    );
+    if (flags.json) out(json);
+    else
+      process.stdout.write(
+        `run ${inertLine(String(json.run_id))}: ${inertLine(String(json.stage))} ${decision === 'approve' ? 'approved' : 'rejected'} by ${inertLine(String(json.by))}; the run is ${inertLine(String(json.status))}\n`,
+      );
+    return EXIT.ok;
+  } catch (err) {
+    return failed(flags.json, err);
+  }
 }
 
 async function withStore(flags: Flags, fn: (store: Store | undefined) => Promise<number>): Promise<number> {
@@ -161,6 +209,10 @@ async function showHubRun(store: Store | undefined, runId: string, flags: Flags)
     process.stdout.write(
       `  ${inertLine(s.id).padEnd(14)} ${s.kind.padEnd(12)} ${s.state.padEnd(9)} attempt ${s.attempt}${count}${who ? `  (${who})` : ''}\n`,
     );
+    if (s.kind === 'approval' && s.state === 'parked')
+      process.stdout.write(
+        `  ${' '.repeat(14)} waits for approval: keel hub runs approve ${run.id} ${inertLine(s.id)} [--reject] [--reason TEXT]\n`,
+      );
   }
   for (const e of run.events)
     process.stdout.write(

@@ -108,6 +108,16 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     .option('--test-command <cmd>', 'how to run the tests (default: detected)')
     .option('--max-attempts <n>', 'attempts before giving up', parseIntArg, 3)
     .option('-y, --yes', 'accept the written tests without showing them (for scripts)')
+    .option(
+      '--reviewers <names>',
+      'reviewer agents who approve the tests through the hub instead of you (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME)',
+    )
+    .option(
+      '--min-approvals <n>',
+      'approvals needed from distinct reviewers (default: all of them)',
+      parseIntArg,
+    )
+    .option('--review-timeout <s>', 'seconds to wait for the reviewers (default 600)', parseIntArg)
     .option('--json', 'print one JSON document on stdout and nothing else');
   addBudgetOptions(addModelOptions(build), 'per attempt').action(async (words: string[], opts) => {
     const { runBuildCommand } = await import('./build-command.js');

@@ -4,6 +4,7 @@
  * Ctrl+C or SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { openRuntime } from '../agent/runtime.js';
@@ -20,6 +21,7 @@ import { FixRuns } from '../server/fixes.js';
 import { Metrics } from '../server/metrics.js';
 import { isLoopback } from '../server/security.js';
 import { SessionManager } from '../server/sessions.js';
+import { readAuditKey } from '../store/audit-key.js';
 import { storeTarget } from '../store/engine.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
@@ -117,6 +119,10 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     metrics,
     ...(teamStore ? { teamStore } : {}),
     ...(hubProject ? { hubProject } : {}),
+    hubPage: {
+      auditKey: () => readAuditKey(keelPaths(env).auditKey),
+      person: `user ${userInfo().username}`,
+    },
     webDir: join(packageRoot(), 'dist', 'web'),
     // the A2A endpoint: tasks are sessions of the same manager, behind the same token
     mount: (app) =>

@@ -37,8 +37,14 @@ export interface BuildOptions {
   loaded: LoadedConfig;
   env?: NodeJS.ProcessEnv;
   signal: AbortSignal;
-  /** Show the written tests to a person; true to go on with them. */
-  approve(tests: { files: string[]; patch: string }): Promise<boolean>;
+  /**
+   * Show the written tests to a person (or a quorum of reviewers); true to go on with them. An object
+   * says why too (the reviewers' verdicts), and its reason is the build's when they are not approved.
+   */
+  approve(tests: {
+    files: string[];
+    patch: string;
+  }): Promise<boolean | { approved: boolean; reason: string }>;
   onProgress?(message: string): void;
   onWaiting?(label: string): () => void;
   onEvent?(event: SessionEvent): void;
@@ -130,13 +136,17 @@ export async function runBuild(opts: BuildOptions): Promise<BuildResult> {
         reason: `the model wrote ${diff.files.length} test files (${diff.files.join(', ')}); at most ${MAX_TEST_FILES}`,
         testsSession,
       });
-    if (!(await opts.approve(diff)))
+    const approval = await opts.approve(diff);
+    const approved = typeof approval === 'boolean' ? approval : approval.approved;
+    if (!approved)
       return end({
         status: 'failed',
         code: 'CANCELLED',
-        reason: 'the tests were not approved; nothing built',
+        reason:
+          typeof approval === 'boolean' ? 'the tests were not approved; nothing built' : approval.reason,
         testsSession,
       });
+    if (typeof approval !== 'boolean') progress(approval.reason);
     commitAttempt(
       snapshot,
       diff.files,

@@ -32,7 +32,16 @@ export const SendBody = z
   .strict();
 export const ReplyBody = z.object({ body: z.string(), idempotency_key: key.optional() }).strict();
 
-export type Access = 'public' | 'admin' | 'project' | 'agent';
+/** A person's decision on a parked approval stage: nothing else, so no field can claim who decided. */
+export const DecisionBody = z
+  .object({
+    decision: z.enum(['approve', 'reject']),
+    reason: z.string().max(2000).optional(),
+  })
+  .strict();
+
+/** `person`: the project token or the admin token, never an agent key (the route checks: approval-route.ts). */
+export type Access = 'public' | 'admin' | 'project' | 'agent' | 'person';
 
 interface Route extends ApiRoute {
   access: Access;
@@ -111,6 +120,14 @@ export const ROUTES: Route[] = [
     summary:
       'your inbox as a stream (SSE, id: your sequence): every message not acked, then new ones; a delivered message not acked within 30 s comes again',
     stream: true,
+  },
+  {
+    method: 'post',
+    path: '/v1/runs/:run/stages/:stage/approval',
+    access: 'person',
+    summary:
+      "a person decides a run's parked approval stage: the run's project token or the admin token, never an agent key (403 person_only); served with --workflow-project",
+    body: DecisionBody,
   },
 ];
 

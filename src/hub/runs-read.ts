@@ -2,20 +2,36 @@
 import type { Sql } from '../store/engine.js';
 import { type RunEvent, runEvents } from './runs-chain.js';
 import { producerCount, type RunRow, type StageRow } from './runs-stages.js';
+import { shownStatus } from './runs-store.js';
 
-export interface RunView extends RunRow {
+/** A run's status as people read it: a failed run a person rejected is `rejected`. */
+export type ShownStatus = RunRow['status'] | 'rejected';
+
+const shown = (row: RunRow): ShownStatus => shownStatus(row);
+
+export interface RunView extends Omit<RunRow, 'status'> {
+  status: ShownStatus;
   /** The hub project the run belongs to (null: a run of no project). */
   project: string | null;
-  stages: (StageRow & { eligible: { agent_id: string; agent_name: string }[]; producers?: number })[];
+  stages: (Omit<StageRow, 'state'> & {
+    /** `rejected`: the approval stage a person rejected (stored `done`, the run's last). */
+    state: StageRow['state'] | 'rejected';
+    eligible: { agent_id: string; agent_name: string }[];
+    producers?: number;
+  })[];
 }
 
 /** Runs, newest first. */
-export async function listRuns(sql: Sql, limit = 50): Promise<RunRow[]> {
+export async function listRuns(
+  sql: Sql,
+  limit = 50,
+): Promise<Array<Omit<RunRow, 'status'> & { status: ShownStatus }>> {
   const rows = await sql.query<RunRow>('SELECT * FROM hub_runs ORDER BY created_at DESC, id LIMIT $1', [
     limit,
   ]);
   return rows.map((r) => ({
     ...r,
+    status: shown(r),
     stage_index: Number(r.stage_index),
     created_at: Number(r.created_at),
     updated_at: Number(r.updated_at),
@@ -40,8 +56,10 @@ export async function readRun(
     'SELECT stage_id, agent_id, agent_name FROM hub_stage_eligible WHERE run_id = $1 ORDER BY agent_name',
     [runId],
   );
+  const status = shown(run);
   const view: RunView = {
     ...run,
+    status,
     stage_index: Number(run.stage_index),
     created_at: Number(run.created_at),
     updated_at: Number(run.updated_at),
@@ -49,8 +67,10 @@ export async function readRun(
   };
   for (const s of stages) {
     const stage = { ...s, position: Number(s.position), attempt: Number(s.attempt) };
+    const rejected = status === 'rejected' && stage.position === view.stage_index;
     view.stages.push({
       ...stage,
+      state: rejected ? 'rejected' : stage.state,
       eligible: eligible
         .filter((e) => e.stage_id === s.id)
         .map(({ agent_id, agent_name }) => ({ agent_id, agent_name })),

@@ -26,6 +26,8 @@ export interface RunRow {
   signal_secret_env: string | null;
   /** The hub project whose agents the run asks (null: a run of no project, its requests kept in the outbox). */
   project_id: string | null;
+  /** Why a failed run ended, when a person ended it: `rejected` (an approval stage was rejected). */
+  ended_reason?: string | null;
   status: RunStatus;
   stage_index: number;
   created_at: number;
@@ -227,6 +229,25 @@ export async function completeStage(
     evidence,
   });
   await activateStage(tx, ctx, stage.run_id, stage.position + 1, 1);
+}
+
+/**
+ * A person rejected a parked approval stage: the stage ends (its timers go), and the run ends as failed
+ * with `ended_reason` `rejected`, which every view shows as the run's status `rejected`.
+ */
+export async function rejectStage(tx: Sql, ctx: StepContext, stage: StageRow, by: string): Promise<void> {
+  await tx.run(
+    `UPDATE hub_run_stages SET state = 'done', ended_at = $3 WHERE run_id = $1 AND position = $2`,
+    [stage.run_id, stage.position, ctx.now],
+  );
+  await tx.run('DELETE FROM hub_timers WHERE run_id = $1 AND stage_id = $2', [stage.run_id, stage.id]);
+  await tx.run(
+    `UPDATE hub_runs SET status = 'failed', ended_reason = 'rejected', updated_at = $2 WHERE id = $1`,
+    [stage.run_id, ctx.now],
+  );
+  await appendRunEvent(tx, ctx.key, stage.run_id, ctx.now, 'run_failed', {
+    reason: `stage ${stage.id} rejected by ${by}`,
+  });
 }
 
 export interface QuorumEvidence {

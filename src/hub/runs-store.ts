@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Sql, Store } from '../store/engine.js';
-import { appendRunEvent, emptyHead } from './runs-chain.js';
+import { appendRunEvent, emptyHead, sealRunHead } from './runs-chain.js';
 import {
   activateStage,
   advanceIfSatisfied,
@@ -15,6 +15,8 @@ import {
   currentStage,
   lockRun,
   producerCount,
+  type RunStatus,
+  rejectStage,
   type StageRow,
   type StepContext,
 } from './runs-stages.js';
@@ -82,6 +84,37 @@ export type ReplyOutcome =
       counted: false;
       reason: 'not_a_run_request' | 'not_the_recipient' | 'already_replied' | 'stage_not_waiting';
     };
+
+/** A run's status as people read it: a failed run a person rejected is `rejected`. */
+export function shownStatus(run: {
+  status: RunStatus;
+  ended_reason?: string | null;
+}): RunStatus | 'rejected' {
+  return run.status === 'failed' && run.ended_reason === 'rejected' ? 'rejected' : run.status;
+}
+
+/** A person's decision on a parked approval stage (the hub says who: the credential, never a claimed name). */
+export interface DecisionInput {
+  runId: string;
+  stageId: string;
+  decision: 'approve' | 'reject';
+  /** Who decided, as the caller authenticated (`project token ID`, `admin token`, `keel serve (user NAME)`). */
+  by: string;
+  reason?: string;
+  /** The project the decider speaks for; a run of another project is refused as unknown. */
+  projectId?: string;
+}
+
+export interface DecisionReceipt {
+  run_id: string;
+  stage: string;
+  attempt: number;
+  decision: 'approve' | 'reject';
+  by: string;
+  reason?: string;
+  /** The run's status after the decision (`rejected` once rejected). */
+  status: RunStatus | 'rejected';
+}
 
 export interface RunsOptions {
   /** The audit key (store/audit-key.ts) that seals every run's events. */
@@ -229,16 +262,68 @@ export class RunsStore {
 
   /** A person approves a parked approval stage. */
   async approve(runId: string, stageId: string, by: string): Promise<void> {
+    await this.decide({ runId, stageId, decision: 'approve', by });
+  }
+
+  /**
+   * A person's decision on a parked approval stage, sealed as a run event naming who made it: approved,
+   * the run goes on to its next stage; rejected, the run ends `rejected` (its status `failed`, its
+   * `ended_reason` `rejected`). With `projectId`, a run of another project is as unknown as none.
+   */
+  async decide(input: DecisionInput): Promise<DecisionReceipt> {
     const ctx = this.ctx();
-    await this.store.transaction(async (tx) => {
-      const stage = await this.waiting(tx, runId);
-      if (stage.id !== stageId || stage.kind !== 'approval' || stage.state !== 'parked')
+    return this.store.transaction(async (tx) => {
+      const run = await lockRun(tx, input.runId);
+      if (!run || (input.projectId !== undefined && run.project_id !== input.projectId))
+        throw new RunRefused(404, 'no_such_run', `no run ${input.runId}`);
+      // a keel whose audit key is not the one sealing this run (another KEEL_HOME than the hub's?) would
+      // break the chain it appends to: it says so instead
+      const head = run as unknown as { event_count: number; head_hash: string; head_mac: string };
+      const count = Number(head.event_count);
+      if (sealRunHead(ctx.key, { run_id: run.id, count, hash: head.head_hash }) !== head.head_mac)
+        throw new RunRefused(
+          409,
+          'foreign_audit_key',
+          `run ${run.id} is sealed with another audit key than this keel's (another KEEL_HOME than the hub's?): decide it through the hub, keel hub runs approve`,
+        );
+      const stage = await currentStage(tx, run);
+      if (!stage) throw new RunRefused(409, 'run_not_running', `run ${run.id} is ${shownStatus(run)}`);
+      if (stage.id !== input.stageId || stage.kind !== 'approval' || stage.state !== 'parked')
         throw new RunRefused(
           409,
           'stage_not_waiting',
-          `run ${runId} is not waiting for approval of ${stageId}`,
+          `run ${input.runId} is not waiting for approval of ${input.stageId} (it is at ${stage.kind} stage ${stage.id}, ${stage.state})`,
         );
-      await completeStage(tx, ctx, stage, { approved_by: by });
+      const reason = input.reason?.trim();
+      await appendRunEvent(
+        tx,
+        ctx.key,
+        run.id,
+        ctx.now,
+        input.decision === 'approve' ? 'stage_approved' : 'stage_rejected',
+        {
+          stage: stage.id,
+          attempt: stage.attempt,
+          decision: input.decision,
+          by: input.by,
+          ...(reason ? { reason } : {}),
+        },
+      );
+      if (input.decision === 'approve') await completeStage(tx, ctx, stage, { approved_by: input.by });
+      else await rejectStage(tx, ctx, stage, input.by);
+      const [after] = await tx.query<{ status: RunStatus; ended_reason: string | null }>(
+        'SELECT status, ended_reason FROM hub_runs WHERE id = $1',
+        [run.id],
+      );
+      return {
+        run_id: run.id,
+        stage: stage.id,
+        attempt: stage.attempt,
+        decision: input.decision,
+        by: input.by,
+        ...(reason ? { reason } : {}),
+        status: shownStatus(after ?? run),
+      };
     });
   }
 
@@ -264,14 +349,6 @@ export class RunsStore {
   /** Fire due timers (timers.ts) at this store's clock. */
   fireTimers() {
     return fireDueTimers(this.store, this.opts.key, this.now());
-  }
-
-  private async waiting(tx: Sql, runId: string): Promise<StageRow> {
-    const run = await lockRun(tx, runId);
-    if (!run) throw new RunRefused(404, 'no_such_run', `no run ${runId}`);
-    const stage = await currentStage(tx, run);
-    if (!stage) throw new RunRefused(409, 'run_not_running', `run ${runId} is ${run.status}`);
-    return stage;
   }
 }
 

@@ -8,6 +8,7 @@ import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Store } from '../store/engine.js';
 import { createHubApp, type HubEnv } from './app.js';
+import { mountApprovalRoute } from './approval-route.js';
 import { GroupCommit } from './group-commit.js';
 import { HubStore } from './hub-store.js';
 import { projectAgents } from './outbox.js';
@@ -83,30 +84,50 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
     ...(flow ? { onReply: (tx, reply) => recordReplyIn(tx, { key: flow.key, now: Date.now() }, reply) } : {}),
   });
   const audits = new RateLimit(WEBHOOK_AUDITS_PER_S);
+  // the requests a step wrote are new messages: wake their recipients' streams now
+  const onRunMoved = (runId: string) =>
+    void store
+      .query<{ agent_id: string }>('SELECT DISTINCT agent_id FROM hub_stage_requests WHERE run_id = $1', [
+        runId,
+      ])
+      .then((rows) => wakeups.notify(rows.map((r) => r.agent_id)))
+      .catch(() => undefined);
   const mount =
     flow && runs
-      ? (app: Hono<HubEnv>) =>
+      ? (app: Hono<HubEnv>) => {
           // webhooks and signals carry no hub token: each is authenticated by its signature
           mountWorkflowRoutes(app as unknown as Hono, {
             runs,
             workflow: (name) => loadWorkflow(flow.root, name, flow.trustFile),
             env: flow.env,
-            // the requests a step wrote are new messages: wake their recipients' streams now
-            onRunMoved: (runId) =>
-              void store
-                .query<{ agent_id: string }>(
-                  'SELECT DISTINCT agent_id FROM hub_stage_requests WHERE run_id = $1',
-                  [runId],
-                )
-                .then((rows) => wakeups.notify(rows.map((r) => r.agent_id)))
-                .catch(() => undefined),
+            onRunMoved,
             onRefusal: (r) => {
               if (!audits.take('')) return;
               void hub
                 .audit({ code: r.code, detail: `${r.type} ${r.target}: HTTP ${r.status} ${r.code}` })
                 .catch(() => undefined);
             },
-          })
+          });
+          // an approval stage is a person's: the project token or the admin token, never an agent key
+          mountApprovalRoute(app as unknown as Hono, {
+            runs,
+            hub,
+            adminToken: opts.adminToken,
+            onRunMoved,
+            onRefusal: (r) => {
+              // rate-limited like the webhooks': no route of the hub's own limits an agent's key here
+              if (!audits.take('')) return;
+              void hub
+                .audit({
+                  ...(r.projectId ? { projectId: r.projectId } : {}),
+                  ...(r.agentId ? { agentId: r.agentId } : {}),
+                  code: r.code,
+                  detail: `hub_approval_refused ${r.run}: HTTP ${r.status} ${r.code}`,
+                })
+                .catch(() => undefined);
+            },
+          });
+        }
       : undefined;
   const app = createHubApp({
     version: opts.version,

@@ -152,6 +152,12 @@ export const ROUTES: ApiRoute[] = [
     path: '/v1/hub/runs/:id',
     summary: "one of that project's workflow runs: stages, quorum evidence, signals, sealed events",
   },
+  {
+    method: 'post',
+    path: '/v1/hub/runs/:id/stages/:stage/approval',
+    summary:
+      "decide one of that project's runs' parked approval stage as the person keel serve runs as: {decision: approve|reject, reason?}",
+  },
   { method: 'get', path: '/v1/openapi.json', summary: 'this document' },
   { method: 'get', path: '/health', summary: 'the process is up' },
   { method: 'get', path: '/ready', summary: 'the store answers' },

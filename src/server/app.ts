@@ -13,7 +13,7 @@ import { mountBatches, type TeamStore } from './batches.js';
 import { mountFiles } from './files.js';
 import type { FixRuns } from './fixes.js';
 import { fail } from './http.js';
-import { mountHub } from './hub.js';
+import { type HubPageOptions, mountHub } from './hub.js';
 import { mountMemory } from './memory-routes.js';
 import type { Metrics } from './metrics.js';
 import { mountRuns } from './run-routes.js';
@@ -44,6 +44,8 @@ export interface AppOptions {
   teamStore?: TeamStore;
   /** The hub project in that store the page shows (`hub_project` in the user's config). */
   hubProject?: string;
+  /** How the page's approvals of workflow stages are sealed and signed (server/hub.ts). */
+  hubPage?: HubPageOptions;
   /** More routes (the A2A endpoint) mounted on the same guarded app. */
   mount?(app: Hono): void;
 }
@@ -88,7 +90,7 @@ export function createApp(opts: AppOptions): Hono {
   mountMemory(app, opts);
   if (opts.teamStore) mountBatches(app, opts.teamStore, manager.root);
   else app.get('/v1/batches', (c) => c.json({ batches: [] }));
-  mountHub(app, opts.teamStore, opts.hubProject);
+  mountHub(app, opts.teamStore, opts.hubProject, opts.hubPage);
 
   app.get('/v1/openapi.json', (c) => c.json(openApiDocument(opts.version)));
   app.get('/health', (c) => c.json({ ok: true }));

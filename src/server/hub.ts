@@ -10,9 +10,12 @@
  * Message bodies go out as JSON strings, cut to MAX_BODY_CHARS; the page shows them as text.
  */
 import type { Hono } from 'hono';
+import { DecisionBody } from '../hub/api.js';
 import { PRESENCE_MS } from '../hub/hub-store.js';
+import { projectAgents } from '../hub/outbox.js';
 import { readRun } from '../hub/runs-read.js';
 import type { RunRow } from '../hub/runs-stages.js';
+import { RunRefused, RunsStore } from '../hub/runs-store.js';
 import type { Store } from '../store/engine.js';
 import type { TeamStore } from './batches.js';
 import { NotFound } from './sessions.js';
@@ -67,7 +70,22 @@ async function ownRuns(store: Store, project: string, limit: number): Promise<Ru
   }));
 }
 
-export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject: string | undefined): void {
+/** What a person decides on the page: the hub's own decision body. */
+const Decision = DecisionBody;
+
+export interface HubPageOptions {
+  /** keel's audit key (the hub's, in the same KEEL_HOME): a decision is sealed into the run's chain with it. */
+  auditKey?: () => Buffer | undefined | Error;
+  /** Who decides on this page: the person keel serve runs as. */
+  person?: string;
+}
+
+export function mountHub(
+  app: Hono,
+  teamStore: TeamStore | undefined,
+  hubProject: string | undefined,
+  page: HubPageOptions = {},
+): void {
   /** The store and the project's id, or why there is no hub to show. */
   const open = async (): Promise<{ store: Store; project: string } | { none: string }> => {
     if (!hubProject) return { none: 'no hub project: set hub_project in your own config' };
@@ -184,6 +202,22 @@ export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject
         producers: s.producers ?? null,
         signal: s.signal,
         agents: s.eligible.map((e) => e.agent_name),
+        // a person's decision on an approval stage, from the run's sealed events (its last one wins)
+        decision:
+          run.events
+            .filter(
+              (e) =>
+                (e.type === 'stage_approved' || e.type === 'stage_rejected') &&
+                e.data.stage === s.id &&
+                e.data.attempt === s.attempt,
+            )
+            .map((e) => ({
+              decision: String(e.data.decision),
+              by: String(e.data.by),
+              reason: typeof e.data.reason === 'string' ? e.data.reason : null,
+              at: e.ts,
+            }))
+            .at(-1) ?? null,
         evidence: replies
           .filter((r) => r.stage_id === s.id)
           .map((r) => ({
@@ -205,5 +239,51 @@ export function mountHub(app: Hono, teamStore: TeamStore | undefined, hubProject
       })),
       events: run.events.map((e) => ({ seq: e.seq, ts: e.ts, type: e.type, hash: e.hash })),
     });
+  });
+
+  // a person decides a parked approval stage from the page: keel serve's token is the person's (no
+  // session's sandboxed command sees it); the decision is sealed with keel's audit key, as the hub does
+  app.post('/v1/hub/runs/:id/stages/:stage/approval', async (c) => {
+    const id = c.req.param('id');
+    const hub = await open();
+    if ('none' in hub || !(await ownRun(hub.store, hub.project, id)))
+      throw new NotFound(`no workflow run ${id}`);
+    let raw: unknown;
+    try {
+      raw = JSON.parse((await c.req.text()) || '{}');
+    } catch {
+      return c.json({ code: 'BAD_REQUEST', error: 'the request body is not JSON' }, 400);
+    }
+    const parsed = Decision.safeParse(raw);
+    if (!parsed.success)
+      return c.json(
+        { code: 'BAD_REQUEST', error: 'the body is {"decision": "approve"|"reject", "reason"?: text}' },
+        400,
+      );
+    const key = page.auditKey?.();
+    if (!(key instanceof Buffer))
+      return c.json(
+        {
+          code: 'ENVIRONMENT_ERROR',
+          error: `no audit key to seal the decision with${key instanceof Error ? `: ${key.message}` : ''}; decide it with keel hub runs approve`,
+        },
+        503,
+      );
+    const runs = new RunsStore(hub.store, { key, agents: projectAgents(hubProject ?? '') });
+    try {
+      const receipt = await runs.decide({
+        runId: id,
+        stageId: c.req.param('stage'),
+        decision: parsed.data.decision,
+        by: `keel serve (${page.person ?? 'its user'})`,
+        ...(parsed.data.reason !== undefined ? { reason: parsed.data.reason } : {}),
+        projectId: hub.project,
+      });
+      return c.json(receipt);
+    } catch (err) {
+      if (!(err instanceof RunRefused)) throw err;
+      if (err.status === 404) throw new NotFound(err.message);
+      return c.json({ code: err.code, error: err.message }, err.status);
+    }
   });
 }

@@ -270,6 +270,9 @@ const MIGRATIONS: Migration[] = [
   // hub wiring (issue 28): a workflow run belongs to one hub project, whose agents it resolves and
   // whose inboxes its stage requests go to (sent by the project's system agent "@hub", hub/outbox.ts)
   same(`ALTER TABLE hub_runs ADD COLUMN project_id TEXT REFERENCES hub_projects(id)`),
+  // hub approval stages (issue 28): a run a person rejected ends failed with ended_reason 'rejected'
+  // (the status CHECK stays as it is; every view shows such a run as `rejected`)
+  same(`ALTER TABLE hub_runs ADD COLUMN ended_reason TEXT`),
 ];
 
 /** The schema version this keel writes. */

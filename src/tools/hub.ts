@@ -6,7 +6,7 @@
  * replying hand the session's words to another agent, so they are `exec` (like a2a: not in read-only
  * modes, asked for in attended ones); reading the inbox, the peers and awaiting a reply are `read`.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { keelPaths } from '../config/paths.js';
 import type { Effect } from '../policy/effects.js';
@@ -46,6 +46,12 @@ export interface HubToolSpec<S extends z.ZodObject = z.ZodObject> {
   schema: S;
   /** The `keel hub` verb doing the same, and the flag (or `<positional>`) for each argument. */
   cli: { verb: string; args: Record<keyof z.infer<S> & string, string> };
+  /**
+   * Running it twice with the same arguments gives the first run's result back: hub_send with its
+   * idempotency key (a session derives one from its id and the call's when the model gives none),
+   * hub_reply (the hub keys a reply by the message it answers). A resumed session runs it again.
+   */
+  idempotent?: true;
   run(args: z.infer<S>, caller: HubCaller, signal?: AbortSignal): Promise<Record<string, unknown>>;
 }
 
@@ -106,6 +112,7 @@ const send: HubToolSpec<typeof sendSchema> = {
   description: 'Send a request to another agent on the hub; returns its id (and the reply if wait_s).',
   effect: 'exec',
   schema: sendSchema,
+  idempotent: true,
   cli: {
     verb: 'send',
     args: { to: '--to', text: '<text...>', idempotency_key: '--idempotency-key', wait_s: '--wait' },
@@ -147,6 +154,7 @@ const reply: HubToolSpec<typeof replySchema> = {
   description: 'Answer a message from your inbox.',
   effect: 'exec',
   schema: replySchema,
+  idempotent: true,
   cli: { verb: 'reply', args: { id: '<id>', text: '<text...>' } },
   async run(args, caller) {
     const json = await call(caller, 'POST', `/v1/messages/${encodeURIComponent(args.id)}/reply`, {
@@ -178,6 +186,26 @@ export function hubErrorText(err: unknown): string {
   return (err as Error).message;
 }
 
+/**
+ * hub_send without an idempotency key, in a session: the key is derived from the session id and keel's
+ * id of the call, so a resumed session that runs the call again gets the original message back instead
+ * of sending it twice (the same key and request: the hub answers with the first).
+ */
+export function sessionKey(sessionId: string, callId: string): string {
+  return `keel-call-${createHash('sha256').update(`${sessionId}\0${callId}`).digest('hex').slice(0, 40)}`;
+}
+
+function withSessionKey(
+  spec: HubToolSpec,
+  args: unknown,
+  sessionId: string,
+  callId: string | undefined,
+): never {
+  const a = args as Record<string, unknown>;
+  if (spec.name !== 'hub_send' || !callId || a.idempotency_key !== undefined) return args as never;
+  return { ...a, idempotency_key: sessionKey(sessionId, callId) } as never;
+}
+
 /** The session's hub tools: none unless the environment names a hub. */
 export const hubTools: ToolFactory = (deps: ToolDeps): Tool[] => {
   const caller = hubCaller(deps.env);
@@ -190,9 +218,14 @@ export const hubTools: ToolFactory = (deps: ToolDeps): Tool[] => {
       schema: spec.schema,
       // a send leaves the machine: asked about in attended sessions, as a command outside the sandbox is
       ...(spec.effect === 'exec' ? { remote: true } : {}),
-      async execute(args) {
+      ...(spec.idempotent ? { resume: 'idempotent' as const } : {}),
+      async execute(args, ctx) {
         try {
-          return { output: JSON.stringify(await spec.run(args as never, caller)) };
+          return {
+            output: JSON.stringify(
+              await spec.run(withSessionKey(spec, args, deps.sessionId, ctx.callId), caller),
+            ),
+          };
         } catch (err) {
           throw new ToolError(hubErrorText(err));
         }

@@ -8,6 +8,8 @@ import type { ChildRequest, Policy } from '../policy/policy.js';
 export interface ToolContext {
   /** The workspace root (canonical): relative paths resolve against it. */
   cwd: string;
+  /** keel's id of the call being run (the same when a resumed run runs it again; unset outside a session). */
+  callId?: string;
   signal: AbortSignal;
   /**
    * Canonicalize a path (symlinks resolved) and check it against the scope. Throws a
@@ -83,9 +85,11 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   /**
    * `worktree`: the call's effects stay in the workspace's files (shell, run_tests), so a resumed run puts
    * the workspace back to its tree at the call's intent and runs it again. Without it, an `exec` call is
-   * one keel cannot check after the fact.
+   * one keel cannot check after the fact. `idempotent`: the call runs again as it is, because running it
+   * twice (the same session, the same call id) has the first run's effect and no second (hub_send keys
+   * its message by the session and the call: the hub gives the original back).
    */
-  resume?: 'worktree';
+  resume?: 'worktree' | 'idempotent';
 }
 
 /** A file a write will change: workspace-relative path, sha256 of its bytes before and after (null: absent). */

@@ -433,7 +433,7 @@ describe.each(engines)('workflow runs on $name', (engine) => {
     });
   });
 
-  test('an approval parks until a person approves it; the timer loop fails a run whose stage timed out', async () => {
+  test('an approval parks until a person approves or rejects it; the timer loop fails a run whose stage timed out', async () => {
     const time = clock(2_000_000_000_000);
     const runs = new RunsStore(store, { key, agents: directory(AGENTS), now: time.now });
     const text = `version: 1
@@ -460,6 +460,47 @@ stages:
       approved_by: 'alice',
     });
     await expect(runs.approve(approved.run_id, 'ship', 'alice')).rejects.toMatchObject({
+      code: 'run_not_running',
+    });
+
+    // rejected, with its timer gone: the run ends rejected, the decision sealed with who and why; a keel
+    // with another audit key is refused instead of breaking the chain, and nothing decides it after
+    const rejected = await start('d-reject');
+    const foreign = new RunsStore(store, { key: randomBytes(32), agents: directory(AGENTS), now: time.now });
+    await expect(
+      foreign.decide({ runId: rejected.run_id, stageId: 'ship', decision: 'approve', by: 'mallory' }),
+    ).rejects.toMatchObject({ code: 'foreign_audit_key' });
+    await expect(
+      runs.decide({
+        runId: rejected.run_id,
+        stageId: 'ship',
+        decision: 'approve',
+        by: 'x',
+        projectId: 'other',
+      }),
+    ).rejects.toMatchObject({ status: 404 });
+    expect(
+      await runs.decide({
+        runId: rejected.run_id,
+        stageId: 'ship',
+        decision: 'reject',
+        by: 'bob',
+        reason: 'no',
+      }),
+    ).toMatchObject({ decision: 'reject', by: 'bob', status: 'rejected' });
+    const gone = await readRun(store, rejected.run_id);
+    expect(gone?.status).toBe('rejected');
+    expect(gone?.stages[0]?.state).toBe('rejected');
+    expect(gone?.events.find((e) => e.type === 'stage_rejected')?.data).toEqual({
+      stage: 'ship',
+      attempt: 1,
+      decision: 'reject',
+      by: 'bob',
+      reason: 'no',
+    });
+    expect((await verifyRunChain(store, key, rejected.run_id))?.ok).toBe(true);
+    expect(await store.query('SELECT id FROM hub_timers WHERE run_id = $1', [rejected.run_id])).toEqual([]);
+    await expect(runs.approve(rejected.run_id, 'ship', 'alice')).rejects.toMatchObject({
       code: 'run_not_running',
     });
 

@@ -40,6 +40,7 @@ interface HubRun {
     producers: number | null;
     signal: string | null;
     agents: string[];
+    decision: { decision: string; by: string; reason: string | null; at: number } | null;
     evidence: Array<{
       agent: string;
       attempt: number;
@@ -165,16 +166,73 @@ export function hubView(main: HTMLElement): Stop {
   );
 }
 
+/**
+ * The decision a person makes on a parked approval stage: a reason (optional) and Approve or Reject.
+ * Built once per parked stage and attempt, outside the polled part, so what is typed survives a refresh.
+ */
+function decisionForm(runId: string, stage: string, attempt: number): HTMLElement {
+  const reason = el('input', {
+    attrs: { type: 'text', id: `reason-${stage}`, maxlength: '2000', autocomplete: 'off' },
+  });
+  const status = el('p', { class: 'muted', attrs: { role: 'status' } });
+  const buttons: HTMLButtonElement[] = [];
+  const decide = async (decision: 'approve' | 'reject') => {
+    for (const b of buttons) b.disabled = true;
+    status.textContent = decision === 'approve' ? 'Approving…' : 'Rejecting…';
+    try {
+      const text = reason.value.trim();
+      await api(`/v1/hub/runs/${encodeURIComponent(runId)}/stages/${encodeURIComponent(stage)}/approval`, {
+        method: 'POST',
+        body: { decision, ...(text ? { reason: text } : {}) },
+      });
+      // the next refresh shows the stage decided (and takes this form away)
+      status.textContent = decision === 'approve' ? 'Approved.' : 'Rejected.';
+    } catch (err) {
+      status.textContent = (err as Error).message;
+      for (const b of buttons) b.disabled = false;
+    }
+  };
+  buttons.push(
+    el('button', { attrs: { type: 'button' }, on: { click: () => void decide('approve') } }, 'Approve'),
+    el(
+      'button',
+      { class: 'secondary', attrs: { type: 'button' }, on: { click: () => void decide('reject') } },
+      'Reject',
+    ),
+  );
+  return el(
+    'section',
+    { class: 'card', attrs: { 'data-approval': stage, 'data-attempt': String(attempt) } },
+    el('h2', null, `Approval: ${stage}`),
+    el('p', null, 'This run waits for a person to approve stage ', el('strong', null, stage), '.'),
+    el('label', { attrs: { for: `reason-${stage}` } }, 'Reason (optional, kept in the sealed events)'),
+    reason,
+    el('p', { class: 'actions' }, ...buttons),
+    status,
+  );
+}
+
 export function hubRunView(id: string) {
   return (main: HTMLElement): Stop => {
     const body = el('div', { attrs: { 'aria-live': 'polite' } }, el('p', { class: 'muted' }, 'Loading…'));
     const error = el('p', { class: 'error', attrs: { role: 'alert' } });
+    // the decision on a parked approval stage lives outside the polled body: rebuilt only when the
+    // parked stage changes, so a reason being typed is not wiped by the next refresh
+    const decisions = el('div');
+    let parkedKey = '';
     main.classList.add('wide');
-    main.append(el('h1', null, 'Workflow run ', el('code', null, id)), error, body);
+    main.append(el('h1', null, 'Workflow run ', el('code', null, id)), error, decisions, body);
     const stop = poll(
       async (signal) => {
         const r = await api<HubRun>(`/v1/hub/runs/${encodeURIComponent(id)}`, { signal });
         error.textContent = '';
+        const parked = r.stages.find((s) => s.kind === 'approval' && s.state === 'parked');
+        const key = parked ? `${parked.id}:${parked.attempt}` : '';
+        if (key !== parkedKey) {
+          parkedKey = key;
+          if (parked) replace(decisions, decisionForm(r.id, parked.id, parked.attempt));
+          else replace(decisions);
+        }
         replace(
           body,
           el(
@@ -210,6 +268,10 @@ export function hubRunView(id: string) {
                     ? ` · ${s.evidence.length} replies of ${s.min_producers} needed`
                     : '',
                   s.signal ? ` · waits for signal ${s.signal}` : '',
+                  s.kind === 'approval' && s.state === 'parked' ? ' · waits for a person to approve' : '',
+                  s.decision
+                    ? ` · ${s.decision.decision === 'approve' ? 'approved' : 'rejected'} by ${s.decision.by}${s.decision.reason ? `: ${s.decision.reason}` : ''}`
+                    : '',
                   s.agents.length ? ` · agents: ${s.agents.join(', ')}` : '',
                   s.evidence.length
                     ? table(
