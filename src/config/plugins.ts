@@ -282,6 +282,35 @@ export function installedPlugins(pluginsDir: string): { plugins: InstalledPlugin
   return { plugins, warnings };
 }
 
+/** Why the installed plugin `name` is not what the person approved (its folder hashed again now), or undefined. */
+export function pluginUnapproved(pluginsDir: string, name: string): string | undefined {
+  const dir = join(pluginsDir, name);
+  const read = readManifest(dir);
+  if ('error' in read) return read.error;
+  return approvalOf(dir, read.sha256, readApprovals(pluginsDir)[name]);
+}
+
+/**
+ * For a command about to run: why a plugin whose folder it names (`${KEEL_PLUGIN_DIR}` became that folder when the
+ * config loaded) is no longer the one approved, for a person; undefined when every such plugin still is.
+ */
+export function changedPluginOf(argv: readonly string[], pluginsDir: string): string | undefined {
+  const roots = [...new Set([pluginsDir, canonical(pluginsDir)])].map((r) => `${r.replace(/\/+$/, '')}/`);
+  const names = new Set<string>();
+  for (const arg of argv)
+    for (const root of roots)
+      for (let at = arg.indexOf(root); at >= 0; at = arg.indexOf(root, at + 1)) {
+        const name = arg.slice(at + root.length).split('/')[0] ?? '';
+        if (PLUGIN_NAME.test(name)) names.add(name);
+      }
+  for (const name of names) {
+    const why = pluginUnapproved(pluginsDir, name);
+    if (why)
+      return `plugin ${name}: ${why}; run \`keel plugin approve ${name}\` to review and approve it again`;
+  }
+  return undefined;
+}
+
 function withDir<T>(value: T, dir: string): T {
   return JSON.parse(JSON.stringify(value).split(PLUGIN_DIR_VAR).join(dir.replace(/["\\]/g, ''))) as T;
 }
