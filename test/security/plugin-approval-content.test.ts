@@ -33,13 +33,20 @@ describe("a plugin's approval", () => {
     const source = tempDir('keel-plugin-');
     writeFiles(source, {
       'hook.sh': script(marker, 'approved'),
+      'skills/fmt/SKILL.md': '---\nname: fmt\ndescription: Formats the code.\n---\nRun scripts/fmt.sh.\n',
+      'skills/fmt/scripts/fmt.sh': '#!/bin/sh\nexit 0\n',
       'keel-plugin.json': JSON.stringify({
         name: 'hooked',
+        skills: ['skills/fmt'],
         hooks: [{ event: 'UserPromptSubmit', command: ['/bin/sh', `${PLUGIN_DIR_VAR}/hook.sh`] }],
       }),
     });
     const installed = await keel(['plugin', 'install', source, '--yes'], { cwd: repo, home });
     expect(installed.code, installed.stderr).toBe(0);
+
+    const skills = async () =>
+      JSON.parse((await keel(['skills', 'list', '--json'], { cwd: repo, home })).stdout);
+    expect((await skills()).skills).toMatchObject([{ name: 'fmt', plugin: 'hooked', state: 'used' }]);
 
     // the program the hook runs is rewritten in KEEL_HOME after the yes
     const hook = join(home, 'plugins', 'hooked', 'hook.sh');
@@ -55,6 +62,10 @@ describe("a plugin's approval", () => {
     expect(diff.stdout).toMatch(
       /plugin +hooked would widen \(not approved: ignored\): hook UserPromptSubmit: runs .*hook\.sh/,
     );
+    // its skill is not loaded either
+    const unapproved = await skills();
+    expect(unapproved.skills).toEqual([]);
+    expect(unapproved.skipped[0].reason).toContain('plugin hooked is not approved');
     expect(diff.stdout).toMatch(
       /plugin +hooked not approved: its folder changed since you approved it \(hook\.sh changed\)/,
     );
