@@ -331,7 +331,9 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     });
   const plugin = program
     .command('plugin')
-    .description('install, list and remove plugins (skills, MCP servers, hooks), and run their commands');
+    .description(
+      'install, approve, list and remove plugins (skills, MCP servers, hooks), and run their commands',
+    );
   plugin
     .command('install')
     .description('install a plugin from a folder, a git URL or a tarball; what it widens needs your yes')
@@ -341,6 +343,18 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
     .action(async (source, opts) => {
       const { runPluginInstall } = await import('./plugin-command.js');
       setExit(await runPluginInstall(source, opts));
+    });
+  plugin
+    .command('approve')
+    .description(
+      'approve an installed plugin again as it is now (after its files changed): what it widens needs your yes',
+    )
+    .argument('<name>', 'the plugin')
+    .option('--yes', 'approve what the plugin widens without asking (for scripts)')
+    .option('--json', 'print one JSON document')
+    .action(async (name, opts) => {
+      const { runPluginApprove } = await import('./plugin-command.js');
+      setExit(await runPluginApprove(name, opts));
     });
   plugin
     .command('list')

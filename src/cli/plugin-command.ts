@@ -2,8 +2,9 @@
  * `keel plugin install|list|remove|run`. Install shows what the plugin brings and everything it would widen (an
  * MCP server, a hook, a command allowed without asking); a widening plugin needs the person's yes, typed at
  * a terminal, or `--yes` from a script. Without a terminal and without --yes it is refused, and nothing is
- * installed. The yes is recorded with the manifest's hash: a manifest changed later widens nothing. `run`
- * starts a session whose prompt is one of the plugin's commands, filled with the words after it.
+ * installed. The yes is recorded with the manifest's hash and every file of the folder: a plugin changed later
+ * widens nothing until `approve` shows it again (with what changed) and the person says yes again. `run` starts a
+ * session whose prompt is one of the plugin's commands, filled with the words after it.
  */
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,9 +12,12 @@ import { keelPaths } from '../config/paths.js';
 import {
   APPROVALS,
   type Approval,
+  filesChanged,
   installedPlugins,
+  MANIFEST,
   PLUGIN_NAME,
   type PluginManifest,
+  pluginFiles,
   pluginWidening,
   readApprovals,
   readManifest,
@@ -47,6 +51,40 @@ function describe(m: PluginManifest): string[] {
   ];
 }
 
+/**
+ * Show the plugin and what it widens, and ask the person (a terminal, or --yes): undefined when they said yes or
+ * nothing needs a yes, else the exit code after saying why not.
+ */
+async function askWidening(
+  manifest: PluginManifest,
+  widens: string[],
+  flags: { yes?: boolean; json?: boolean },
+  verb: 'install' | 'approve',
+): Promise<number | undefined> {
+  if (!flags.json) {
+    process.stderr.write(`${describe(manifest).join('\n')}\n`);
+    if (widens.length) {
+      process.stderr.write(`${red('it widens what keel may do:')}\n`);
+      for (const line of widens) process.stderr.write(`  ${red('+')} ${inertLine(line)}\n`);
+    }
+  }
+  if (!widens.length || flags.yes) return undefined;
+  const terminal = process.stdin.isTTY === true && process.stderr.isTTY === true && !flags.json;
+  if (!terminal)
+    return reportError(
+      flags.json,
+      'CONFIG_ERROR',
+      `plugin ${manifest.name} widens what keel may do (${widens.join('; ')}); no terminal to ask you: pass --yes to approve it`,
+    );
+  if (!(await confirmOrExit(`  ${verb} ${manifest.name} and allow all of this? [y/N] `))) {
+    process.stderr.write(
+      `${red('keel:')} not ${verb === 'install' ? 'installed' : 'approved'}: you said no\n`,
+    );
+    return EXIT.failed;
+  }
+  return undefined;
+}
+
 export async function runPluginInstall(
   source: string,
   flags: { yes?: boolean; json?: boolean },
@@ -71,31 +109,16 @@ export async function runPluginInstall(
         'CONFIG_ERROR',
         `a plugin named ${manifest.name} is installed already; run \`keel plugin remove ${manifest.name}\` first`,
       );
+    const files = pluginFiles(staged.root);
+    if ('error' in files)
+      return reportError(flags.json, 'CONFIG_ERROR', `plugin ${manifest.name}: ${files.error}`);
     const widens = pluginWidening(manifest);
-    if (!flags.json) {
-      process.stderr.write(`${describe(manifest).join('\n')}\n`);
-      if (widens.length) {
-        process.stderr.write(`${red('it widens what keel may do:')}\n`);
-        for (const line of widens) process.stderr.write(`  ${red('+')} ${inertLine(line)}\n`);
-      }
-    }
-    if (widens.length && !flags.yes) {
-      const terminal = process.stdin.isTTY === true && process.stderr.isTTY === true && !flags.json;
-      if (!terminal)
-        return reportError(
-          flags.json,
-          'CONFIG_ERROR',
-          `plugin ${manifest.name} widens what keel may do (${widens.join('; ')}); no terminal to ask you: pass --yes to approve it`,
-        );
-      if (!(await confirmOrExit(`  install ${manifest.name} and allow all of this? [y/N] `))) {
-        process.stderr.write(`${red('keel:')} not installed: you said no\n`);
-        return EXIT.failed;
-      }
-    }
+    const refused = await askWidening(manifest, widens, flags, 'install');
+    if (refused !== undefined) return refused;
     mkdirSync(pluginsDir, { recursive: true });
     renameSync(staged.root, target);
     const approvals = readApprovals(pluginsDir);
-    approvals[manifest.name] = { sha256, source, widens };
+    approvals[manifest.name] = { sha256, source, widens, files: files.files };
     writeApprovals(pluginsDir, approvals);
     if (flags.json)
       process.stdout.write(
@@ -106,6 +129,52 @@ export async function runPluginInstall(
   } finally {
     rmSync(staged.stage, { recursive: true, force: true });
   }
+}
+
+/**
+ * `keel plugin approve NAME`: the installed plugin as it is now (what changed since the last yes, and everything
+ * it widens) is shown and needs the person's yes again; the yes records its manifest and files as they are.
+ */
+export async function runPluginApprove(
+  name: string,
+  flags: { yes?: boolean; json?: boolean },
+): Promise<number> {
+  const { pluginsDir } = keelPaths();
+  if (!PLUGIN_NAME.test(name))
+    return reportError(flags.json, 'CONFIG_ERROR', `no plugin named ${JSON.stringify(name)}`);
+  const dir = join(pluginsDir, name);
+  if (!existsSync(dir))
+    return reportError(flags.json, 'CONFIG_ERROR', `no plugin named ${name} is installed`);
+  const read = readManifest(dir);
+  if ('error' in read) return reportError(flags.json, 'CONFIG_ERROR', read.error);
+  if (read.manifest.name !== name)
+    return reportError(
+      flags.json,
+      'CONFIG_ERROR',
+      `${dir}: its ${MANIFEST} names it "${read.manifest.name}"`,
+    );
+  const files = pluginFiles(dir);
+  if ('error' in files)
+    return reportError(
+      flags.json,
+      'CONFIG_ERROR',
+      `plugin ${name} cannot be approved: ${files.error} in ${dir}`,
+    );
+  const approvals = readApprovals(pluginsDir);
+  const before = approvals[name];
+  const changed = before?.files ? filesChanged(before.files, files.files) : [];
+  if (!flags.json && changed.length) {
+    process.stderr.write(`${red('changed since you approved it:')}\n`);
+    for (const line of changed) process.stderr.write(`  ${red('~')} ${inertLine(line)}\n`);
+  }
+  const widens = pluginWidening(read.manifest);
+  const refused = await askWidening(read.manifest, widens, flags, 'approve');
+  if (refused !== undefined) return refused;
+  approvals[name] = { sha256: read.sha256, source: before?.source ?? dir, widens, files: files.files };
+  writeApprovals(pluginsDir, approvals);
+  if (flags.json) process.stdout.write(`${JSON.stringify({ name, approved: true, changed, widens })}\n`);
+  else process.stdout.write(`approved plugin ${inertLine(name)} as it is in ${inertLine(dir)}\n`);
+  return EXIT.ok;
 }
 
 export async function runPluginList(flags: { json?: boolean }): Promise<number> {

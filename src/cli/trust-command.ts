@@ -246,7 +246,7 @@ interface SkillsAndPlugins {
   /** The project's skills: trusted as they are, changed since trusted, or never trusted. */
   skills: Array<{ name: string; path: string; trust: 'trusted' | 'changed' | 'untrusted' }>;
   /** Installed plugins (the user's, not the project's) and what each widens, approved at install or not. */
-  plugins: Array<{ name: string; approved: boolean; widens: string[] }>;
+  plugins: Array<{ name: string; approved: boolean; unapproved?: string; widens: string[] }>;
 }
 
 /** What besides the config file trust covers: the project's skills, and the plugins that widen. */
@@ -260,6 +260,7 @@ async function skillsAndPlugins(cwd: string): Promise<SkillsAndPlugins> {
   const plugins = installedPlugins(keelPaths().pluginsDir).plugins.map((p) => ({
     name: p.name,
     approved: p.approved,
+    ...(p.unapproved ? { unapproved: p.unapproved } : {}),
     widens: p.widens,
   }));
   return { skills, plugins };
@@ -274,11 +275,16 @@ function writeSkillsAndPlugins({ skills, plugins }: SkillsAndPlugins): void {
         `${red(s.trust === 'changed' ? '~ changed' : '+ new    ')}  ${what}: ignored until \`keel trust\`\n`,
       );
   }
-  for (const p of plugins)
+  for (const p of plugins) {
+    if (!p.approved)
+      process.stdout.write(
+        `${red('! plugin ')} ${inertLine(p.name)} not approved: ${inertLine(p.unapproved ?? '')} (\`keel plugin approve ${inertLine(p.name)}\` to review it)\n`,
+      );
     for (const line of p.widens)
       process.stdout.write(
         `${p.approved ? '  plugin ' : red('! plugin ')} ${inertLine(p.name)} ${p.approved ? 'widens' : 'would widen (not approved: ignored)'}: ${inertLine(line)}\n`,
       );
+  }
 }
 
 /** Each workflow against the base revision (git show of `.keel/workflows/NAME.yaml`). */

@@ -1,8 +1,10 @@
 /**
  * Installed plugins (`keel plugin install`): folders under KEEL_HOME/plugins, each with a `keel-plugin.json`
  * naming skills, MCP servers, hooks, commands and shell permissions. What would widen what keel may do (a
- * server, a hook, an allowed command) takes effect only as the person approved it at install: the record in
- * `approved.json` holds the manifest's hash, and a manifest changed since is read without its widening parts.
+ * server, a hook, an allowed command) takes effect only as the person approved it: the record in `approved.json`
+ * holds the manifest's hash and each file of the plugin's folder (path, executable bit, content hash), so a hook's
+ * program, a server's script or a skill changed, added or removed since the yes makes the plugin unapproved: it is
+ * read without its widening parts and its skills until `keel plugin approve NAME`.
  * The config loader merges the approved parts into the user's own layer (they are the user's word).
  */
 import { createHash } from 'node:crypto';
@@ -124,12 +126,85 @@ export function pluginWidening(m: PluginManifest): string[] {
   ];
 }
 
+/** Files and bytes of a plugin's folder the approval reads at most (what `keel plugin install` brings in at most). */
+const MAX_FILES = 5_000;
+const MAX_BYTES = 50_000_000;
+
+/**
+ * Each entry of a plugin's folder, by path relative to it in a stable (sorted) order: `dir` for a folder, else
+ * `x` or `-` (the owner's executable bit) and the sha256 of the file's bytes. A link, a device or anything but a
+ * regular file or a folder refuses the whole folder (keel plugin install brings none in), as do more files or
+ * bytes than an install allows. What the person approves, and what a session checks before a plugin is in force.
+ */
+export function pluginFiles(dir: string): { files: Record<string, string> } | { error: string } {
+  const files: Record<string, string> = {};
+  let count = 0;
+  let bytes = 0;
+  const walk = (rel: string): string | undefined => {
+    const names = readdirSync(rel ? join(dir, rel) : dir).sort();
+    for (const name of names) {
+      const path = rel ? `${rel}/${name}` : name;
+      const full = join(dir, path);
+      if (++count > MAX_FILES) return `more than ${MAX_FILES} files`;
+      const info = lstatSync(full);
+      if (info.isDirectory()) {
+        files[path] = 'dir';
+        const inner = walk(path);
+        if (inner) return inner;
+        continue;
+      }
+      if (!info.isFile()) return `${path} is ${info.isSymbolicLink() ? 'a link' : 'not a regular file'}`;
+      let fd: number;
+      try {
+        fd = openSync(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      } catch (err) {
+        return `${path} cannot be opened (${(err as NodeJS.ErrnoException).code})`;
+      }
+      try {
+        const opened = fstatSync(fd);
+        if (!opened.isFile()) return `${path} is not a regular file`;
+        const hash = createHash('sha256');
+        const buf = Buffer.alloc(64 * 1024);
+        for (let n = readSync(fd, buf); n > 0; n = readSync(fd, buf)) {
+          bytes += n;
+          if (bytes > MAX_BYTES) return `more than ${MAX_BYTES} bytes`;
+          hash.update(buf.subarray(0, n));
+        }
+        files[path] = `${opened.mode & 0o100 ? 'x' : '-'}${hash.digest('hex')}`;
+      } finally {
+        closeSync(fd);
+      }
+    }
+    return undefined;
+  };
+  try {
+    const error = walk('');
+    return error ? { error } : { files };
+  } catch (err) {
+    return { error: `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
+  }
+}
+
+/** The paths that differ between two records of a plugin's folder, for a person: `hook.sh changed`, `x.sh added`. */
+export function filesChanged(approved: Record<string, string>, now: Record<string, string>): string[] {
+  const paths = [...new Set([...Object.keys(approved), ...Object.keys(now)])].sort();
+  return paths.flatMap((p) => {
+    if (approved[p] === now[p]) return [];
+    if (approved[p] === undefined) return [`${p} added`];
+    if (now[p] === undefined) return [`${p} removed`];
+    return [`${p} changed`];
+  });
+}
+
 /** What the person approved, by plugin name. */
 export interface Approval {
+  /** The manifest's hash. */
   sha256: string;
   source: string;
   /** The widening lines shown when the person said yes. */
   widens: string[];
+  /** Every entry of the plugin's folder when the person said yes (pluginFiles); a record without it approves nothing. */
+  files?: Record<string, string>;
 }
 
 export function readApprovals(pluginsDir: string): Record<string, Approval> {
@@ -145,9 +220,25 @@ export interface InstalledPlugin {
   name: string;
   dir: string;
   manifest: PluginManifest;
-  /** Its manifest is the one the person approved: its servers, hooks and allowed commands are in force. */
+  /** Its folder is the one the person approved: its servers, hooks, allowed commands and skills are in force. */
   approved: boolean;
+  /** Why it is not approved, for a person (the manifest, or which files, changed since the yes). */
+  unapproved?: string;
   widens: string[];
+}
+
+/** Whether the folder is the one approved, or why not. */
+function approvalOf(dir: string, sha256: string, approval: Approval | undefined): string | undefined {
+  if (!approval) return 'it was never approved';
+  if (approval.sha256 !== sha256) return `its ${MANIFEST} is not the one you approved`;
+  const now = pluginFiles(dir);
+  if ('error' in now) return `its folder cannot be approved: ${now.error}`;
+  if (!approval.files) return 'it was approved before keel checked the files of a plugin';
+  const changed = filesChanged(approval.files, now.files);
+  if (!changed.length) return undefined;
+  const shown =
+    changed.slice(0, 5).join(', ') + (changed.length > 5 ? `, and ${changed.length - 5} more` : '');
+  return `its folder changed since you approved it (${shown})`;
 }
 
 /** The installed plugins that read back, and a warning for each folder that does not (or changed). */
@@ -174,14 +265,50 @@ export function installedPlugins(pluginsDir: string): { plugins: InstalledPlugin
       continue;
     }
     const widens = pluginWidening(read.manifest);
-    const approved = approvals[name]?.sha256 === read.sha256;
-    if (!approved && widens.length)
+    const unapproved = approvalOf(dir, read.sha256, approvals[name]);
+    if (unapproved && (widens.length || read.manifest.skills.length))
       warnings.push(
-        `plugin ${name}: its ${MANIFEST} is not the one you approved; ignoring its servers, hooks and allowed commands (install it again to review them)`,
+        `plugin ${name}: ${unapproved}; ignoring its servers, hooks, allowed commands and skills (run \`keel plugin approve ${name}\` to review and approve it again)`,
       );
-    plugins.push({ name, dir, manifest: read.manifest, approved, widens });
+    plugins.push({
+      name,
+      dir,
+      manifest: read.manifest,
+      approved: !unapproved,
+      ...(unapproved ? { unapproved } : {}),
+      widens,
+    });
   }
   return { plugins, warnings };
+}
+
+/** Why the installed plugin `name` is not what the person approved (its folder hashed again now), or undefined. */
+export function pluginUnapproved(pluginsDir: string, name: string): string | undefined {
+  const dir = join(pluginsDir, name);
+  const read = readManifest(dir);
+  if ('error' in read) return read.error;
+  return approvalOf(dir, read.sha256, readApprovals(pluginsDir)[name]);
+}
+
+/**
+ * For a command about to run: why a plugin whose folder it names (`${KEEL_PLUGIN_DIR}` became that folder when the
+ * config loaded) is no longer the one approved, for a person; undefined when every such plugin still is.
+ */
+export function changedPluginOf(argv: readonly string[], pluginsDir: string): string | undefined {
+  const roots = [...new Set([pluginsDir, canonical(pluginsDir)])].map((r) => `${r.replace(/\/+$/, '')}/`);
+  const names = new Set<string>();
+  for (const arg of argv)
+    for (const root of roots)
+      for (let at = arg.indexOf(root); at >= 0; at = arg.indexOf(root, at + 1)) {
+        const name = arg.slice(at + root.length).split('/')[0] ?? '';
+        if (PLUGIN_NAME.test(name)) names.add(name);
+      }
+  for (const name of names) {
+    const why = pluginUnapproved(pluginsDir, name);
+    if (why)
+      return `plugin ${name}: ${why}; run \`keel plugin approve ${name}\` to review and approve it again`;
+  }
+  return undefined;
 }
 
 function withDir<T>(value: T, dir: string): T {

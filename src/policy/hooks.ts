@@ -1,5 +1,7 @@
 /** Hooks: user programs that see a JSON event on stdin and allow (exit 0) or deny (exit 2) it. */
 import { relative } from 'node:path';
+import { keelPaths } from '../config/paths.js';
+import { changedPluginOf } from '../config/plugins.js';
 import { changedPrograms, type Program } from '../config/programs.js';
 import { runArgv } from './exec.js';
 
@@ -74,6 +76,9 @@ export async function runHook(
     return deny(
       `hook ${name} was not run: ${changed.map((p) => relative(opts.cwd, p.path)).join(', ')} changed since this session checked it (keel runs only the program it checked and you trusted); the call is denied`,
     );
+  // a hook from a plugin runs only while the plugin's folder is still the one the person approved
+  const plugin = changedPluginOf(hook.command, keelPaths().pluginsDir);
+  if (plugin) return deny(`hook ${name} was not run: ${plugin}; the call is denied`);
   let result: Awaited<ReturnType<typeof runArgv>>;
   try {
     result = await runArgv(hook.command, {

@@ -105,6 +105,11 @@ export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
   for (const plugin of plugins)
     for (const rel of plugin.manifest.skills) {
       const dir = join(plugin.dir, rel);
+      if (!plugin.approved) {
+        const reason = `plugin ${plugin.name} is not approved: ${plugin.unapproved} (keel plugin approve ${plugin.name})`;
+        skipped.push({ source: 'plugin', plugin: plugin.name, dir, reason });
+        continue;
+      }
       const one = readSkill(dir, rel.split('/').at(-1) ?? rel, {
         source: 'plugin',
         plugin: plugin.name,

@@ -8,8 +8,9 @@
  * read-only, and does not start where there is none. A
  * server that cannot start is skipped with a warning; every client is closed when the session ends.
  */
+import { dirname } from 'node:path';
 import { keelPaths, protectedStatePaths } from '../config/paths.js';
-import { type PluginServer, pluginOf } from '../config/plugins.js';
+import { type PluginServer, pluginOf, pluginUnapproved } from '../config/plugins.js';
 import { changedPrograms, type Program, programsOf } from '../config/programs.js';
 import type { Config, McpServerConfig } from '../config/schema.js';
 import type { Effect } from '../policy/effects.js';
@@ -116,6 +117,12 @@ async function planFor(
       `mcp server "${server.name}" was not started: ${changed.map((p) => p.name).join(', ')} changed since keel checked it (keel runs only the program it checked and you trusted)`,
     );
   const plugin = pluginOf(server, ctx.pluginServers ?? []);
+  // a plugin's server starts only while the plugin's folder is still the one the person approved
+  const unapproved = plugin && pluginUnapproved(dirname(plugin.dir), plugin.plugin);
+  if (plugin && unapproved)
+    throw new McpServerError(
+      `mcp server "${server.name}" was not started: plugin ${plugin.plugin}: ${unapproved}; run \`keel plugin approve ${plugin.plugin}\` to review and approve it again`,
+    );
   // the user's own config said so (a project config that does is refused at load); a plugin's server never
   if (!plugin && (server.sandbox === 'none' || allReadOnly(server))) return unconfined(server, argv, ctx);
   const { sandbox, why } = await ctx.confinement();
