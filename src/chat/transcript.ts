@@ -14,6 +14,7 @@ import {
 } from '@mariozechner/pi-tui';
 import type { SessionEvent } from '../agent/events.js';
 import { cutOffSentence } from '../agent/terminal.js';
+import { highlightLines } from '../term/highlight.js';
 import { inert, inertLine } from '../term/inert.js';
 import { TurnCounter } from '../term/turns.js';
 import { AgentProgress } from './agent-progress.js';
@@ -29,6 +30,8 @@ const theme: MarkdownTheme = {
   code: (s) => style.yellow(s),
   codeBlock: (s) => s,
   codeBlockBorder: (s) => style.dim(s),
+  // a fence that names a language keel colours (the text is inert already, and made so again there)
+  highlightCode: (code, lang) => highlightLines(code, lang) ?? code.split('\n'),
   quote: (s) => style.italic(s),
   quoteBorder: (s) => style.dim(s),
   hr: (s) => style.dim(s),

@@ -16,6 +16,7 @@ import {
 import type { SessionOutcome } from '../agent/session.js';
 import type { ImageAttachment } from '../model/types.js';
 import { PluginCommandError, pluginPrompt } from '../skills/plugin-commands.js';
+import { whenHighlighterLoads } from '../term/highlight.js';
 import { inertLine } from '../term/inert.js';
 import { ApprovalPrompt, YesNo } from './approval-prompt.js';
 import type { ApprovalChoice } from './approver.js';
@@ -44,6 +45,11 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
   const terminal = new ProcessTerminal();
   const tui = new TUI(terminal);
   const transcript = new Transcript(setup.cwd);
+  // a code block is shown plain until highlight.js has loaded (on the first fence that names a language)
+  whenHighlighterLoads(() => {
+    transcript.invalidate();
+    tui.requestRender();
+  });
   const history = new InputHistory(setup.cwd);
   const editor = new Editor(tui, {
     borderColor: (s) => style.dim(s),

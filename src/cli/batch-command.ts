@@ -184,8 +184,12 @@ export async function runBatch(
       throw err;
     }
     for (const t of tasks) {
-      const config = { ...loaded.config, ...(t.model ? { model: t.model } : {}) };
-      const unpriced = unpricedUnderCap(loaded, flags.costCap, modelsOf(config));
+      // a task that names its model calls that model; one that does not is routed when tiers are set
+      const unpriced = unpricedUnderCap(
+        loaded,
+        flags.costCap,
+        t.model ? modelsOf({ ...loaded.config, model: t.model }) : undefined,
+      );
       if (unpriced) return reportError(flags.json, 'CONFIG_ERROR', `task ${t.id}: ${unpriced}`);
     }
   }

@@ -4,7 +4,10 @@
  *
  * - A row per call that answered, and per call that failed after it had used tokens (usage reported, or
  *   output streamed). Its cost is `metered` (the provider said), `priced` (the server's token counts
- *   times the configured prices), `estimated` (keel's own count times the prices) or `unknown`.
+ *   times the configured prices, or the call's measured seconds times a `gpu_second` price), `estimated`
+ *   (keel's own token count times the prices) or `unknown`.
+ * - The price of a call routing sent to a `[[routing.tiers]]` tier is that tier's own; a tier without one
+ *   falls back to `[pricing.<model>]`, and a model priced by neither is `unknown`.
  * - Under a cap, a model without a configured price is refused before its call: a spend keel cannot
  *   count to the cent is not a spend it can cap.
  * - A row the store did not take is kept in a local file (`unsentPath`) and sent when the next ledger
@@ -67,6 +70,8 @@ export interface CallLedgerOptions {
   context: CallContext;
   /** `[pricing.<model>]` from the config. */
   pricing: Record<string, Price>;
+  /** The price of each `[[routing.tiers]]` tier that has one, by tier name: what a call routed there costs. */
+  tierPrices?: Record<string, Price>;
   /** USD the run may spend on calls, summed from the ledger; unset: no cap. */
   costCapUsd?: number;
   /** Where a row the store did not take waits for the next start (KEEL_HOME/ledger-unsent.jsonl). */
@@ -102,8 +107,8 @@ export class CallLedger {
     return new CallLedger({ ...this.opts, context: { ...this.opts.context, ...context } }, this.state);
   }
 
-  /** Throws CallRefused when a call to `model` may not start now. */
-  async before(model: string): Promise<void> {
+  /** Throws CallRefused when a call to `model` (routed by `routing`, when routing chose it) may not start now. */
+  async before(model: string, routing?: RouteDecision): Promise<void> {
     if (this.state.unsent)
       throw new CallRefused(
         'store',
@@ -111,7 +116,7 @@ export class CallLedger {
       );
     const cap = this.opts.costCapUsd;
     if (cap === undefined) return;
-    if (!Object.hasOwn(this.opts.pricing, model))
+    if (!this.priceOf(model, routing ?? this.opts.context.routing))
       throw new CallRefused('unpriced', unpricedMessage(model, cap));
     const { runId } = this.opts.context;
     let totals: Awaited<ReturnType<Ledger['totals']>>;
@@ -153,17 +158,27 @@ export class CallLedger {
     this.state.unsent = (last as Error).message;
   }
 
+  /** The price a call to `model` is counted at: its tier's own when routing sent it to a priced tier, else `[pricing]`'s. */
+  private priceOf(model: string, routing: RouteDecision | undefined): Price | undefined {
+    const tiers = this.opts.tierPrices ?? {};
+    if (routing && Object.hasOwn(tiers, routing.tier)) return tiers[routing.tier];
+    return Object.hasOwn(this.opts.pricing, model) ? this.opts.pricing[model] : undefined;
+  }
+
   private entryFor(call: EndedCall): LedgerEntry {
     const { context } = this.opts;
     const { usage } = call;
-    const priced = costUsd(call.model, usage, this.opts.pricing, call.latencyMs / 1000);
+    const routing = call.routing ?? context.routing;
+    const price = this.priceOf(call.model, routing);
+    const priced = price ? costUsd(call.model, usage, { [call.model]: price }, call.latencyMs / 1000) : null;
+    // a gpu_second price counts the call's measured seconds, not tokens: known as well as a server's count
+    const byTime = price?.gpu_second !== undefined;
     const [cost, source]: [number | undefined, CostSource] =
       usage.costUsd !== undefined
         ? [usage.costUsd, 'metered']
         : priced === null
           ? [undefined, 'unknown']
-          : [priced, usage.reported ? 'priced' : 'estimated'];
-    const routing = call.routing ?? context.routing;
+          : [priced, usage.reported || byTime ? 'priced' : 'estimated'];
     return {
       runId: context.runId,
       ...(context.taskId ? { taskId: context.taskId } : {}),

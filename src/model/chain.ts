@@ -207,7 +207,7 @@ export class ModelClient {
     for (const [i, entry] of candidates.entries()) {
       let produced = false;
       // a refused call (the cost cap, a model without a price under it) is not made, and not a model's failure
-      await this.options.calls?.before(entry.model);
+      await this.options.calls?.before(entry.model, this.routed?.decision);
       try {
         for await (const delta of this.streamEntry(entry, request, signal, hooks)) {
           if (delta.type === 'text' || delta.type === 'reasoning' || delta.type === 'tool_call')

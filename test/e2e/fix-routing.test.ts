@@ -240,3 +240,91 @@ describe('keel batch routes its tasks, and a task that names its model is not ro
     for (const repo of [routed, named]) expect(git(repo, 'branch', '--list', 'keel/*')).not.toBe('');
   });
 });
+
+/** Every turn with the token counts its server reports, so a call's cost is `priced`, not estimated. */
+const counted = (turns: typeof PLAN, prompt: number, completion: number) =>
+  turns.map((t) => ({ ...t, usage: { prompt_tokens: prompt, completion_tokens: completion } }));
+
+type LedgerCall = {
+  tier: string | null;
+  model: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_usd: number | null;
+  cost_source: string;
+};
+
+describe("the ledger prices a routed call at its tier's own price", () => {
+  it('keel fix on two tiers and no [pricing]: `keel ledger RUN --json` shows each call at tokens × its tier price, priced', async () => {
+    const cheap = await model(counted([...PLAN, ...WRONG], 1000, 100));
+    const strong = await model(counted(RIGHT, 2000, 300));
+    const home = tieredHome(cheap, strong);
+    const { run, doc } = await fixRun(home, fixtureRepo('stats'), EASY);
+    expect(run.code, run.stderr).toBe(0);
+    const shown = await keel(['ledger', doc.session_id, '--json'], { cwd: home, home });
+    expect(shown.code, shown.stderr).toBe(0);
+    const calls = (JSON.parse(shown.stdout) as { calls: LedgerCall[] }).calls;
+    expect(calls.map((c) => [c.tier, c.model, c.cost_source])).toEqual([
+      ...Array(4).fill(['cheap', 'cheap-model', 'priced']),
+      ...Array(2).fill(['strong', 'strong-model', 'priced']),
+    ]);
+    for (const c of calls) {
+      const [input, output] = c.tier === 'cheap' ? [0.1, 0.4] : [3, 15];
+      expect(c.cost_usd).toBeCloseTo((c.prompt_tokens * input + c.completion_tokens * output) / 1e6, 12);
+    }
+    expect(calls.map((c) => c.prompt_tokens)).toEqual([1000, 1000, 1000, 1000, 2000, 2000]);
+    // the run's total is what its calls cost, not $0
+    const totals = await keel(['ledger', '--json'], { cwd: home, home });
+    const mine = (JSON.parse(totals.stdout) as { runs: { run_id: string; cost_usd: number }[] }).runs.find(
+      (r) => r.run_id === doc.session_id,
+    );
+    expect(mine?.cost_usd).toBeCloseTo((4 * (100 + 40) + 2 * (6000 + 4500)) / 1e6, 12);
+  });
+
+  it('keel batch --cost-cap with tier prices only stops new calls once the cap is reached', async () => {
+    // one call on the cheap tier costs $0.14 (1000 × $100 + 100 × $400 per million): the cap of $0.10 is passed after it
+    const cheap = await model(counted([...PLAN, ...RIGHT, ...PLAN, ...RIGHT], 1000, 100));
+    const strong = await model([{ text: 'never' }]);
+    const home = keelHome(`provider = "openai"
+base_url = "http://127.0.0.1:9/v1"
+
+[[routing.tiers]]
+name = "cheap"
+model = "cheap-model"
+base_url = "${cheap.url}"
+api_key_env = "CHEAP_KEY"
+input_per_mtok = 100
+output_per_mtok = 400
+
+[[routing.tiers]]
+name = "strong"
+model = "strong-model"
+base_url = "${strong.url}"
+api_key_env = "STRONG_KEY"
+input_per_mtok = 300
+output_per_mtok = 1500
+`);
+    const dir = tempDir('keel-batch-cap-');
+    const file = join(dir, 'tasks.jsonl');
+    writeFileSync(
+      file,
+      ['one', 'two']
+        .map((id) => `${JSON.stringify({ id, repo: fixtureRepo('stats'), issue: EASY })}\n`)
+        .join(''),
+    );
+    const run = await keel(
+      ['batch', file, '--concurrency', '1', '--run-id', 'cap-tiers', '--cost-cap', '0.1', '--json'],
+      { cwd: dir, home, env: KEYS, timeoutMs: 120_000 },
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'cost_cap' });
+    // the first call reached the cap: no second call was made, by that task or the next
+    expect(cheap.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
+    expect(strong.requests.filter((r) => r.method === 'POST')).toHaveLength(0);
+    const shown = await keel(['ledger', 'cap-tiers', '--json'], { cwd: dir, home });
+    const calls = (JSON.parse(shown.stdout) as { calls: LedgerCall[] }).calls;
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ tier: 'cheap', cost_source: 'priced' });
+    expect(calls[0]?.cost_usd).toBeCloseTo(0.14, 12);
+  });
+});

@@ -164,3 +164,70 @@ describe('a row the store does not take', () => {
     }
   });
 });
+
+describe("a routed call's price", () => {
+  it("is its tier's own (tokens, or measured seconds for gpu_second), else [pricing]'s, else unknown; a cap holds a tier price", async () => {
+    const path = join(tempDir('keel-store-'), 'keel.db');
+    const store = await openStore({ engine: 'sqlite', path });
+    try {
+      const ledger = new Ledger(store);
+      server = await startScriptServer({
+        turns: [
+          { text: 'a', usage: { prompt_tokens: 1000, completion_tokens: 100 } },
+          { text: 'b' },
+          { text: 'c', usage: { prompt_tokens: 1000, completion_tokens: 100 } },
+          { text: 'd', usage: { prompt_tokens: 1000, completion_tokens: 100 } },
+        ],
+      } as Script);
+      const provider = createOpenAiProvider({ baseUrl: server.url });
+      const route = (tier: string, model: string) => ({
+        tier,
+        provider: 'openai',
+        model,
+        score: 0.1,
+        signals: {},
+        reason: tier,
+      });
+      const calls = new CallLedger({
+        ledger,
+        context: { runId: 'routed' },
+        // [pricing] prices `priced` at 10/100: the tier's own price wins over it
+        pricing: PRICING,
+        tierPrices: { tok: { input_per_mtok: 1, output_per_mtok: 2 }, gpu: { gpu_second: 3 } },
+        unsentPath: join(tempDir('keel-unsent-'), 'ledger-unsent.jsonl'),
+      });
+      const via = (tier: string, model: string) =>
+        ask(clientOf([{ provider, model }], { calls: calls.with({ routing: route(tier, model) }) }));
+      await via('tok', 'priced');
+      await via('gpu', 'local'); // no usage reported: priced by its seconds all the same
+      await via('bare', 'priced'); // a tier without a price: [pricing]
+      await via('bare', 'free');
+      const rows = await ledger.entries('routed');
+      expect(rows.map((r) => [r.tier, r.costSource])).toEqual([
+        ['tok', 'priced'],
+        ['gpu', 'priced'],
+        ['bare', 'priced'],
+        ['bare', 'unknown'],
+      ]);
+      expect(rows[0]?.costUsd).toBeCloseTo((1000 * 1 + 100 * 2) / 1e6, 12);
+      expect(rows[1]?.costUsd).toBeCloseTo(((rows[1]?.latencyMs ?? 0) / 1000) * 3, 12);
+      expect(rows[2]?.costUsd).toBeCloseTo((1000 * 10 + 100 * 100) / 1e6, 12);
+      expect(rows[3]?.costUsd).toBeUndefined();
+
+      // under a cap: a model with no [pricing] is callable on a priced tier, refused on an unpriced one
+      const capped = new CallLedger({
+        ledger,
+        context: { runId: 'capped' },
+        pricing: {},
+        tierPrices: { tok: { input_per_mtok: 1, output_per_mtok: 2 } },
+        costCapUsd: 1,
+        unsentPath: join(tempDir('keel-unsent-'), 'ledger-unsent.jsonl'),
+      });
+      await expect(capped.before('free', route('tok', 'free'))).resolves.toBeUndefined();
+      const refused = await capped.before('free', route('bare', 'free')).catch((e: unknown) => e);
+      expect((refused as CallRefused).why).toBe('unpriced');
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -37,3 +37,29 @@ describe('a cost cap and a project that prices its own model', () => {
     expect(modelPosts(server)).toBe(0);
   });
 });
+
+describe('a cost cap and a project that prices its own routing tiers', () => {
+  it('refuses even once trusted: a tier price a repository wrote is not what a cap counts', async () => {
+    const server = await model([{ text: 'nothing', usage: USAGE }]);
+    const home = keelHome(`provider = "openai"\nbase_url = "${server.url}"\n`);
+    const repo = fixtureRepo('stats');
+    // routing needs trust, and gets it; its price near zero would make the cap count real calls as free
+    writeFileSync(
+      join(repo, 'keel.toml'),
+      `[[routing.tiers]]\nname = "cheap"\nmodel = "big-model"\nbase_url = "${server.url}"\ninput_per_mtok = 0.000001\noutput_per_mtok = 0.000001\n`,
+    );
+    git(repo, 'add', 'keel.toml');
+    git(repo, 'commit', '-qm', 'keel config');
+    const trust = await keel(['trust'], { cwd: repo, home });
+    expect(trust.code, trust.stderr).toBe(0);
+    const fix = await keel(
+      ['fix', '--repo', repo, '--issue', 'mean() is wrong', '--cost-cap', '0.05', '--json'],
+      { cwd: repo, home, timeoutMs: 60_000 },
+    );
+    expect(fix.code, fix.stdout).toBe(2);
+    const error = JSON.parse(fix.stdout).error as string;
+    expect(error).toContain('tier "cheap"');
+    expect(error).toContain(join(repo, 'keel.toml'));
+    expect(modelPosts(server)).toBe(0);
+  });
+});

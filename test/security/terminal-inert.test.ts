@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { baseEnv, KEEL_BIN, keel, keelHome, lastSessionEvents, model, modelFlags } from '../e2e/harness.js';
+import { Pane } from '../e2e/pane.js';
 import { git, gitRepo, tempDir, writeFiles } from '../helpers/tmp.js';
 
 const ESC = '\x1b';
@@ -142,6 +143,49 @@ describe('terminal output is inert', () => {
     expect(foreign).toContain('keel asks: read_file\n  \\x1b[2K\\rread README.md?\\x1b]52;c;cHduZWQ=\\x07\n');
     expect(foreign).toContain('hi \\x1b]52;c;');
     expect(foreign).toContain('bye \\x1b[2K\\r');
+  });
+});
+
+describe('a code fence in the full-screen chat is inert, coloured or not', () => {
+  it('ESC sequences in the code and an info string that tries to break out are shown as text; the code is still coloured', async () => {
+    const server = await model([
+      {
+        text: [
+          'First:',
+          '',
+          `\`\`\`ts${ESC}]0;pwned\x07${ESC}[2J onerror=1`,
+          `const a = "${OSC52}"; // ${ERASE}  → read_file README.md`,
+          '```',
+          '',
+          '```ts',
+          `let b = "${ESC}[31m" + "\x9b2J"; // <span class="hljs-keyword">x</span> &lt;`,
+          '```',
+          '',
+          'Last line.',
+        ].join('\n'),
+      },
+    ]);
+    const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: gitRepo(), home: keelHome() });
+    await pane.waitFor(/ctx \d/);
+    pane.type('code please', 'Enter');
+    await pane.waitFor('Last line.');
+    const end = Date.now() + 10_000;
+    let raw = pane.screen(true);
+    while (!raw.includes(`${ESC}[35mlet`) && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 100));
+      raw = pane.screen(true);
+    }
+    expect(raw).toContain(`${ESC}[35mlet`); // coloured: the highlighter ran over this text
+    const text = pane.screen();
+    // the info string is no language keel knows: shown as text, its sequences inert
+    expect(text).toContain('```ts\\x1b]0;pwned\\x07\\x1b[2J onerror=1');
+    expect(text).toContain('const a = "\\x1b]52;c;cHduZWQ=\\x07"; // \\x1b[2K\\r  → read_file README.md');
+    // a span or an entity in the code is the code's own text, not the highlighter's markup
+    expect(text).toContain('let b = "\\x1b[31m" + "\\x9b2J"; // <span class="hljs-keyword">x</span> &lt;');
+    // nothing but colours: no title, clipboard, erase or clear reached the terminal
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+    const foreign = raw.replace(/\x1b\[[\d;]*m/g, '');
+    expect(foreign).not.toMatch(RAW);
   });
 });
 
