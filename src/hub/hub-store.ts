@@ -198,6 +198,8 @@ export class HubStore {
   readonly now: () => number;
   private readonly onQueued: (recipientId: string) => void;
   private readonly onReply: HubStoreOptions['onReply'];
+  /** Agent id → name: an agent's name never changes, so what was read once stays true (bounded). */
+  private readonly names = new Map<string, string>();
 
   constructor(
     readonly store: Store,
@@ -304,6 +306,7 @@ export class HubStore {
       [parsed.id],
     );
     if (!row || !sameHash(row.hash, parsed.hash)) return undefined;
+    this.remember(row.agent_id, row.name);
     return { agentId: row.agent_id, projectId: row.project_id, name: row.name };
   }
 
@@ -406,17 +409,22 @@ export class HubStore {
           'HOP_LIMIT',
           `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
         );
-      const id = await this.insert(tx, caller, recipient.id, {
-        body: input.body,
-        replyTo: input.reply_to ?? null,
-        hop,
-        key: input.idempotency_key,
-        requestHash,
-        now,
-        ttlS: ttl,
-      });
+      const sent = await this.insert(
+        tx,
+        caller,
+        { id: recipient.id, name: input.to },
+        {
+          body: input.body,
+          replyTo: input.reply_to ?? null,
+          hop,
+          key: input.idempotency_key,
+          requestHash,
+          now,
+          ttlS: ttl,
+        },
+      );
       // the same key committed meanwhile by another hub process: its message is the answer
-      if (id === undefined)
+      if (sent === undefined)
         return (
           (await this.idempotent(tx, caller, input.idempotency_key, requestHash, now)) ??
           new HubError(
@@ -425,11 +433,21 @@ export class HubStore {
             `idempotency key ${JSON.stringify(input.idempotency_key)} is in use`,
           )
         );
-      return { id, created: true, recipientId: recipient.id };
+      return { id: sent.id, created: true as const, recipientId: recipient.id, message: sent };
     });
-    const { id, created, recipientId } = check(result);
-    if (recipientId) this.onQueued(recipientId);
-    return { message: await this.mustRead(id), created };
+    return this.settle(check(result));
+  }
+
+  /** After the commit: wake a new message's recipient; a repeated request reads the original back. */
+  private async settle(result: {
+    id: string;
+    created: boolean;
+    recipientId?: string;
+    message?: MessageView;
+  }): Promise<{ message: MessageView; created: boolean }> {
+    if (result.recipientId) this.onQueued(result.recipientId);
+    // a new message is answered as committed (queued), without reading it back
+    return { message: result.message ?? (await this.mustRead(result.id)), created: result.created };
   }
 
   /** Reply to a message addressed to the caller: the reply goes to its sender; a message takes one reply. */
@@ -462,15 +480,20 @@ export class HubStore {
           'HOP_LIMIT',
           `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
         );
-      const inserted = await this.insert(tx, caller, original.sender_id, {
-        body: input.body,
-        replyTo: messageId,
-        hop,
-        key,
-        requestHash,
-        now,
-        ttlS: LIMITS.defaultTtlS,
-      });
+      const inserted = await this.insert(
+        tx,
+        caller,
+        { id: original.sender_id, name: await this.nameOf(tx, original.sender_id) },
+        {
+          body: input.body,
+          replyTo: messageId,
+          hop,
+          key,
+          requestHash,
+          now,
+          ttlS: LIMITS.defaultTtlS,
+        },
+      );
       // under the message's lock no twin can have taken the key: a conflict here is another request's
       if (inserted === undefined)
         return new HubError(
@@ -478,7 +501,7 @@ export class HubStore {
           'IDEMPOTENCY_CONFLICT',
           `idempotency key ${JSON.stringify(key)} was used for another request`,
         );
-      const id = inserted;
+      const id = inserted.id;
       await tx.run(
         `UPDATE hub_messages SET state = 'replied', replied_at = $2, reply_id = $3, acked_at = COALESCE(acked_at, $2)
          WHERE id = $1`,
@@ -488,13 +511,11 @@ export class HubStore {
         requestMessageId: messageId,
         agentId: caller.agentId,
         messageId: id,
-        replyHash: sha256(input.body),
+        replyHash: inserted.body_sha256,
       });
-      return { id, created: true, recipientId: original.sender_id };
+      return { id, created: true as const, recipientId: original.sender_id, message: inserted };
     });
-    const { id, created, recipientId } = check(result);
-    if (recipientId) this.onQueued(recipientId);
-    return { message: await this.mustRead(id), created };
+    return this.settle(check(result));
   }
 
   /** The recipient has the message: it is not delivered again. Acking twice is no error. */
@@ -507,14 +528,19 @@ export class HubStore {
       if (state === 'expired')
         return new HubError(410, 'EXPIRED', `message ${messageId} expired before it was taken`);
       if (state === 'cancelled') return new HubError(409, 'CANCELLED', `message ${messageId} was cancelled`);
-      if (state === 'queued' || state === 'delivered')
+      if (state === 'queued' || state === 'delivered') {
         await tx.run(`UPDATE hub_messages SET state = 'acked', acked_at = $2 WHERE id = $1`, [
           messageId,
           now,
         ]);
-      return messageId;
+        row.state = 'acked';
+      }
+      return view(
+        { ...row, sender_name: await this.nameOf(tx, row.sender_id), recipient_name: caller.name },
+        now,
+      );
     });
-    return this.mustRead(check(result));
+    return check(result);
   }
 
   /** The sender withdraws a message not yet replied to. */
@@ -526,14 +552,19 @@ export class HubStore {
       const state = effectiveState(row, now);
       if (state === 'replied')
         return new HubError(409, 'ALREADY_REPLIED', `message ${messageId} has a reply already`);
-      if (state === 'queued' || state === 'delivered' || state === 'acked')
+      if (state === 'queued' || state === 'delivered' || state === 'acked') {
         await tx.run(`UPDATE hub_messages SET state = 'cancelled', ended_at = $2 WHERE id = $1`, [
           messageId,
           now,
         ]);
-      return messageId;
+        row.state = 'cancelled';
+      }
+      return view(
+        { ...row, sender_name: caller.name, recipient_name: await this.nameOf(tx, row.recipient_id) },
+        now,
+      );
     });
-    return this.mustRead(check(result));
+    return check(result);
   }
 
   /** A message the caller sent or received (with its reply, once there is one); 404 for anyone else's. */
@@ -696,10 +727,26 @@ export class HubStore {
     return row;
   }
 
+  /** An agent's name, from memory or the store (a name is never changed, so a remembered one holds). */
+  private async nameOf(tx: Sql, agentId: string): Promise<string> {
+    const known = this.names.get(agentId);
+    if (known !== undefined) return known;
+    const [row] = await tx.query<{ name: string }>('SELECT name FROM hub_agents WHERE id = $1', [agentId]);
+    if (!row) throw new Error(`agent ${agentId} has no row`);
+    this.remember(agentId, row.name);
+    return row.name;
+  }
+
+  private remember(agentId: string, name: string): void {
+    if (this.names.size >= 10_000) this.names.clear();
+    this.names.set(agentId, name);
+  }
+
+  /** Insert a message; its view as committed, or undefined when the sender's key is taken. */
   private async insert(
     tx: Sql,
     caller: Caller,
-    recipientId: string,
+    recipient: { id: string; name: string },
     m: {
       body: string;
       replyTo: string | null;
@@ -709,9 +756,11 @@ export class HubStore {
       now: number;
       ttlS: number;
     },
-  ): Promise<string | undefined> {
+  ): Promise<MessageView | undefined> {
     const id = newId('m');
-    const seq = await nextSeq(tx, `hub:${recipientId}`);
+    const seq = await nextSeq(tx, `hub:${recipient.id}`);
+    const bodyHash = sha256(m.body);
+    const expiresAt = m.now + m.ttlS * 1000;
     const inserted = await tx.run(
       `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256, reply_to, hop,
          idempotency_key, request_sha256, created_at, expires_at)
@@ -721,19 +770,35 @@ export class HubStore {
         id,
         caller.projectId,
         caller.agentId,
-        recipientId,
+        recipient.id,
         seq,
         m.body,
-        sha256(m.body),
+        bodyHash,
         m.replyTo,
         m.hop,
         m.key,
         m.requestHash,
         m.now,
-        m.now + m.ttlS * 1000,
+        expiresAt,
       ],
     );
-    return inserted ? id : undefined;
+    if (!inserted) return undefined;
+    return {
+      id,
+      from: caller.name,
+      to: recipient.name,
+      seq,
+      state: 'queued',
+      body: m.body,
+      body_sha256: bodyHash,
+      reply_to: m.replyTo,
+      hop: m.hop,
+      idempotency_key: m.key,
+      created_at: m.now,
+      expires_at: expiresAt,
+      deliveries: 0,
+      reply_id: null,
+    };
   }
 
   private async read(id: string): Promise<MessageView | undefined> {
