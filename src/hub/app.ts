@@ -38,6 +38,14 @@ const POLL_MS = 5_000;
 /** Presence is written at most this often per agent and process. */
 const TOUCH_EVERY_MS = 10_000;
 
+/** A request header, from the Node request when there is one (hono's would build a web Headers first). */
+function header(c: Context<HubEnv>, name: string): string | undefined {
+  const incoming = c.env?.incoming;
+  if (!incoming) return c.req.header(name);
+  const value = incoming.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
 /** The request's body as text: straight from the Node request when the size was checked from its header. */
 function bodyText(c: Context<HubEnv>): Promise<string> {
   const incoming = c.get('body');
@@ -149,7 +157,7 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
   app.use('*', async (c, next) => {
     const access = accessOf(c.req.method, new URL(c.req.url).pathname);
     if (access === undefined || access === 'public') return next();
-    const token = bearer(c.req.header('authorization'));
+    const token = bearer(header(c, 'authorization'));
     if (access === 'admin') {
       if (!sameSecret(token, opts.adminToken))
         throw new HubError(401, 'UNAUTHORIZED', 'this route needs Authorization: Bearer <the admin token>');
@@ -196,9 +204,9 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
     if (method === 'GET' || method === 'HEAD') return next();
     // the usual request says its length: checked from the header, its body is read later straight
     // from the Node request (hono's bodyLimit would build a web Request for every one of them)
-    const length = c.req.header('content-length');
+    const length = header(c, 'content-length');
     const incoming = c.env?.incoming;
-    if (incoming && length !== undefined && /^\d+$/.test(length) && !c.req.header('transfer-encoding')) {
+    if (incoming && length !== undefined && /^\d+$/.test(length) && !header(c, 'transfer-encoding')) {
       if (Number(length) > MAX_REQUEST_BYTES) return tooLarge(c);
       c.set('body', incoming);
       return next();

@@ -200,6 +200,8 @@ export class HubStore {
   private readonly onReply: HubStoreOptions['onReply'];
   /** Agent id → name: an agent's name never changes, so what was read once stays true (bounded). */
   private readonly names = new Map<string, string>();
+  /** Project id and name → agent id: an agent keeps its id, and is never deleted (bounded). */
+  private readonly ids = new Map<string, string>();
 
   constructor(
     readonly store: Store,
@@ -307,6 +309,9 @@ export class HubStore {
     );
     if (!row || !sameHash(row.hash, parsed.hash)) return undefined;
     this.remember(row.agent_id, row.name);
+    // a key's agent is committed (read outside any transaction): its id may be remembered by name too
+    if (this.ids.size >= 10_000) this.ids.clear();
+    this.ids.set(`${row.project_id}\0${row.name}`, row.agent_id);
     return { agentId: row.agent_id, projectId: row.project_id, name: row.name };
   }
 
@@ -383,10 +388,7 @@ export class HubStore {
     const result = await this.write(async (tx) => {
       const earlier = await this.idempotent(tx, caller, input.idempotency_key, requestHash, now);
       if (earlier) return earlier;
-      const [recipient] = await tx.query<{ id: string }>(
-        'SELECT id FROM hub_agents WHERE project_id = $1 AND name = $2',
-        [caller.projectId, input.to],
-      );
+      const recipient = await this.agentNamed(tx, caller.projectId, input.to);
       if (!recipient)
         return new HubError(
           404,
@@ -522,6 +524,18 @@ export class HubStore {
   async ack(caller: Caller, messageId: string): Promise<MessageView> {
     const now = this.now();
     const result = await this.write(async (tx) => {
+      // the usual ack, in one statement: the caller's message, not yet acked, not expired
+      const [acked] = await tx.query<MessageRow>(
+        `UPDATE hub_messages SET state = 'acked', acked_at = $3
+         WHERE id = $1 AND project_id = $2 AND recipient_id = $4 AND state IN ('queued', 'delivered') AND expires_at > $3
+         RETURNING *`,
+        [messageId, caller.projectId, now, caller.agentId],
+      );
+      if (acked)
+        return view(
+          { ...acked, sender_name: await this.nameOf(tx, acked.sender_id), recipient_name: caller.name },
+          now,
+        );
       const row = await this.lockOwn(tx, caller, messageId, 'recipient');
       if (row instanceof HubError) return row;
       const state = effectiveState(row, now);
@@ -735,6 +749,20 @@ export class HubStore {
     if (!row) throw new Error(`agent ${agentId} has no row`);
     this.remember(agentId, row.name);
     return row.name;
+  }
+
+  /**
+   * The agent of that name in the project: remembered when its key was checked (an agent keeps its id
+   * and is never deleted), else read here (not remembered: inside a batch that may yet roll back).
+   */
+  private async agentNamed(tx: Sql, projectId: string, name: string): Promise<{ id: string } | undefined> {
+    const known = this.ids.get(`${projectId}\0${name}`);
+    if (known !== undefined) return { id: known };
+    const [row] = await tx.query<{ id: string }>(
+      'SELECT id FROM hub_agents WHERE project_id = $1 AND name = $2',
+      [projectId, name],
+    );
+    return row;
   }
 
   private remember(agentId: string, name: string): void {
