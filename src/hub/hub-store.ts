@@ -114,8 +114,9 @@ export interface HubStoreOptions {
   /** Called after the commit of each new message, with its recipient (to wake its stream). */
   onQueued?(recipientId: string): void;
   /**
-   * Called inside the transaction of every reply, with the authenticated sender and the message replied
-   * to (the hub counts replies to its workflow requests here, committed with the reply or not at all).
+   * Called inside the transaction of every reply to a system agent's message (the workflow requests'
+   * sender, `@hub`), with the authenticated sender and the message replied to (the hub counts replies to
+   * its workflow requests here, committed with the reply or not at all).
    */
   onReply?(tx: Sql, reply: ReplyEvent): Promise<unknown>;
 }
@@ -509,12 +510,15 @@ export class HubStore {
          WHERE id = $1`,
         [messageId, now, id],
       );
-      await this.onReply?.(tx, {
-        requestMessageId: messageId,
-        agentId: caller.agentId,
-        messageId: id,
-        replyHash: inserted.body_sha256,
-      });
+      // only the hub's own requests belong to runs, and their sender is a system agent ("@hub": a name
+      // no one can register); a reply to a peer's message is no run's business
+      if (inserted.to.startsWith('@'))
+        await this.onReply?.(tx, {
+          requestMessageId: messageId,
+          agentId: caller.agentId,
+          messageId: id,
+          replyHash: inserted.body_sha256,
+        });
       return { id, created: true as const, recipientId: original.sender_id, message: inserted };
     });
     return this.settle(check(result));
