@@ -614,6 +614,17 @@ export class HubStore {
     return rows.map((r) => view(r, now));
   }
 
+  /** Which of these agents have messages never delivered (for waking their streams). */
+  async queuedAmong(agentIds: readonly string[]): Promise<string[]> {
+    if (!agentIds.length) return [];
+    const marks = agentIds.map((_, i) => `$${i + 1}`).join(', ');
+    const rows = await this.store.query<{ recipient_id: string }>(
+      `SELECT DISTINCT recipient_id FROM hub_messages WHERE state = 'queued' AND recipient_id IN (${marks})`,
+      agentIds,
+    );
+    return rows.map((r) => r.recipient_id);
+  }
+
   /** When the earliest delivered, unacked message of the agent falls due again (undefined: none). */
   async nextRedelivery(agentId: string): Promise<number | undefined> {
     const [row] = await this.store.query<{ first: number | null }>(
