@@ -606,9 +606,12 @@ export class HubStore {
    */
   async due(agentId: string, opts: { all: boolean; after?: number }): Promise<MessageView[]> {
     const now = this.now();
+    // the unary + keeps SQLite off the indexes that serve ORDER BY seq (UNIQUE (recipient_id, seq): every
+    // message the agent ever had, more with each one) or the expiry: the open rows by (recipient, state)
+    // are few, and sorting them costs nothing
     const rows = await this.store.query<MessageRow>(
-      `${MESSAGE} WHERE m.recipient_id = $1 AND m.state IN ('queued', 'delivered') AND m.expires_at > $2
-       AND ($3 = 1 OR m.state = 'queued' OR m.seq > $5 OR m.delivered_at <= $4) ORDER BY m.seq LIMIT 500`,
+      `${MESSAGE} WHERE m.recipient_id = $1 AND m.state IN ('queued', 'delivered') AND +m.expires_at > $2
+       AND ($3 = 1 OR m.state = 'queued' OR m.seq > $5 OR m.delivered_at <= $4) ORDER BY +m.seq LIMIT 500`,
       [agentId, now, opts.all ? 1 : 0, now - REDELIVER_MS, opts.after ?? 0],
     );
     return rows.map((r) => view(r, now));
@@ -652,8 +655,9 @@ export class HubStore {
   async inbox(caller: Caller): Promise<MessageView[]> {
     const now = this.now();
     const rows = await this.store.query<MessageRow>(
-      `${MESSAGE} WHERE m.recipient_id = $1 AND (m.state = 'acked' OR (m.state IN ('queued', 'delivered') AND m.expires_at > $2))
-       ORDER BY m.seq LIMIT 500`,
+      // by (recipient, state), as in due()
+      `${MESSAGE} WHERE m.recipient_id = $1 AND m.state IN ('acked', 'queued', 'delivered')
+       AND (m.state = 'acked' OR +m.expires_at > $2) ORDER BY +m.seq LIMIT 500`,
       [caller.agentId, now],
     );
     return rows.map((r) => view(r, now));
