@@ -1,30 +1,49 @@
-// The hub end to end on loopback: messages per second through a whole cycle (send → delivered on the
-// recipient's SSE stream → ack → reply → the reply delivered on the sender's stream → ack), with 8
-// agents in a ring, each keeping WINDOW requests in flight; latency is send start → reply in hand.
+// The hub end to end on loopback, per engine:
+// - cycles: messages per second through a whole cycle (send → delivered on the recipient's SSE stream
+//   → ack → reply → the reply delivered on the sender's stream → ack), with 8 agents in a ring, each
+//   keeping WINDOW requests in flight (saturated), then 1 in flight each (light); latency is send start
+//   → reply in hand.
+// - fan-out: FANOUT agents on open SSE streams; one agent sends one message to each, all at once, round
+//   after round; latency is send start → the event on the recipient's stream (and send answered → event).
+// - webhook: a signed Standard Webhooks delivery to a workflow whose first stage is an agent stage, one
+//   after another; latency is POST start → the stage's request on that agent's stream.
 //
 //   npm run build && node bench/hub.mjs
 //   KEEL_BENCH_PG=postgres://…  measure PostgreSQL on that server (else a private, durable cluster
 //                               is started from /usr/lib/postgresql when there is one)
-//   HUB_SECONDS=10 HUB_WINDOW=16 HUB_AGENTS=8 HUB_ENGINES=sqlite,postgres
+//   HUB_SECONDS=10 HUB_WINDOW=16 HUB_AGENTS=8 HUB_ENGINES=sqlite,postgres HUB_FANOUT=100
+//   HUB_FANOUT_ROUNDS=20 HUB_WEBHOOKS=200 KEEL_BIN=/other/build/bin/keel.js (an older build)
 //
 // The bench client (8 agents) and the hub run on the same machine and share its cores: the numbers
 // are the whole loop's, client included. Writes are durable as configured: SQLite in WAL with
 // synchronous=NORMAL (keel's setting: survives a killed process, not a power cut), PostgreSQL with
 // fsync and synchronous_commit on (the private cluster's defaults).
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findBinaries, startCluster } from '../test/helpers/pg-cluster.mjs';
 
-const KEEL = fileURLToPath(new URL('../bin/keel.js', import.meta.url));
+const KEEL = process.env.KEEL_BIN ?? fileURLToPath(new URL('../bin/keel.js', import.meta.url));
 const SECONDS = Number(process.env.HUB_SECONDS ?? 10);
 const WARMUP_S = 2;
 const WINDOW = Number(process.env.HUB_WINDOW ?? 16);
 const AGENTS = Number(process.env.HUB_AGENTS ?? 8);
 const ENGINES = (process.env.HUB_ENGINES ?? 'sqlite,postgres').split(',');
+const LIGHT_S = Number(process.env.HUB_LIGHT_SECONDS ?? 5);
+const FANOUT = Number(process.env.HUB_FANOUT ?? 100);
+const FANOUT_ROUNDS = Number(process.env.HUB_FANOUT_ROUNDS ?? 20);
+const WEBHOOKS = Number(process.env.HUB_WEBHOOKS ?? 200);
+// the workflow the webhook rows start: its first stage asks one agent
+const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
+const WORKFLOW = `version: 1
+trigger: {source: generic, event: bench.job, secret_env: KEEL_WH_BENCH}
+stages:
+  - {id: work, kind: agent, agent: worker, mode: ask, prompt: "job {{n}}"}
+`;
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
@@ -54,7 +73,12 @@ function once(port, method, path, token, body) {
         agent,
         headers: {
           authorization: `Bearer ${token}`,
-          ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}),
+          // a POST without a body says so, as fetch() does (Node's client would send it chunked)
+          ...(data
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }
+            : method === 'POST'
+              ? { 'content-length': 0 }
+              : {}),
         },
       },
       (res) => {
@@ -74,8 +98,8 @@ function once(port, method, path, token, body) {
   });
 }
 
-/** An SSE connection calling onMessage for each message event. */
-function stream(port, key, onMessage) {
+/** An SSE connection calling onMessage for each message event (and onOpen once its response came). */
+function stream(port, key, onMessage, onOpen = () => undefined) {
   const req = request({
     host: '127.0.0.1',
     port,
@@ -84,6 +108,7 @@ function stream(port, key, onMessage) {
     agent: false,
   });
   req.on('response', (res) => {
+    onOpen();
     res.setEncoding('utf8');
     let buffer = '';
     res.on('data', (chunk) => {
@@ -118,7 +143,7 @@ async function privateCluster() {
   };
 }
 
-async function startHub(env) {
+async function startHub(env, args = []) {
   const child = spawn(
     process.execPath,
     [
@@ -129,6 +154,7 @@ async function startHub(env) {
       '--listen',
       '127.0.0.1:0',
       '--json',
+      ...args,
     ],
     {
       env: {
@@ -166,40 +192,40 @@ function percentile(sorted, p) {
     : Number.NaN;
 }
 
-async function measure(engine) {
-  const home = mkdtempSync(join(tmpdir(), 'keel-bench-hub-'));
-  let cluster;
-  const env = { HOME: home, KEEL_HOME: home };
-  if (engine === 'postgres') {
-    if (!process.env.KEEL_BENCH_PG) cluster = await privateCluster();
-    const url = process.env.KEEL_BENCH_PG ?? cluster?.url;
-    if (!url) return { engine, skipped: 'no PostgreSQL (set KEEL_BENCH_PG)' };
-    env.KEEL_STORE = url;
-  }
-  const hub = await startHub({ ...env, KEEL_HUB_ADMIN_TOKEN: 'bench-admin-token' });
-  const { port } = hub;
-  const { token } = await call(port, 'POST', '/v1/projects/bench/tokens', 'bench-admin-token');
-  const keys = [];
-  for (let i = 0; i < AGENTS; i++)
-    keys.push((await call(port, 'POST', '/v1/agents', token, { name: `agent-${i}` })).agent_key);
+function latencyStats(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return {
+    n: sorted.length,
+    p50_ms: Number(percentile(sorted, 50).toFixed(2)),
+    p99_ms: Number(percentile(sorted, 99).toFixed(2)),
+  };
+}
 
+/**
+ * Send → deliver → ack → reply → deliver → ack cycles in a ring of agents, `window` requests in flight
+ * per agent, for `seconds` after a warm-up.
+ */
+async function cycles(hub, keys, { window, seconds, warmupS }) {
+  const { port } = hub;
+  const agents = keys.length;
   const started = new Map(); // request id → send start (ms)
   const latencies = [];
   let completed = 0;
   let measuring = false;
   let running = true;
-  let seq = 0;
   const errors = [];
+  const tag = randomBytes(4).toString('hex');
+  let seq = 0;
 
   const sendOne = async (i) => {
     if (!running) return;
     const t0 = performance.now();
-    const to = `agent-${(i + 1) % AGENTS}`;
+    const n = seq++;
     try {
       const sent = await call(port, 'POST', '/v1/messages', keys[i], {
-        to,
-        body: `job ${seq}`,
-        idempotency_key: `k${seq++}`,
+        to: `agent-${(i + 1) % agents}`,
+        body: `job ${n}`,
+        idempotency_key: `${tag}-${n}`,
       });
       started.set(sent.message.id, t0);
     } catch (err) {
@@ -231,50 +257,310 @@ async function measure(engine) {
     }),
   );
   await new Promise((r) => setTimeout(r, 300));
-  for (let i = 0; i < AGENTS; i++) for (let w = 0; w < WINDOW; w++) void sendOne(i);
-  await new Promise((r) => setTimeout(r, WARMUP_S * 1000));
+  for (let i = 0; i < agents; i++) for (let w = 0; w < window; w++) void sendOne(i);
+  await new Promise((r) => setTimeout(r, warmupS * 1000));
   measuring = true;
   const cpu0 = cpuMs(hub.child.pid);
+  const own0 = process.cpuUsage();
   const t = performance.now();
-  await new Promise((r) => setTimeout(r, SECONDS * 1000));
+  await new Promise((r) => setTimeout(r, seconds * 1000));
   measuring = false;
   const elapsed = (performance.now() - t) / 1000;
   const hubCpuMs = cpuMs(hub.child.pid) - cpu0;
+  const own = process.cpuUsage(own0);
   running = false;
-  const metrics = await new Promise((resolve) => {
-    request(
-      { host: '127.0.0.1', port, path: '/metrics', headers: { authorization: 'Bearer bench-admin-token' } },
+  for (const close of closers) close();
+  // let the cycles in flight settle before the next phase
+  await new Promise((r) => setTimeout(r, 500));
+  return {
+    cycles_per_s: Math.round(completed / elapsed),
+    // each cycle is two messages (the request and its reply)
+    messages_per_s: Math.round((2 * completed) / elapsed),
+    ...latencyStats(latencies),
+    // the hub process's own CPU per cycle: what the numbers would scale by on an unshared core
+    hub_cpu_ms_per_cycle: completed ? Number((hubCpuMs / completed).toFixed(3)) : null,
+    // the bench client's (8 agents in this process), on the same two cores
+    client_cpu_ms_per_cycle: completed
+      ? Number(((own.user + own.system) / 1000 / completed).toFixed(3))
+      : null,
+    errors: errors.length,
+    ...(errors.length ? { first_error: errors[0] } : {}),
+  };
+}
+
+/** One sender, FANOUT recipients on open streams: each round sends one message to every one of them at once. */
+async function fanout(hub, token) {
+  const { port } = hub;
+  const sender = (await call(port, 'POST', '/v1/agents', token, { name: 'fan-sender' })).agent_key;
+  const keys = [];
+  for (let i = 0; i < FANOUT; i++)
+    keys.push((await call(port, 'POST', '/v1/agents', token, { name: `fan-${i}` })).agent_key);
+  const sentAt = new Map(); // idempotency key → { t0, answered }
+  const fromSend = [];
+  const fromAnswer = [];
+  let waiting = 0;
+  let roundDone;
+  let opened = 0;
+  let allOpen;
+  const open = new Promise((r) => {
+    allOpen = r;
+  });
+  const closers = keys.map((key) =>
+    stream(
+      port,
+      key,
+      (m) => {
+        const at = performance.now();
+        const sent = sentAt.get(m.idempotency_key);
+        if (!sent || sent.seen) return;
+        sent.seen = at;
+        void call(port, 'POST', `/v1/messages/${m.id}/ack`, key).catch(() => undefined);
+        if (--waiting === 0) roundDone();
+      },
+      () => {
+        if (++opened === FANOUT) allOpen();
+      },
+    ),
+  );
+  await open;
+  // the streams read their (empty) backlog once connected
+  await new Promise((r) => setTimeout(r, 300));
+  const tag = randomBytes(4).toString('hex');
+  for (let round = 0; round < FANOUT_ROUNDS; round++) {
+    waiting = FANOUT;
+    const done = new Promise((r) => {
+      roundDone = r;
+    });
+    const sends = keys.map(async (_, i) => {
+      const key = `${tag}-${round}-${i}`;
+      const entry = { t0: performance.now() };
+      sentAt.set(key, entry);
+      await call(port, 'POST', '/v1/messages', sender, {
+        to: `fan-${i}`,
+        body: `fan ${round}`,
+        idempotency_key: key,
+      });
+      entry.answered = performance.now();
+    });
+    await Promise.all(sends);
+    await Promise.race([done, new Promise((r) => setTimeout(r, 30_000))]);
+    if (round > 0)
+      // round 0 is the warm-up
+      for (let i = 0; i < FANOUT; i++) {
+        const e = sentAt.get(`${tag}-${round}-${i}`);
+        if (e?.seen === undefined) continue;
+        fromSend.push(e.seen - e.t0);
+        fromAnswer.push(e.seen - e.answered);
+      }
+  }
+  for (const close of closers) close();
+  const a = latencyStats(fromSend);
+  const b = latencyStats(fromAnswer);
+  return {
+    fanout_agents: FANOUT,
+    fanout_rounds: FANOUT_ROUNDS - 1,
+    fanout_n: a.n,
+    fanout_missed: (FANOUT_ROUNDS - 1) * FANOUT - a.n,
+    send_to_event_p50_ms: a.p50_ms,
+    send_to_event_p99_ms: a.p99_ms,
+    // negative: the event came before the send's answer (the stream is woken at commit, the answer goes out after)
+    answer_to_event_p50_ms: b.p50_ms,
+    answer_to_event_p99_ms: b.p99_ms,
+  };
+}
+
+/** Signed generic deliveries, one after another; each run's first stage asks `worker`. */
+async function webhooks(hub, token) {
+  const { port } = hub;
+  const key = (await call(port, 'POST', '/v1/agents', token, { name: 'worker' })).agent_key;
+  const waiting = new Map(); // run id → resolve
+  const early = new Map(); // run id → when its event came before the receipt
+  let opened;
+  const open = new Promise((r) => {
+    opened = r;
+  });
+  const close = stream(
+    port,
+    key,
+    (m) => {
+      const at = performance.now();
+      void call(port, 'POST', `/v1/messages/${m.id}/ack`, key).catch(() => undefined);
+      let run;
+      try {
+        run = JSON.parse(m.body).workflow_run;
+      } catch {
+        return;
+      }
+      const resolve = waiting.get(run);
+      if (resolve) resolve(at);
+      else early.set(run, at);
+    },
+    () => opened(),
+  );
+  await open;
+  await new Promise((r) => setTimeout(r, 300));
+  const secret = Buffer.from(WEBHOOK_SECRET.slice('whsec_'.length), 'base64');
+  const toStage = [];
+  const toReceipt = [];
+  let errors = 0;
+  let firstError;
+  for (let i = 0; i < WEBHOOKS + 10; i++) {
+    const body = JSON.stringify({ type: 'bench.job', n: i });
+    const id = `msg_${randomBytes(8).toString('hex')}`;
+    const ts = Math.floor(Date.now() / 1000);
+    const signature = `v1,${createHmac('sha256', secret).update(`${id}.${ts}.${body}`).digest('base64')}`;
+    const t0 = performance.now();
+    let receipt;
+    try {
+      receipt = await post(port, '/v1/webhooks/bench', body, {
+        'webhook-id': id,
+        'webhook-timestamp': String(ts),
+        'webhook-signature': signature,
+      });
+    } catch (err) {
+      errors++;
+      firstError ??= err.message;
+      continue;
+    }
+    const t1 = performance.now();
+    const run = receipt.run_id;
+    const at =
+      early.get(run) ??
+      (await Promise.race([
+        new Promise((r) => waiting.set(run, r)),
+        new Promise((r) => setTimeout(() => r(undefined), 10_000)),
+      ]));
+    waiting.delete(run);
+    if (at === undefined) {
+      errors++;
+      firstError ??= `run ${run}: no stage request on the stream within 10 s`;
+      continue;
+    }
+    // the first 10 are the warm-up
+    if (i >= 10) {
+      toStage.push(at - t0);
+      toReceipt.push(t1 - t0);
+    }
+  }
+  close();
+  const a = latencyStats(toStage);
+  const b = latencyStats(toReceipt);
+  return {
+    webhooks: a.n,
+    webhook_to_stage_p50_ms: a.p50_ms,
+    webhook_to_stage_p99_ms: a.p99_ms,
+    webhook_receipt_p50_ms: b.p50_ms,
+    webhook_receipt_p99_ms: b.p99_ms,
+    webhook_errors: errors,
+    ...(firstError ? { webhook_first_error: firstError } : {}),
+  };
+}
+
+/** POST a raw body with extra headers; the JSON answer, or an error past 2xx. */
+function post(port, path, body, headers) {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...headers,
+        },
+      },
       (res) => {
         let text = '';
+        res.setEncoding('utf8');
         res.on('data', (c) => {
           text += c;
         });
-        res.on('end', () => resolve(text));
+        res.on('end', () => {
+          if (res.statusCode >= 300) reject(new Error(`POST ${path}: ${res.statusCode} ${text}`));
+          else resolve(JSON.parse(text));
+        });
       },
-    ).end();
+    );
+    req.on('error', reject);
+    req.end(body);
   });
-  for (const close of closers) close();
+}
+
+async function measure(engine) {
+  const home = mkdtempSync(join(tmpdir(), 'keel-bench-hub-'));
+  let cluster;
+  const env = { HOME: home, KEEL_HOME: home };
+  if (engine === 'postgres') {
+    if (!process.env.KEEL_BENCH_PG) cluster = await privateCluster();
+    const url = process.env.KEEL_BENCH_PG ?? cluster?.url;
+    if (!url) return { engine, skipped: 'no PostgreSQL (set KEEL_BENCH_PG)' };
+    env.KEEL_STORE = url;
+  }
+  // a project folder with the webhook's workflow, trusted as `keel trust` does
+  const project = join(home, 'project');
+  mkdirSync(join(project, '.keel', 'workflows'), { recursive: true });
+  writeFileSync(join(project, '.keel', 'workflows', 'bench.yaml'), WORKFLOW);
+  execFileSync(process.execPath, [KEEL, 'trust', '-C', project], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: 'ignore',
+  });
+  const hub = await startHub(
+    { ...env, KEEL_HUB_ADMIN_TOKEN: 'bench-admin-token', KEEL_WH_BENCH: WEBHOOK_SECRET },
+    ['--workflows', project, '--workflow-project', 'bench'],
+  );
+  const { port } = hub;
+  const { token } = await call(port, 'POST', '/v1/projects/bench/tokens', 'bench-admin-token');
+  const keys = [];
+  for (let i = 0; i < AGENTS; i++)
+    keys.push((await call(port, 'POST', '/v1/agents', token, { name: `agent-${i}` })).agent_key);
+
+  const commitsOf = async () => {
+    const text = await new Promise((resolve) => {
+      request(
+        { host: '127.0.0.1', port, path: '/metrics', headers: { authorization: 'Bearer bench-admin-token' } },
+        (res) => {
+          let t = '';
+          res.on('data', (c) => {
+            t += c;
+          });
+          res.on('end', () => resolve(t));
+        },
+      ).end();
+    });
+    return {
+      commits: Number(/keel_hub_commits_total (\d+)/.exec(text)?.[1]),
+      ops: Number(/keel_hub_committed_ops_total (\d+)/.exec(text)?.[1]),
+    };
+  };
+  const m0 = await commitsOf();
+  const saturated = await cycles(hub, keys, { window: WINDOW, seconds: SECONDS, warmupS: WARMUP_S });
+  const m1 = await commitsOf();
+  const light = await cycles(hub, keys, { window: 1, seconds: LIGHT_S, warmupS: 1 });
+  const fan = await fanout(hub, token);
+  const hooks = await webhooks(hub, token);
+
   const hubGone = new Promise((r) => hub.child.once('exit', r));
   hub.child.kill('SIGTERM');
   await hubGone;
   await cluster?.stop();
   rmSync(home, { recursive: true, force: true });
-  latencies.sort((a, b) => a - b);
-  const commits = Number(/keel_hub_commits_total (\d+)/.exec(metrics)?.[1]);
-  const ops = Number(/keel_hub_committed_ops_total (\d+)/.exec(metrics)?.[1]);
   return {
     engine,
-    cycles_per_s: Math.round(completed / elapsed),
-    // each cycle is two messages (the request and its reply)
-    messages_per_s: Math.round((2 * completed) / elapsed),
-    p50_ms: Number(percentile(latencies, 50).toFixed(2)),
-    p99_ms: Number(percentile(latencies, 99).toFixed(2)),
-    ops_per_commit: Number((ops / commits).toFixed(1)),
-    // the hub process's own CPU per cycle: what the numbers would scale by on an unshared core
-    hub_cpu_ms_per_cycle: completed ? Number((hubCpuMs / completed).toFixed(3)) : null,
-    errors: errors.length,
+    ...saturated,
+    ops_per_commit: Number(((m1.ops - m0.ops) / (m1.commits - m0.commits)).toFixed(1)),
+    light: {
+      cycles_per_s: light.cycles_per_s,
+      p50_ms: light.p50_ms,
+      p99_ms: light.p99_ms,
+      hub_cpu_ms_per_cycle: light.hub_cpu_ms_per_cycle,
+      errors: light.errors,
+    },
+    ...fan,
+    ...hooks,
     retried: retries,
-    ...(errors.length ? { first_error: errors[0] } : {}),
   };
 }
 
@@ -285,7 +571,7 @@ for (const engine of ENGINES) {
 }
 agent.destroy();
 console.log(
-  `hub: ${AGENTS} agents, ${WINDOW} requests in flight each, ${SECONDS} s after ${WARMUP_S} s warm-up, ${cpus().length} cores (${cpus()[0]?.model ?? '?'})`,
+  `hub (${KEEL}): ${AGENTS} agents, ${WINDOW} requests in flight each (saturated) then 1 (light), ${SECONDS} s after ${WARMUP_S} s warm-up; fan-out to ${FANOUT} streams × ${FANOUT_ROUNDS - 1} rounds; ${WEBHOOKS} webhooks one by one; ${cpus().length} cores (${cpus()[0]?.model ?? '?'})`,
 );
 console.log(
   `load average at the end: ${loadavg()
@@ -293,13 +579,13 @@ console.log(
     .join(' ')}`,
 );
 console.log(
-  '| engine | cycles/s (send→deliver→ack→reply→deliver→ack) | messages/s | p50 ms | p99 ms | writes per commit | hub CPU ms per cycle | errors |',
+  '| engine | messages/s (saturated) | p50 / p99 ms | hub CPU ms per cycle | client CPU ms per cycle | writes per commit | light: messages/s, p50 / p99 ms | fan-out 100: send→event p50 / p99 ms | webhook→stage p50 / p99 ms | errors |',
 );
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of results)
   console.log(
     r.skipped
-      ? `| ${r.engine} | skipped: ${r.skipped} | | | | | | |`
-      : `| ${r.engine} | ${r.cycles_per_s} | ${r.messages_per_s} | ${r.p50_ms} | ${r.p99_ms} | ${r.ops_per_commit} | ${r.hub_cpu_ms_per_cycle} | ${r.errors} |`,
+      ? `| ${r.engine} | skipped: ${r.skipped} | | | | | | | | |`
+      : `| ${r.engine} | ${r.messages_per_s} | ${r.p50_ms} / ${r.p99_ms} | ${r.hub_cpu_ms_per_cycle} | ${r.client_cpu_ms_per_cycle} | ${r.ops_per_commit} | ${2 * r.light.cycles_per_s}, ${r.light.p50_ms} / ${r.light.p99_ms} | ${r.send_to_event_p50_ms} / ${r.send_to_event_p99_ms} | ${r.webhook_to_stage_p50_ms} / ${r.webhook_to_stage_p99_ms} | ${r.errors + r.light.errors + r.fanout_missed + r.webhook_errors} |`,
   );
 console.log(JSON.stringify(results));

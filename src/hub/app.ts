@@ -2,12 +2,13 @@
  * The hub's HTTP face: who may call what (api.ts says it per route), the limits, and the routes over
  * the hub store. Every refusal is a JSON error with a code, and a row in the hub's audit table.
  */
-import { Hono } from 'hono';
+import type { IncomingMessage } from 'node:http';
+import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import type { z } from 'zod';
 import { accessOf, MAX_REQUEST_BYTES, openApiDocument, RegisterBody, ReplyBody, SendBody } from './api.js';
-import { type Caller, HubError, type HubStore, LIMITS, type ProjectAuth } from './hub-store.js';
+import { type Caller, HubError, type HubStore, LIMITS, type ProjectAuth, REDELIVER_MS } from './hub-store.js';
 import { RateLimit } from './rate-limit.js';
 import { bearer, sameSecret } from './tokens.js';
 import type { Wakeups } from './wakeups.js';
@@ -24,7 +25,11 @@ export interface HubAppOptions {
   mount?(app: Hono<HubEnv>): void;
 }
 
-export type HubEnv = { Variables: { caller: Caller; project: ProjectAuth } };
+export type HubEnv = {
+  // @hono/node-server passes the Node request along: a body read from it skips building a web Request
+  Bindings: { incoming?: IncomingMessage } | undefined;
+  Variables: { caller: Caller; project: ProjectAuth; body?: IncomingMessage };
+};
 
 /** How often a stream says it is alive, and renews its agent's presence. */
 const HEARTBEAT_MS = 15_000;
@@ -33,8 +38,36 @@ const POLL_MS = 5_000;
 /** Presence is written at most this often per agent and process. */
 const TOUCH_EVERY_MS = 10_000;
 
-async function readBody<T extends z.ZodType>(req: Request, schema: T): Promise<z.infer<T>> {
-  const text = await req.text();
+/** A request header, from the Node request when there is one (hono's would build a web Headers first). */
+function header(c: Context<HubEnv>, name: string): string | undefined {
+  const incoming = c.env?.incoming;
+  if (!incoming) return c.req.header(name);
+  const value = incoming.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** The request's body as text: straight from the Node request when the size was checked from its header. */
+function bodyText(c: Context<HubEnv>): Promise<string> {
+  const incoming = c.get('body');
+  if (!incoming) return c.req.raw.text();
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    incoming.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      // the header was checked; a body longer than it said is cut off here all the same
+      if (size > MAX_REQUEST_BYTES) {
+        incoming.destroy();
+        reject(new HubError(413, 'TOO_LARGE', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes`));
+      } else chunks.push(chunk);
+    });
+    incoming.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    incoming.on('error', reject);
+  });
+}
+
+async function readBody<T extends z.ZodType>(c: Context<HubEnv>, schema: T): Promise<z.infer<T>> {
+  const text = await bodyText(c);
   let raw: unknown;
   try {
     raw = text.trim() ? JSON.parse(text) : {};
@@ -125,7 +158,7 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
     const access = accessOf(c.req.method, new URL(c.req.url).pathname);
     // `person` routes (an approval) take the admin or a project token and check it themselves
     if (access === undefined || access === 'public' || access === 'person') return next();
-    const token = bearer(c.req.header('authorization'));
+    const token = bearer(header(c, 'authorization'));
     if (access === 'admin') {
       if (!sameSecret(token, opts.adminToken))
         throw new HubError(401, 'UNAUTHORIZED', 'this route needs Authorization: Bearer <the admin token>');
@@ -159,19 +192,28 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
     }
     return next();
   });
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: MAX_REQUEST_BYTES,
-      onError: (c) => {
-        c.header('connection', 'close');
-        return refuse(
-          c,
-          new HubError(413, 'TOO_LARGE', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes`),
-        );
-      },
-    }),
-  );
+  const tooLarge = (c: Context<HubEnv>) => {
+    c.header('connection', 'close');
+    return refuse(
+      c,
+      new HubError(413, 'TOO_LARGE', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes`),
+    );
+  };
+  const limited = bodyLimit({ maxSize: MAX_REQUEST_BYTES, onError: tooLarge });
+  app.use('*', async (c, next) => {
+    const method = c.req.method;
+    if (method === 'GET' || method === 'HEAD') return next();
+    // the usual request says its length: checked from the header, its body is read later straight
+    // from the Node request (hono's bodyLimit would build a web Request for every one of them)
+    const length = header(c, 'content-length');
+    const incoming = c.env?.incoming;
+    if (incoming && length !== undefined && /^\d+$/.test(length) && !header(c, 'transfer-encoding')) {
+      if (Number(length) > MAX_REQUEST_BYTES) return tooLarge(c);
+      c.set('body', incoming);
+      return next();
+    }
+    return limited(c, next);
+  });
 
   app.get('/health', (c) => c.json({ ok: true }));
   app.get('/ready', async (c) => {
@@ -218,14 +260,14 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
 
   // ---- a project token's ----
   app.post('/v1/agents', async (c) => {
-    const input = await readBody(c.req.raw, RegisterBody);
+    const input = await readBody(c, RegisterBody);
     return c.json(await hub.registerAgent(c.get('project'), input.name, input.role), 201);
   });
 
   // ---- an agent's ----
   app.get('/v1/agents', async (c) => c.json({ agents: await hub.peers(c.get('caller').projectId) }));
   app.post('/v1/messages', async (c) => {
-    const input = await readBody(c.req.raw, SendBody);
+    const input = await readBody(c, SendBody);
     checkBody(input.body);
     checkTtl(input.ttl_s);
     const sent = await hub.send(c.get('caller'), input);
@@ -256,7 +298,7 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
     c.json({ message: await hub.ack(c.get('caller'), c.req.param('id')) }),
   );
   app.post('/v1/messages/:id/reply', async (c) => {
-    const input = await readBody(c.req.raw, ReplyBody);
+    const input = await readBody(c, ReplyBody);
     checkBody(input.body);
     const sent = await hub.reply(c.get('caller'), c.req.param('id'), input);
     return c.json(sent, sent.created ? 201 : 200);
@@ -287,6 +329,11 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
       });
       let first = true;
       let beat = Date.now();
+      // when the earliest delivered message falls due again: read from the rows after a wait that
+      // timed out, and between those only brought forward by what this stream delivers (a value
+      // too early costs one read more; one too late is bounded by POLL_MS, after which it is read again)
+      let next: number | undefined;
+      let stale = true;
       try {
         while (open) {
           let until: number;
@@ -294,29 +341,33 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
             // on (re)connect every message not acked; then the new ones and those due again
             const due = await hub.due(caller.agentId, { all: first, after: cursor });
             first = false;
+            // one write for all of them (JSON has no line break, so each is one data line)
+            let frames = '';
             for (const m of due) {
-              await stream.writeSSE({ id: String(m.seq), event: 'message', data: JSON.stringify(m) });
+              frames += `event: message\ndata: ${JSON.stringify(m)}\nid: ${m.seq}\n\n`;
               cursor = Math.max(cursor, m.seq);
             }
+            if (frames) await stream.write(frames);
             await hub.markDelivered(
               caller.agentId,
               due.map((m) => m.id),
             );
             if (due.length >= 500) continue;
             const now = Date.now();
+            if (stale) next = await hub.nextRedelivery(caller.agentId);
+            else if (due.length) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + REDELIVER_MS);
             if (now - beat >= HEARTBEAT_MS) {
               beat = now;
               await stream.write(': ping\n\n');
               await hub.touch(caller.agentId);
             }
-            const next = await hub.nextRedelivery(caller.agentId);
             until = Math.min(next ?? Number.POSITIVE_INFINITY, beat + HEARTBEAT_MS, now + POLL_MS);
           } catch {
             // the store failed for a moment (a deadlock retried out, a lost connection): what was not
             // marked delivered is sent again, and the stream goes on
             until = Date.now() + 250;
           }
-          await waiter.wait(until - Date.now());
+          stale = !(await waiter.wait(until - Date.now()));
         }
       } finally {
         waiter.close();

@@ -114,8 +114,9 @@ export interface HubStoreOptions {
   /** Called after the commit of each new message, with its recipient (to wake its stream). */
   onQueued?(recipientId: string): void;
   /**
-   * Called inside the transaction of every reply, with the authenticated sender and the message replied
-   * to (the hub counts replies to its workflow requests here, committed with the reply or not at all).
+   * Called inside the transaction of every reply to a system agent's message (the workflow requests'
+   * sender, `@hub`), with the authenticated sender and the message replied to (the hub counts replies to
+   * its workflow requests here, committed with the reply or not at all).
    */
   onReply?(tx: Sql, reply: ReplyEvent): Promise<unknown>;
 }
@@ -198,6 +199,10 @@ export class HubStore {
   readonly now: () => number;
   private readonly onQueued: (recipientId: string) => void;
   private readonly onReply: HubStoreOptions['onReply'];
+  /** Agent id → name: an agent's name never changes, so what was read once stays true (bounded). */
+  private readonly names = new Map<string, string>();
+  /** Project id and name → agent id: an agent keeps its id, and is never deleted (bounded). */
+  private readonly ids = new Map<string, string>();
 
   constructor(
     readonly store: Store,
@@ -304,6 +309,10 @@ export class HubStore {
       [parsed.id],
     );
     if (!row || !sameHash(row.hash, parsed.hash)) return undefined;
+    this.remember(row.agent_id, row.name);
+    // a key's agent is committed (read outside any transaction): its id may be remembered by name too
+    if (this.ids.size >= 10_000) this.ids.clear();
+    this.ids.set(`${row.project_id}\0${row.name}`, row.agent_id);
     return { agentId: row.agent_id, projectId: row.project_id, name: row.name };
   }
 
@@ -380,10 +389,7 @@ export class HubStore {
     const result = await this.write(async (tx) => {
       const earlier = await this.idempotent(tx, caller, input.idempotency_key, requestHash, now);
       if (earlier) return earlier;
-      const [recipient] = await tx.query<{ id: string }>(
-        'SELECT id FROM hub_agents WHERE project_id = $1 AND name = $2',
-        [caller.projectId, input.to],
-      );
+      const recipient = await this.agentNamed(tx, caller.projectId, input.to);
       if (!recipient)
         return new HubError(
           404,
@@ -406,17 +412,22 @@ export class HubStore {
           'HOP_LIMIT',
           `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
         );
-      const id = await this.insert(tx, caller, recipient.id, {
-        body: input.body,
-        replyTo: input.reply_to ?? null,
-        hop,
-        key: input.idempotency_key,
-        requestHash,
-        now,
-        ttlS: ttl,
-      });
+      const sent = await this.insert(
+        tx,
+        caller,
+        { id: recipient.id, name: input.to },
+        {
+          body: input.body,
+          replyTo: input.reply_to ?? null,
+          hop,
+          key: input.idempotency_key,
+          requestHash,
+          now,
+          ttlS: ttl,
+        },
+      );
       // the same key committed meanwhile by another hub process: its message is the answer
-      if (id === undefined)
+      if (sent === undefined)
         return (
           (await this.idempotent(tx, caller, input.idempotency_key, requestHash, now)) ??
           new HubError(
@@ -425,11 +436,21 @@ export class HubStore {
             `idempotency key ${JSON.stringify(input.idempotency_key)} is in use`,
           )
         );
-      return { id, created: true, recipientId: recipient.id };
+      return { id: sent.id, created: true as const, recipientId: recipient.id, message: sent };
     });
-    const { id, created, recipientId } = check(result);
-    if (recipientId) this.onQueued(recipientId);
-    return { message: await this.mustRead(id), created };
+    return this.settle(check(result));
+  }
+
+  /** After the commit: wake a new message's recipient; a repeated request reads the original back. */
+  private async settle(result: {
+    id: string;
+    created: boolean;
+    recipientId?: string;
+    message?: MessageView;
+  }): Promise<{ message: MessageView; created: boolean }> {
+    if (result.recipientId) this.onQueued(result.recipientId);
+    // a new message is answered as committed (queued), without reading it back
+    return { message: result.message ?? (await this.mustRead(result.id)), created: result.created };
   }
 
   /** Reply to a message addressed to the caller: the reply goes to its sender; a message takes one reply. */
@@ -462,15 +483,20 @@ export class HubStore {
           'HOP_LIMIT',
           `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
         );
-      const inserted = await this.insert(tx, caller, original.sender_id, {
-        body: input.body,
-        replyTo: messageId,
-        hop,
-        key,
-        requestHash,
-        now,
-        ttlS: LIMITS.defaultTtlS,
-      });
+      const inserted = await this.insert(
+        tx,
+        caller,
+        { id: original.sender_id, name: await this.nameOf(tx, original.sender_id) },
+        {
+          body: input.body,
+          replyTo: messageId,
+          hop,
+          key,
+          requestHash,
+          now,
+          ttlS: LIMITS.defaultTtlS,
+        },
+      );
       // under the message's lock no twin can have taken the key: a conflict here is another request's
       if (inserted === undefined)
         return new HubError(
@@ -478,43 +504,61 @@ export class HubStore {
           'IDEMPOTENCY_CONFLICT',
           `idempotency key ${JSON.stringify(key)} was used for another request`,
         );
-      const id = inserted;
+      const id = inserted.id;
       await tx.run(
         `UPDATE hub_messages SET state = 'replied', replied_at = $2, reply_id = $3, acked_at = COALESCE(acked_at, $2)
          WHERE id = $1`,
         [messageId, now, id],
       );
-      await this.onReply?.(tx, {
-        requestMessageId: messageId,
-        agentId: caller.agentId,
-        messageId: id,
-        replyHash: sha256(input.body),
-      });
-      return { id, created: true, recipientId: original.sender_id };
+      // only the hub's own requests belong to runs, and their sender is a system agent ("@hub": a name
+      // no one can register); a reply to a peer's message is no run's business
+      if (inserted.to.startsWith('@'))
+        await this.onReply?.(tx, {
+          requestMessageId: messageId,
+          agentId: caller.agentId,
+          messageId: id,
+          replyHash: inserted.body_sha256,
+        });
+      return { id, created: true as const, recipientId: original.sender_id, message: inserted };
     });
-    const { id, created, recipientId } = check(result);
-    if (recipientId) this.onQueued(recipientId);
-    return { message: await this.mustRead(id), created };
+    return this.settle(check(result));
   }
 
   /** The recipient has the message: it is not delivered again. Acking twice is no error. */
   async ack(caller: Caller, messageId: string): Promise<MessageView> {
     const now = this.now();
     const result = await this.write(async (tx) => {
+      // the usual ack, in one statement: the caller's message, not yet acked, not expired
+      const [acked] = await tx.query<MessageRow>(
+        `UPDATE hub_messages SET state = 'acked', acked_at = $3
+         WHERE id = $1 AND project_id = $2 AND recipient_id = $4 AND state IN ('queued', 'delivered') AND expires_at > $3
+         RETURNING *`,
+        [messageId, caller.projectId, now, caller.agentId],
+      );
+      if (acked)
+        return view(
+          { ...acked, sender_name: await this.nameOf(tx, acked.sender_id), recipient_name: caller.name },
+          now,
+        );
       const row = await this.lockOwn(tx, caller, messageId, 'recipient');
       if (row instanceof HubError) return row;
       const state = effectiveState(row, now);
       if (state === 'expired')
         return new HubError(410, 'EXPIRED', `message ${messageId} expired before it was taken`);
       if (state === 'cancelled') return new HubError(409, 'CANCELLED', `message ${messageId} was cancelled`);
-      if (state === 'queued' || state === 'delivered')
+      if (state === 'queued' || state === 'delivered') {
         await tx.run(`UPDATE hub_messages SET state = 'acked', acked_at = $2 WHERE id = $1`, [
           messageId,
           now,
         ]);
-      return messageId;
+        row.state = 'acked';
+      }
+      return view(
+        { ...row, sender_name: await this.nameOf(tx, row.sender_id), recipient_name: caller.name },
+        now,
+      );
     });
-    return this.mustRead(check(result));
+    return check(result);
   }
 
   /** The sender withdraws a message not yet replied to. */
@@ -526,14 +570,19 @@ export class HubStore {
       const state = effectiveState(row, now);
       if (state === 'replied')
         return new HubError(409, 'ALREADY_REPLIED', `message ${messageId} has a reply already`);
-      if (state === 'queued' || state === 'delivered' || state === 'acked')
+      if (state === 'queued' || state === 'delivered' || state === 'acked') {
         await tx.run(`UPDATE hub_messages SET state = 'cancelled', ended_at = $2 WHERE id = $1`, [
           messageId,
           now,
         ]);
-      return messageId;
+        row.state = 'cancelled';
+      }
+      return view(
+        { ...row, sender_name: caller.name, recipient_name: await this.nameOf(tx, row.recipient_id) },
+        now,
+      );
     });
-    return this.mustRead(check(result));
+    return check(result);
   }
 
   /** A message the caller sent or received (with its reply, once there is one); 404 for anyone else's. */
@@ -557,12 +606,26 @@ export class HubStore {
    */
   async due(agentId: string, opts: { all: boolean; after?: number }): Promise<MessageView[]> {
     const now = this.now();
+    // the unary + keeps SQLite off the indexes that serve ORDER BY seq (UNIQUE (recipient_id, seq): every
+    // message the agent ever had, more with each one) or the expiry: the open rows by (recipient, state)
+    // are few, and sorting them costs nothing
     const rows = await this.store.query<MessageRow>(
-      `${MESSAGE} WHERE m.recipient_id = $1 AND m.state IN ('queued', 'delivered') AND m.expires_at > $2
-       AND ($3 = 1 OR m.state = 'queued' OR m.seq > $5 OR m.delivered_at <= $4) ORDER BY m.seq LIMIT 500`,
+      `${MESSAGE} WHERE m.recipient_id = $1 AND m.state IN ('queued', 'delivered') AND +m.expires_at > $2
+       AND ($3 = 1 OR m.state = 'queued' OR m.seq > $5 OR m.delivered_at <= $4) ORDER BY +m.seq LIMIT 500`,
       [agentId, now, opts.all ? 1 : 0, now - REDELIVER_MS, opts.after ?? 0],
     );
     return rows.map((r) => view(r, now));
+  }
+
+  /** Which of these agents have messages never delivered (for waking their streams). */
+  async queuedAmong(agentIds: readonly string[]): Promise<string[]> {
+    if (!agentIds.length) return [];
+    const marks = agentIds.map((_, i) => `$${i + 1}`).join(', ');
+    const rows = await this.store.query<{ recipient_id: string }>(
+      `SELECT DISTINCT recipient_id FROM hub_messages WHERE state = 'queued' AND recipient_id IN (${marks})`,
+      agentIds,
+    );
+    return rows.map((r) => r.recipient_id);
   }
 
   /** When the earliest delivered, unacked message of the agent falls due again (undefined: none). */
@@ -592,8 +655,9 @@ export class HubStore {
   async inbox(caller: Caller): Promise<MessageView[]> {
     const now = this.now();
     const rows = await this.store.query<MessageRow>(
-      `${MESSAGE} WHERE m.recipient_id = $1 AND (m.state = 'acked' OR (m.state IN ('queued', 'delivered') AND m.expires_at > $2))
-       ORDER BY m.seq LIMIT 500`,
+      // by (recipient, state), as in due()
+      `${MESSAGE} WHERE m.recipient_id = $1 AND m.state IN ('acked', 'queued', 'delivered')
+       AND (m.state = 'acked' OR +m.expires_at > $2) ORDER BY +m.seq LIMIT 500`,
       [caller.agentId, now],
     );
     return rows.map((r) => view(r, now));
@@ -696,10 +760,40 @@ export class HubStore {
     return row;
   }
 
+  /** An agent's name, from memory or the store (a name is never changed, so a remembered one holds). */
+  private async nameOf(tx: Sql, agentId: string): Promise<string> {
+    const known = this.names.get(agentId);
+    if (known !== undefined) return known;
+    const [row] = await tx.query<{ name: string }>('SELECT name FROM hub_agents WHERE id = $1', [agentId]);
+    if (!row) throw new Error(`agent ${agentId} has no row`);
+    this.remember(agentId, row.name);
+    return row.name;
+  }
+
+  /**
+   * The agent of that name in the project: remembered when its key was checked (an agent keeps its id
+   * and is never deleted), else read here (not remembered: inside a batch that may yet roll back).
+   */
+  private async agentNamed(tx: Sql, projectId: string, name: string): Promise<{ id: string } | undefined> {
+    const known = this.ids.get(`${projectId}\0${name}`);
+    if (known !== undefined) return { id: known };
+    const [row] = await tx.query<{ id: string }>(
+      'SELECT id FROM hub_agents WHERE project_id = $1 AND name = $2',
+      [projectId, name],
+    );
+    return row;
+  }
+
+  private remember(agentId: string, name: string): void {
+    if (this.names.size >= 10_000) this.names.clear();
+    this.names.set(agentId, name);
+  }
+
+  /** Insert a message; its view as committed, or undefined when the sender's key is taken. */
   private async insert(
     tx: Sql,
     caller: Caller,
-    recipientId: string,
+    recipient: { id: string; name: string },
     m: {
       body: string;
       replyTo: string | null;
@@ -709,9 +803,11 @@ export class HubStore {
       now: number;
       ttlS: number;
     },
-  ): Promise<string | undefined> {
+  ): Promise<MessageView | undefined> {
     const id = newId('m');
-    const seq = await nextSeq(tx, `hub:${recipientId}`);
+    const seq = await nextSeq(tx, `hub:${recipient.id}`);
+    const bodyHash = sha256(m.body);
+    const expiresAt = m.now + m.ttlS * 1000;
     const inserted = await tx.run(
       `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256, reply_to, hop,
          idempotency_key, request_sha256, created_at, expires_at)
@@ -721,19 +817,35 @@ export class HubStore {
         id,
         caller.projectId,
         caller.agentId,
-        recipientId,
+        recipient.id,
         seq,
         m.body,
-        sha256(m.body),
+        bodyHash,
         m.replyTo,
         m.hop,
         m.key,
         m.requestHash,
         m.now,
-        m.now + m.ttlS * 1000,
+        expiresAt,
       ],
     );
-    return inserted ? id : undefined;
+    if (!inserted) return undefined;
+    return {
+      id,
+      from: caller.name,
+      to: recipient.name,
+      seq,
+      state: 'queued',
+      body: m.body,
+      body_sha256: bodyHash,
+      reply_to: m.replyTo,
+      hop: m.hop,
+      idempotency_key: m.key,
+      created_at: m.now,
+      expires_at: expiresAt,
+      deliveries: 0,
+      reply_id: null,
+    };
   }
 
   private async read(id: string): Promise<MessageView | undefined> {

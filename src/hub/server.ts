@@ -74,7 +74,6 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
     },
   });
   const wakeups = new Wakeups(store);
-  await wakeups.start();
   const flow = opts.workflows;
   const runs = flow && new RunsStore(store, { key: flow.key, agents: projectAgents(flow.project) });
   const hub = new HubStore(store, {
@@ -83,6 +82,7 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
     // a reply to one of the hub's stage requests counts for its run, in the reply's own transaction
     ...(flow ? { onReply: (tx, reply) => recordReplyIn(tx, { key: flow.key, now: Date.now() }, reply) } : {}),
   });
+  await wakeups.start((agentIds) => hub.queuedAmong(agentIds));
   const audits = new RateLimit(WEBHOOK_AUDITS_PER_S);
   // the requests a step wrote are new messages: wake their recipients' streams now
   const onRunMoved = (runId: string) =>
