@@ -50,6 +50,8 @@ const WEBHOOK_AUDITS_PER_S = 50;
 export interface RunningHub {
   url: string;
   port: number;
+  /** Every route the app serves (method, Hono path): the OpenAPI document must list each one. */
+  routes: { method: string; path: string }[];
   close(): Promise<void>;
 }
 
@@ -172,6 +174,8 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
   return {
     url: `http://${host}:${port}`,
     port,
+    // middleware is mounted for every method ('ALL'); a route answers one
+    routes: app.routes.filter((r) => r.method !== 'ALL').map((r) => ({ method: r.method, path: r.path })),
     async close() {
       clearInterval(sweep);
       await stopTimers();

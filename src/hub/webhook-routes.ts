@@ -51,7 +51,8 @@ function fail(c: Context, status: Status, code: string, error: string) {
   return c.json({ code, error }, status);
 }
 
-const REFUSAL_STATUS: Record<Exclude<Verified, { ok: true }>['code'], 400 | 401> = {
+/** The status of each signature refusal (the OpenAPI document lists them too). */
+export const REFUSAL_STATUS: Record<Exclude<Verified, { ok: true }>['code'], 400 | 401> = {
   missing_signature: 401,
   bad_signature: 401,
   stale_timestamp: 401,
