@@ -10,11 +10,11 @@ import { join, resolve as resolvePath } from 'node:path';
 import { keelPaths } from '../config/paths.js';
 import type { MessageView } from '../hub/hub-store.js';
 import { type HubWorkflows, isLoopback, startHub } from '../hub/server.js';
-import { ensureAuditKey } from '../store/audit-key.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
 import { agentKey, DEFAULT_HUB_URL, HubCallError, hubFetch, sseEvents } from '../tools/hub-client.js';
 import { reportError } from './errors.js';
+import { hubSealingKey } from './hub-audit-key.js';
 import { parseListen } from './serve-command.js';
 import { openConfiguredStore } from './team-store.js';
 
@@ -118,10 +118,10 @@ export async function runHubStart(
   if (flags.workflowProject) {
     let key: Buffer;
     try {
-      ({ key } = ensureAuditKey(keelPaths().auditKey));
+      key = hubSealingKey();
     } catch (err) {
       await store.close();
-      return reportError(flags.json, 'ENVIRONMENT_ERROR', `audit key: ${(err as Error).message}`);
+      return reportError(flags.json, 'ENVIRONMENT_ERROR', (err as Error).message);
     }
     workflows = {
       root: resolvePath(flags.workflows ?? process.cwd()),

@@ -222,11 +222,9 @@ async function showHubRun(store: Store | undefined, runId: string, flags: Flags)
 }
 
 async function verifyHubRun(store: Store | undefined, runId: string, flags: Flags): Promise<number> {
-  const { keelPaths } = await import('../config/paths.js');
-  const { readAuditKey } = await import('../store/audit-key.js');
+  const { hubAuditKey } = await import('./hub-audit-key.js');
   const { verifyRunChain } = await import('../hub/runs-chain.js');
-  const path = keelPaths().auditKey;
-  const key = readAuditKey(path);
+  const { key, path } = hubAuditKey();
   if (key instanceof Error) return reportError(flags.json, 'ENVIRONMENT_ERROR', key.message);
   if (!key)
     return reportError(

@@ -21,7 +21,6 @@ import { FixRuns } from '../server/fixes.js';
 import { Metrics } from '../server/metrics.js';
 import { isLoopback } from '../server/security.js';
 import { SessionManager } from '../server/sessions.js';
-import { readAuditKey } from '../store/audit-key.js';
 import { storeTarget } from '../store/engine.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
@@ -29,6 +28,7 @@ import { type CommonFlags, existingWorkspace, flagLayer } from '../term/options.
 import { a2aTools } from '../tools/a2a.js';
 import { mcpTools } from '../tools/mcp.js';
 import { reportError } from './errors.js';
+import { hubAuditKey } from './hub-audit-key.js';
 
 export interface ServeFlags extends CommonFlags {
   listen?: string;
@@ -120,7 +120,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     ...(teamStore ? { teamStore } : {}),
     ...(hubProject ? { hubProject } : {}),
     hubPage: {
-      auditKey: () => readAuditKey(keelPaths(env).auditKey),
+      auditKey: () => hubAuditKey(env).key,
       person: `user ${userInfo().username}`,
     },
     webDir: join(packageRoot(), 'dist', 'web'),

@@ -17,6 +17,37 @@ export interface ApiRoute {
   query?: Record<string, string>;
   /** Answers with text/event-stream. */
   stream?: boolean;
+  /** Request headers the route reads (a signature, a delivery id): name → description. */
+  headers?: Record<string, string>;
+  /** The body is taken as raw bytes (verified before it is parsed): what they must be. */
+  rawBody?: string;
+  /** The success answers, when the route says more than `success`: status → description. */
+  answers?: Record<string, string>;
+  /** The error codes the route answers with: code → HTTP status. */
+  errors?: Record<string, number>;
+}
+
+/** The error answers of a route: one per status naming its codes, or a generic 4XX. */
+function errorAnswers(errors: Record<string, number> | undefined): Record<string, unknown> {
+  if (!errors) return { '4XX': { description: '{code, error}' } };
+  const byStatus = new Map<number, string[]>();
+  for (const [code, status] of Object.entries(errors))
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  const out: Record<string, unknown> = {};
+  for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0]))
+    out[String(status)] = {
+      description: `{code, error}: ${codes.join(', ')}`,
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['code', 'error'],
+            properties: { code: { enum: codes }, error: { type: 'string' } },
+          },
+        },
+      },
+    };
+  return out;
 }
 
 /** What the document says of a route beyond the table: its success status, whether it needs the token. */
@@ -49,11 +80,20 @@ export function buildOpenApiDocument<R extends ApiRoute>(
       description,
       schema: { type: 'string' },
     }));
+    const headers = Object.entries(r.headers ?? {}).map(([name, description]) => ({
+      name,
+      in: 'header',
+      required: false,
+      description,
+      schema: { type: 'string' },
+    }));
     paths[path] ??= {};
     (paths[path] as Record<string, unknown>)[r.method] = {
       summary: r.summary,
       ...extensions,
-      ...(params.length || query.length ? { parameters: [...params, ...query] } : {}),
+      ...(params.length || query.length || headers.length
+        ? { parameters: [...params, ...query, ...headers] }
+        : {}),
       ...(r.body
         ? {
             requestBody: {
@@ -65,10 +105,22 @@ export function buildOpenApiDocument<R extends ApiRoute>(
               },
             },
           }
-        : {}),
+        : r.rawBody
+          ? {
+              requestBody: {
+                required: true,
+                description: r.rawBody,
+                content: { 'application/json': { schema: { type: 'object' } } },
+              },
+            }
+          : {}),
       responses: {
-        [success]: { description: r.stream ? 'text/event-stream' : 'application/json' },
-        '4XX': { description: '{code, error}' },
+        ...(r.answers
+          ? Object.fromEntries(
+              Object.entries(r.answers).map(([status, description]) => [status, { description }]),
+            )
+          : { [success]: { description: r.stream ? 'text/event-stream' : 'application/json' } }),
+        ...errorAnswers(r.errors),
       },
       ...(bearer ? { security: [{ bearer: [] }] } : {}),
     };

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { type ApiRoute, buildOpenApiDocument } from '../http/openapi.js';
 import { LIMITS } from './hub-store.js';
+import { MAX_BODY, REFUSAL_STATUS } from './webhook-routes.js';
 
 /** A request body, whole: the message body's own limit (LIMITS.maxBodyBytes) is checked apart, in bytes. */
 export const MAX_REQUEST_BYTES = 2 * 1024 * 1024;
@@ -46,6 +47,9 @@ export type Access = 'public' | 'admin' | 'project' | 'agent' | 'person';
 interface Route extends ApiRoute {
   access: Access;
 }
+
+/** The refusals every signed route shares: the signature checks and the body's size. */
+const SIGNED_ERRORS = { ...REFUSAL_STATUS, body_too_large: 413 };
 
 export const ROUTES: Route[] = [
   { method: 'get', path: '/health', access: 'public', summary: 'the process is up' },
@@ -128,6 +132,70 @@ export const ROUTES: Route[] = [
     summary:
       "a person decides a run's parked approval stage: the run's project token or the admin token, never an agent key (403 person_only); served with --workflow-project",
     body: DecisionBody,
+  },
+  {
+    method: 'post',
+    path: '/v1/webhooks/:name',
+    access: 'public',
+    summary:
+      "start a run of the project's trusted workflow NAME from a signed delivery (no hub token: the signature is the credential); served with --workflow-project",
+    headers: {
+      'X-Hub-Signature-256':
+        'source github: sha256=<hex HMAC-SHA256 of the raw body with the secret_env secret>',
+      'X-GitHub-Delivery':
+        'source github: the delivery id (a repeated id with the same body gets the first receipt)',
+      'X-GitHub-Event': 'source github: the event the trigger matches',
+      'X-Hub-Signature': 'source jira: sha256=<hex HMAC-SHA256 of the raw body>',
+      'X-Atlassian-Webhook-Identifier': 'source jira: the delivery id',
+      'webhook-id': 'source generic (Standard Webhooks): the delivery id',
+      'webhook-timestamp': 'source generic: seconds since 1970, within 5 minutes of the hub clock',
+      'webhook-signature':
+        'source generic: v1,<base64 HMAC-SHA256 of "id.timestamp.body" with the whsec_ key>, space-separated',
+    },
+    rawBody: `the raw bytes as signed (at most ${MAX_BODY}), verified before they are parsed; a JSON object; only its sha256 is kept`,
+    answers: {
+      '202':
+        'the run started: {run_id, workflow, delivery_id, body_sha256, created_at, stage, repeated: false, signal_secret?} (signal_secret, whsec_<base64>, is shown this once)',
+      '200':
+        'the delivery was seen before: its first receipt with repeated: true (no signal_secret); or {ignored: true, reason} for an event the trigger does not match',
+    },
+    errors: {
+      ...SIGNED_ERRORS,
+      bad_payload: 400,
+      no_such_workflow: 404,
+      untrusted_workflow: 403,
+      invalid_workflow: 422,
+      no_such_project: 422,
+      quorum_unsatisfiable: 422,
+      delivery_id_conflict: 409,
+      secret_missing: 503,
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/runs/:run/signals/:name',
+    access: 'public',
+    summary:
+      "signal a run parked on signal NAME, signed with the run's signal key (no hub token); served with --workflow-project",
+    headers: {
+      'webhook-id': 'the signal id (a repeated id with the same body gets the first receipt)',
+      'webhook-timestamp': 'seconds since 1970, within 5 minutes of the hub clock',
+      'webhook-signature':
+        'v1,<base64 HMAC-SHA256 of "id.timestamp.body" with the run\'s signal_secret>, space-separated',
+    },
+    rawBody: `the signal's raw bytes as signed (at most ${MAX_BODY}), verified before they are parsed; only its sha256 is kept`,
+    answers: {
+      '202': 'the signal is recorded: {run_id, signal, signal_id, body_sha256, consumed, repeated: false}',
+      '200': 'the signal id was seen before: its first receipt with repeated: true',
+    },
+    errors: {
+      ...SIGNED_ERRORS,
+      no_such_run: 404,
+      no_signals: 404,
+      no_such_signal: 404,
+      signal_id_conflict: 409,
+      run_not_running: 409,
+    },
   },
 ];
 

@@ -49,9 +49,22 @@ export function emptyHead(key: Buffer, runId: string): { hash: string; mac: stri
   return { hash: GENESIS, mac: sealRunHead(key, { run_id: runId, count: 0, hash: GENESIS }) };
 }
 
+/** A run whose head is sealed with another audit key than the writer's: appending would break its chain. */
+export class ForeignAuditKey extends Error {
+  override name = 'ForeignAuditKey';
+  readonly status = 409;
+  readonly code = 'foreign_audit_key';
+  constructor(readonly runId: string) {
+    super(
+      `run ${runId} is sealed with another audit key than this keel's: hubs sharing a store need one key (KEEL_HUB_AUDIT_KEY_FILE)`,
+    );
+  }
+}
+
 /**
  * Append an event to a run's chain inside the caller's transaction, which must hold the run row's lock
- * (every writer of a run takes it first): reads the head, writes the event and the new sealed head.
+ * (every writer of a run takes it first): reads the head, checks its seal (a head sealed with another key
+ * throws ForeignAuditKey and nothing is written), writes the event and the new sealed head.
  */
 export async function appendRunEvent(
   tx: Sql,
@@ -61,12 +74,15 @@ export async function appendRunEvent(
   type: string,
   data: Record<string, unknown>,
 ): Promise<RunEvent> {
-  const [head] = await tx.query<{ event_count: number; head_hash: string }>(
-    'SELECT event_count, head_hash FROM hub_runs WHERE id = $1',
+  const [head] = await tx.query<{ event_count: number; head_hash: string; head_mac: string }>(
+    'SELECT event_count, head_hash, head_mac FROM hub_runs WHERE id = $1',
     [runId],
   );
   if (!head) throw new Error(`run ${runId}: no such run`);
-  const seq = Number(head.event_count) + 1;
+  const count = Number(head.event_count);
+  if (sealRunHead(key, { run_id: runId, count, hash: head.head_hash }) !== head.head_mac)
+    throw new ForeignAuditKey(runId);
+  const seq = count + 1;
   // data goes through JSON once, so what is hashed is what a reader parses back
   const stored = JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
   const body = eventBody({ run_id: runId, seq, ts, type, data: stored, prev: head.head_hash });

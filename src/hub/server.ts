@@ -10,9 +10,10 @@ import type { Store } from '../store/engine.js';
 import { createHubApp, type HubEnv } from './app.js';
 import { mountApprovalRoute } from './approval-route.js';
 import { GroupCommit } from './group-commit.js';
-import { HubStore } from './hub-store.js';
+import { HubError, HubStore } from './hub-store.js';
 import { projectAgents } from './outbox.js';
 import { RateLimit } from './rate-limit.js';
+import { ForeignAuditKey } from './runs-chain.js';
 import { RunsStore, recordReplyIn } from './runs-store.js';
 import { startTimerLoop } from './timers.js';
 import { Wakeups } from './wakeups.js';
@@ -50,6 +51,8 @@ const WEBHOOK_AUDITS_PER_S = 50;
 export interface RunningHub {
   url: string;
   port: number;
+  /** Every route the app serves (method, Hono path): the OpenAPI document must list each one. */
+  routes: { method: string; path: string }[];
   close(): Promise<void>;
 }
 
@@ -80,7 +83,16 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
     write: (op) => group.run(op),
     onQueued: (recipient) => wakeups.notify([recipient]),
     // a reply to one of the hub's stage requests counts for its run, in the reply's own transaction
-    ...(flow ? { onReply: (tx, reply) => recordReplyIn(tx, { key: flow.key, now: Date.now() }, reply) } : {}),
+    // (a run sealed with another audit key is refused whole: the reply is not taken either)
+    ...(flow
+      ? {
+          onReply: (tx, reply) =>
+            recordReplyIn(tx, { key: flow.key, now: Date.now() }, reply).catch((err) => {
+              if (err instanceof ForeignAuditKey) throw new HubError(409, err.code, err.message);
+              throw err;
+            }),
+        }
+      : {}),
   });
   await wakeups.start((agentIds) => hub.queuedAmong(agentIds));
   const audits = new RateLimit(WEBHOOK_AUDITS_PER_S);
@@ -172,6 +184,8 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
   return {
     url: `http://${host}:${port}`,
     port,
+    // middleware is mounted for every method ('ALL'); a route answers one
+    routes: app.routes.filter((r) => r.method !== 'ALL').map((r) => ({ method: r.method, path: r.path })),
     async close() {
       clearInterval(sweep);
       await stopTimers();

@@ -5,7 +5,7 @@
  * too finds the row gone and does nothing. The loop that polls is only a clock: the state is the table.
  */
 import type { Store } from '../store/engine.js';
-import { appendRunEvent } from './runs-chain.js';
+import { appendRunEvent, ForeignAuditKey } from './runs-chain.js';
 import { currentStage, lockRun } from './runs-stages.js';
 
 /** How many due timers one pass takes. */
@@ -36,29 +36,35 @@ export async function fireDueTimers(store: Store, key: Buffer, now: number): Pro
   );
   const fired: Fired[] = [];
   for (const timer of due) {
-    const done = await store.transaction(async (tx): Promise<Fired | undefined> => {
-      const run = await lockRun(tx, timer.run_id);
-      if ((await tx.run('DELETE FROM hub_timers WHERE id = $1', [timer.id])) === 0) return undefined;
-      const stage = run && (await currentStage(tx, run));
-      const waiting =
-        stage !== undefined &&
-        stage.id === timer.stage_id &&
-        Number(stage.attempt) === Number(timer.attempt) &&
-        (stage.state === 'active' || stage.state === 'parked');
-      if (!run || !stage || !waiting)
-        return { timer: timer.id, run_id: timer.run_id, stage_id: timer.stage_id, outcome: 'stale' };
-      await tx.run(
-        `UPDATE hub_run_stages SET state = 'timed_out', ended_at = $3 WHERE run_id = $1 AND position = $2`,
-        [run.id, stage.position, now],
-      );
-      await tx.run(`UPDATE hub_runs SET status = 'failed', updated_at = $2 WHERE id = $1`, [run.id, now]);
-      await appendRunEvent(tx, key, run.id, now, 'stage_timed_out', {
-        stage: stage.id,
-        attempt: stage.attempt,
+    // a run sealed with another audit key is left to a hub that holds it (its timer stays), not broken
+    const done = await store
+      .transaction(async (tx): Promise<Fired | undefined> => {
+        const run = await lockRun(tx, timer.run_id);
+        if ((await tx.run('DELETE FROM hub_timers WHERE id = $1', [timer.id])) === 0) return undefined;
+        const stage = run && (await currentStage(tx, run));
+        const waiting =
+          stage !== undefined &&
+          stage.id === timer.stage_id &&
+          Number(stage.attempt) === Number(timer.attempt) &&
+          (stage.state === 'active' || stage.state === 'parked');
+        if (!run || !stage || !waiting)
+          return { timer: timer.id, run_id: timer.run_id, stage_id: timer.stage_id, outcome: 'stale' };
+        await tx.run(
+          `UPDATE hub_run_stages SET state = 'timed_out', ended_at = $3 WHERE run_id = $1 AND position = $2`,
+          [run.id, stage.position, now],
+        );
+        await tx.run(`UPDATE hub_runs SET status = 'failed', updated_at = $2 WHERE id = $1`, [run.id, now]);
+        await appendRunEvent(tx, key, run.id, now, 'stage_timed_out', {
+          stage: stage.id,
+          attempt: stage.attempt,
+        });
+        await appendRunEvent(tx, key, run.id, now, 'run_failed', { reason: `stage ${stage.id} timed out` });
+        return { timer: timer.id, run_id: run.id, stage_id: stage.id, outcome: 'timed_out' };
+      })
+      .catch((err) => {
+        if (err instanceof ForeignAuditKey) return undefined;
+        throw err;
       });
-      await appendRunEvent(tx, key, run.id, now, 'run_failed', { reason: `stage ${stage.id} timed out` });
-      return { timer: timer.id, run_id: run.id, stage_id: stage.id, outcome: 'timed_out' };
-    });
     if (done) fired.push(done);
   }
   return fired;

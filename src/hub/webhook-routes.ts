@@ -6,6 +6,7 @@
  */
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { ForeignAuditKey } from './runs-chain.js';
 import { RunRefused, type RunsStore } from './runs-store.js';
 import { runSignalKey, runSignalSecret } from './signals.js';
 import {
@@ -51,7 +52,8 @@ function fail(c: Context, status: Status, code: string, error: string) {
   return c.json({ code, error }, status);
 }
 
-const REFUSAL_STATUS: Record<Exclude<Verified, { ok: true }>['code'], 400 | 401> = {
+/** The status of each signature refusal (the OpenAPI document lists them too). */
+export const REFUSAL_STATUS: Record<Exclude<Verified, { ok: true }>['code'], 400 | 401> = {
   missing_signature: 401,
   bad_signature: 401,
   stale_timestamp: 401,
@@ -168,12 +170,18 @@ export function mountWorkflowRoutes(app: Hono, opts: WorkflowRoutesOptions): voi
     const body = new Uint8Array(await c.req.arrayBuffer());
     const verified = verifyStandard(runSignalKey(secret, runId), headersOf(c), body, now());
     if (!verified.ok) return refuse(REFUSAL_STATUS[verified.code], verified.code, verified.error);
-    const outcome = await opts.runs.signal({
-      runId,
-      name: c.req.param('name'),
-      signalId: verified.deliveryId,
-      bodySha256: verified.bodySha256,
-    });
+    let outcome: Awaited<ReturnType<RunsStore['signal']>>;
+    try {
+      outcome = await opts.runs.signal({
+        runId,
+        name: c.req.param('name'),
+        signalId: verified.deliveryId,
+        bodySha256: verified.bodySha256,
+      });
+    } catch (err) {
+      if (err instanceof ForeignAuditKey) return refuse(409, err.code, err.message);
+      throw err;
+    }
     if (!outcome.ok) return refuse(outcome.status, outcome.code, outcome.error);
     if (!outcome.receipt.repeated) opts.onRunMoved?.(runId);
     return c.json(outcome.receipt, outcome.receipt.repeated ? 200 : 202);

@@ -5,6 +5,8 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import {
   closeSync,
+  constants,
+  fstatSync,
   fsyncSync,
   linkSync,
   mkdirSync,
@@ -36,6 +38,40 @@ export function readAuditKey(path: string): Buffer | undefined | Error {
   }
   if (!KEY_TEXT.test(text)) return new Error(`audit key ${path} is not 64 hex digits`);
   return Buffer.from(text.slice(0, 64), 'hex');
+}
+
+/**
+ * A key file several processes share (the hubs of a team on one PostgreSQL, each with its own KEEL_HOME):
+ * never created here, and refused unless it is a regular file of this user that no one else may read or
+ * write (mode 0600 or 0400). Opened without following a symlink, and checked on the open file, so what
+ * is checked is what is read. Throws an Error naming the file and what is wrong.
+ */
+export function readPrivateAuditKey(path: string): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new Error(`audit key file ${path} is a symlink: name the file itself`);
+    throw new Error(`audit key file ${path} is unreadable: ${(err as Error).message}`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`audit key file ${path} is not a regular file`);
+    const uid = process.getuid?.();
+    if (uid !== undefined && st.uid !== uid)
+      throw new Error(`audit key file ${path} is owned by uid ${st.uid}, not by this user (uid ${uid})`);
+    const mode = st.mode & 0o777;
+    if ((mode & 0o077) !== 0)
+      throw new Error(
+        `audit key file ${path} is mode ${mode.toString(8).padStart(4, '0')}: others may read or change it; chmod 600 ${path}`,
+      );
+    const text = readFileSync(fd, 'utf8');
+    if (!KEY_TEXT.test(text)) throw new Error(`audit key file ${path} is not 64 hex digits`);
+    return Buffer.from(text.slice(0, 64), 'hex');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

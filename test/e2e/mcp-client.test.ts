@@ -3,7 +3,7 @@
  * repository, where the sandbox can see them), a scripted model calling `mcp__<server>__<tool>` over the wire.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type HttpFixture, startHttpFixture } from '../fixtures/mcp/http.js';
@@ -34,14 +34,18 @@ function stdioServer(name: string, fixture: string, extra = ''): string {
   return `[[mcp_servers]]\nname = "${name}"\ncommand = ["node", "mcp/${fixture}.cjs"]\n${extra}\n`;
 }
 
-/** Processes whose command line names a fixture of `repo` (none may outlive the session). */
+/**
+ * Fixture processes of `repo` (none may outlive the session): a `node mcp/*.cjs` whose working folder or
+ * command line is this test's repository, so a fixture of another test file running at the same time
+ * is not counted.
+ */
 function fixtureProcesses(repo: string): string[] {
   const found: string[] = [];
   for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (cmd.includes(`mcp/`) && cmd.includes('.cjs') && (cmd.includes(repo) || cmd.includes('node mcp/')))
-        found.push(`${pid}: ${cmd}`);
+      if (!(cmd.includes('mcp/') && cmd.includes('.cjs'))) continue;
+      if (cmd.includes(repo) || readlinkSync(`/proc/${pid}/cwd`) === repo) found.push(`${pid}: ${cmd}`);
     } catch {
       // gone while we looked
     }

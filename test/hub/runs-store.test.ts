@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyRunChain } from '../../src/hub/runs-chain.js';
 import { readRun } from '../../src/hub/runs-read.js';
 import { type AgentDirectory, RunRefused, RunsStore } from '../../src/hub/runs-store.js';
-import { startTimerLoop } from '../../src/hub/timers.js';
+import { fireDueTimers, startTimerLoop } from '../../src/hub/timers.js';
 import { type LoadedWorkflow, parseWorkflow } from '../../src/hub/workflow-file.js';
 import type { Store } from '../../src/store/engine.js';
 import { storeEngines } from '../helpers/engines.js';
@@ -506,6 +506,12 @@ stages:
 
     const waiting = await start('d-timeout');
     time.advance(86_400_000);
+    // a process sealing with another key fires nothing of this run: the timer stays for one that holds it
+    expect(await fireDueTimers(other, randomBytes(32), time.now())).toEqual([]);
+    expect((await readRun(store, waiting.run_id))?.status).toBe('running');
+    expect(await store.query('SELECT id FROM hub_timers WHERE run_id = $1', [waiting.run_id])).toHaveLength(
+      1,
+    );
     // the loop is only a clock: the due row in hub_timers is what fails the run
     const stop = startTimerLoop(other, key, { everyMs: 10, now: time.now });
     await vi.waitFor(async () => expect((await readRun(store, waiting.run_id))?.status).toBe('failed'), {

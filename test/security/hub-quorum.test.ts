@@ -105,7 +105,7 @@ describe('hub quorum attacks', () => {
   it('a reply to the request of an attempt that timed out does not revive or finish the stage, nor count for the retried attempt', async () => {
     const home = tempDir('keel-hub-home-');
     const cwd = workflowProject(home, {
-      pr: QUORUM.replace('min_producers: 2,', 'min_producers: 2, timeout: 1s,'),
+      pr: QUORUM.replace('min_producers: 2,', 'min_producers: 2, timeout: 1h,'),
     });
     const hub = await startHub({ home, cwd, env: HUB_ENV, args: ['--workflow-project', 'demo'] });
     const { keys } = await projectWithAgents(hub, 'demo', 'rev-a', 'rev-b', 'rev-c');
@@ -114,7 +114,16 @@ describe('hub quorum attacks', () => {
     const { run_id: runId } = (await started.json()) as { run_id: string };
     const forA = await requestOf(hub, keys['rev-a'] as string, runId);
     const forB = await requestOf(hub, keys['rev-b'] as string, runId);
-    // the hub's timer loop times the stage out
+    // attempt 1's timer is made due (no wall-clock race: every attempt's timeout is an hour) and the
+    // hub's own timer loop times the stage out
+    const db = await openStore({ engine: 'sqlite', path: join(home, 'keel.db') });
+    try {
+      expect(
+        await db.run('UPDATE hub_timers SET due_at = 0 WHERE run_id = $1 AND attempt = 1', [runId]),
+      ).toBe(1);
+    } finally {
+      await db.close();
+    }
     let run = await show(hub, runId);
     for (let i = 0; i < 100 && run.status !== 'failed'; i++) {
       await sleep(200);
