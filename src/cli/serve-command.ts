@@ -90,6 +90,8 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     ],
     onEvent: (event) => metrics.event(event),
     configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
+    // a build's fix run works in its tests' worktree: its log streams here as a fix run's does
+    ours: (id) => fixes.builds.get(id) !== undefined,
   });
   const fixes = new FixRuns({
     project,

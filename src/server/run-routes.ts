@@ -121,6 +121,8 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
       reason: r?.reason ?? b.error,
       tests: b.tests,
       tests_session: b.testsSession,
+      // its fix run's log exists (the page then follows it as a fix run's)
+      fix_run: fix !== null,
       pending_approvals: b.pending ? [b.pending.approval] : [],
     };
   };
