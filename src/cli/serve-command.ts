@@ -90,8 +90,15 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     ],
     onEvent: (event) => metrics.event(event),
     configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
+    // a build's fix run works in its tests' worktree: its log streams here as a fix run's does
+    ours: (id) => fixes.builds.get(id) !== undefined,
   });
-  const fixes = new FixRuns({ project, runtime, onEvent: (event) => metrics.event(event) });
+  const fixes = new FixRuns({
+    project,
+    runtime,
+    approvalTimeoutS: flags.approvalTimeout ?? 600,
+    onEvent: (event) => metrics.event(event),
+  });
   // batch runs are read from the team store the user's config names (a project's config may not name one)
   let teamStore: TeamStore | undefined;
   // the hub project the page shows: named by the user's own config (a project's config may not)

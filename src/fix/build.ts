@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { SessionEvent } from '../agent/events.js';
-import { openRuntime } from '../agent/runtime.js';
+import { openRuntime, type Runtime } from '../agent/runtime.js';
 import { newSessionId } from '../agent/session.js';
 import type { TerminalCode } from '../agent/terminal.js';
 import type { LoadedConfig } from '../config/load.js';
@@ -44,7 +44,13 @@ export interface BuildOptions {
   approve(tests: {
     files: string[];
     patch: string;
+    /** The session that wrote them (where a person's answer is logged). */
+    session: string;
   }): Promise<boolean | { approved: boolean; reason: string }>;
+  /** The fix run's id, known before it starts (keel serve names the build by it). */
+  runId?: string;
+  /** A runtime to run in (keel serve's); by default the build opens its own and closes it. */
+  runtime?: Runtime;
   onProgress?(message: string): void;
   onWaiting?(label: string): () => void;
   onEvent?(event: SessionEvent): void;
@@ -67,7 +73,7 @@ export interface BuildResult {
 export async function runBuild(opts: BuildOptions): Promise<BuildResult> {
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
-  const runtime = openRuntime(env);
+  const runtime = opts.runtime ?? openRuntime(env);
   const id = newSessionId();
   let snapshot: Snapshot | undefined;
   const end = (
@@ -136,7 +142,7 @@ export async function runBuild(opts: BuildOptions): Promise<BuildResult> {
         reason: `the model wrote ${diff.files.length} test files (${diff.files.join(', ')}); at most ${MAX_TEST_FILES}`,
         testsSession,
       });
-    const approval = await opts.approve(diff);
+    const approval = await opts.approve({ ...diff, session: testsSession });
     const approved = typeof approval === 'boolean' ? approval : approval.approved;
     if (!approved)
       return end({
@@ -167,6 +173,7 @@ export async function runBuild(opts: BuildOptions): Promise<BuildResult> {
       runtime,
       signal: opts.signal,
       frozenTests: tests,
+      ...(opts.runId ? { runId: opts.runId } : {}),
       memoryRepo: opts.repo,
       ...(opts.calls ? { calls: opts.calls } : {}),
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
@@ -187,7 +194,7 @@ export async function runBuild(opts: BuildOptions): Promise<BuildResult> {
   } finally {
     // the tests live on in the fix branch's history when anything was built; this worktree and branch go
     if (snapshot) discardSnapshot(snapshot);
-    runtime.close();
+    if (!opts.runtime) runtime.close();
   }
 }
 

@@ -29,6 +29,9 @@ export const ForkBody = z
 export const FixBody = z
   .object({ task: z.string().min(1).max(200_000), test_command: z.string().min(1).optional() })
   .strict();
+export const BuildBody = z
+  .object({ feature: z.string().min(1).max(200_000), test_command: z.string().min(1).optional() })
+  .strict();
 /** Applying a verified fix moves the person's branch: the request says it was confirmed (the CLI's --yes). */
 export const ApplyBody = z.object({ confirm: z.literal(true) }).strict();
 export const MemoryAddBody = z
@@ -98,9 +101,15 @@ export const ROUTES: ApiRoute[] = [
   SETTINGS_ROUTE,
   { method: 'post', path: '/v1/fix', summary: 'start a fix run', body: FixBody },
   {
+    method: 'post',
+    path: '/v1/build',
+    summary: 'start a keel build run: tests first, which wait for a person (pending_approvals on the run)',
+    body: BuildBody,
+  },
+  {
     method: 'get',
     path: '/v1/runs',
-    summary: "this project's fix and loop runs",
+    summary: "this project's fix and loop runs, and the builds this server started",
     query: { project: 'this project only (another folder is a 400)' },
   },
   { method: 'get', path: '/v1/runs/:id', summary: 'one run: verdict, attempts, rationale, PR text, diff' },
@@ -109,6 +118,13 @@ export const ROUTES: ApiRoute[] = [
     path: '/v1/runs/:id/apply',
     summary: "fast-forward the project's checked-out branch to a verified fix (as keel runs apply)",
     body: ApplyBody,
+  },
+  {
+    method: 'post',
+    path: '/v1/runs/:id/approvals/:question',
+    summary:
+      "answer a build run's waiting question (its tests), named by pending_approvals[].id: {decision: allow|deny, reason?}",
+    body: ApprovalBody,
   },
   { method: 'get', path: '/v1/runs/:id/patch', summary: "a verified fix's diff, as a patch file" },
   {

@@ -10,6 +10,7 @@ import { newSessionId } from '../agent/session.js';
 import type { LoadedConfig } from '../config/load.js';
 import { type FixResult, runFix } from '../fix/run.js';
 import { appendAudited } from '../store/audit-entries.js';
+import { BuildRuns } from './builds.js';
 
 export interface FixStart {
   task: string;
@@ -22,6 +23,8 @@ export interface FixStart {
 
 export class FixRuns {
   private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+  /** `keel build` runs (`POST /v1/build`): each ends in a fix run of the same id once its tests are approved. */
+  readonly builds: BuildRuns;
 
   constructor(
     private readonly opts: {
@@ -29,9 +32,19 @@ export class FixRuns {
       /** The server's runtime: each run's sessions start in it. */
       runtime: Runtime;
       maxAttempts?: number;
+      /** Seconds a build's tests wait for a person before it is a no (keel serve --approval-timeout). */
+      approvalTimeoutS?: number;
       onEvent?(event: SessionEvent): void;
     },
-  ) {}
+  ) {
+    this.builds = new BuildRuns({
+      project: opts.project,
+      runtime: opts.runtime,
+      approvalTimeoutS: opts.approvalTimeoutS ?? 600,
+      ...(opts.maxAttempts ? { maxAttempts: opts.maxAttempts } : {}),
+      ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    });
+  }
 
   /** Start a run; its id is known at once, its result when `done` resolves (or rejects, before attempt one). */
   start(req: FixStart): { runId: string; done: Promise<FixResult> } {
@@ -68,13 +81,13 @@ export class FixRuns {
   }
 
   isRunning(runId: string): boolean {
-    return this.running.has(runId);
+    return this.running.has(runId) || this.builds.isRunning(runId);
   }
 
   /** Cancel every run still going and wait for each to record its end (the server is stopping). */
   async close(): Promise<void> {
     const runs = [...this.running.values()];
     for (const run of runs) run.controller.abort(new Error('the server stopped'));
-    await Promise.all(runs.map((run) => run.done));
+    await Promise.all([...runs.map((run) => run.done), this.builds.close()]);
   }
 }

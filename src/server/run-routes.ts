@@ -4,8 +4,9 @@ import { keelPaths } from '../config/paths.js';
 import { ApplyError, applyFix, applyPlan } from '../fix/apply.js';
 import { type RunSummary, readRuns, recordedIn, runReport, summarizeRun } from '../fix/runs.js';
 import { Ledger } from '../store/ledger.js';
-import { ApplyBody, FixBody } from './api.js';
+import { ApplyBody, ApprovalBody, BuildBody, FixBody } from './api.js';
 import type { AppOptions } from './app.js';
+import type { BuildState } from './builds.js';
 import { body, fail, projectGuard } from './http.js';
 import { NotFound } from './sessions.js';
 
@@ -26,11 +27,40 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
     done.catch(() => {});
     return c.json({ run_id: runId }, 202);
   });
+  // keel build: the tests wait for a person as the run's pending question (src/server/builds.ts)
+  app.post('/v1/build', async (c) => {
+    const req = await body(c, BuildBody);
+    if (typeof req === 'string') return fail(c, 400, 'BAD_REQUEST', req);
+    const { runId, done } = fixes.builds.start({
+      feature: req.feature.trim(),
+      ...(req.test_command ? { testCommand: req.test_command } : {}),
+      loaded: opts.configFor({}),
+    });
+    done.catch(() => {});
+    return c.json({ run_id: runId }, 202);
+  });
+  app.post('/v1/runs/:id/approvals/:question', async (c) => {
+    const req = await body(c, ApprovalBody);
+    if (typeof req === 'string') return fail(c, 400, 'BAD_REQUEST', req);
+    const id = c.req.param('id');
+    const question = c.req.param('question');
+    // only a build this server started asks; any other run (another project's too) is not named here
+    if (!fixes.builds.get(id)) throw new NotFound(`no build ${id} of this server`);
+    if (!fixes.builds.answer(id, question, req.decision, req.reason))
+      return fail(
+        c,
+        409,
+        'NOT_PENDING',
+        `no question ${question} waits in build ${id}; an answer names a question of its pending_approvals[].id`,
+      );
+    return c.json({ ok: true });
+  });
   /** A run of this project, or NotFound: another project's run is not named here. */
   const ownRun = (id: string) => {
     const row = manager.log.getSession(id);
-    if (!row || !['fix', 'loop'].includes(row.mode) || !recordedIn(row.cwd, manager.root))
-      throw new NotFound(`no run ${id}`);
+    // a build's fix run works in the folder of its tests (keel's worktree), but it is this server's own
+    const ours = row && (recordedIn(row.cwd, manager.root) || fixes.builds.get(id));
+    if (!row || !['fix', 'loop'].includes(row.mode) || !ours) throw new NotFound(`no run ${id}`);
     return summarizeRun(manager.log, keelPaths(opts.env), row);
   };
   const runView = (id: string) => {
@@ -56,12 +86,57 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
       ended_at: end?.ts ?? null,
     };
   };
+  /** A build this server started: before its fix run starts, from memory; then the fix run's view, as a build. */
+  const buildView = (b: BuildState) => {
+    const row = manager.log.getSession(b.runId);
+    const fix = row?.mode === 'fix' ? runView(b.runId) : null;
+    const r = b.result;
+    const status =
+      b.phase === 'waiting'
+        ? 'waiting'
+        : b.phase !== 'ended'
+          ? 'running'
+          : r?.status === 'verified' || r?.status === 'already_exists'
+            ? r.status
+            : 'failed';
+    return {
+      run_id: b.runId,
+      title: b.feature,
+      attempts: 0,
+      cost_usd: null,
+      branch: null,
+      rationale: null,
+      pr_description: null,
+      diff: null,
+      started_at: b.startedAt,
+      ended_at: b.endedAt,
+      ...(fix ?? {}),
+      // the fix run's log names its branch in the tests' worktree, gone by now: the build says where it is
+      ...(r ? { branch: r.status === 'verified' ? (r.fix?.branch ?? null) : null } : {}),
+      // its branch is merged as keel build's is, by the person (the page's merge button is for fix runs)
+      applicable: false,
+      kind: 'build',
+      status,
+      code: b.phase === 'ended' ? (r?.code ?? 'ENVIRONMENT_ERROR') : null,
+      reason: r?.reason ?? b.error,
+      tests: b.tests,
+      tests_session: b.testsSession,
+      // its fix run's log exists (the page then follows it as a fix run's)
+      fix_run: fix !== null,
+      pending_approvals: b.pending ? [b.pending.approval] : [],
+    };
+  };
+  const view = (id: string) => {
+    const b = fixes.builds.get(id);
+    return b ? buildView(b) : runView(id);
+  };
   app.get('/v1/runs', (c) => {
     if (otherProject(c)) return fail(c, 400, 'BAD_REQUEST', onlyThisProject);
-    const runs = readRuns(manager.log, keelPaths(opts.env), { limit: 50, root: manager.root }).map((r) =>
-      runView(r.id),
-    );
-    return c.json({ runs });
+    const listed = readRuns(manager.log, keelPaths(opts.env), { limit: 50, root: manager.root });
+    const known = new Set(listed.map((r) => r.id));
+    // a build whose fix run has not started is in no log yet
+    const early = fixes.builds.list().filter((b) => !known.has(b.runId));
+    return c.json({ runs: [...early.map(buildView), ...listed.map((r) => view(r.id))] });
   });
   /**
    * The routing tiers' share of a run's calls and cost, from its rows in the team store's ledger (a call
@@ -82,8 +157,7 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
   };
   app.get('/v1/runs/:id', async (c) => {
     const id = c.req.param('id');
-    const view = runView(id);
-    return c.json({ ...view, tiers: await tiers(id) });
+    return c.json({ ...view(id), tiers: await tiers(id) });
   });
   // a verified fix into the checked-out branch, by src/fix/apply.ts as keel runs apply does it; the body's
   // confirm is the person's yes (the page asks first), the token and Origin checks (security.ts) apply

@@ -134,6 +134,8 @@ export class SessionManager {
       tools?: ToolFactory[];
       /** The config for a turn of a session this process did not start (before a restart, from the CLI). */
       configFor(): LoadedConfig;
+      /** A run recorded in another folder that is still this server's own (a build's fix run, in its tests' worktree). */
+      ours?(id: string): boolean;
       /** Each stored event, for the server's counters. */
       onEvent?(event: SessionEvent): void;
     },
@@ -339,7 +341,7 @@ export class SessionManager {
   /** A session of this project; another project's (a nested repository is another) is as unknown as no session. */
   private row(id: string): SessionRow {
     const row = this.log.getSession(id);
-    if (!row || row.cwd !== this.root) throw new NotFound(`no session ${id}`);
+    if (!row || (row.cwd !== this.root && !this.opts.ours?.(id))) throw new NotFound(`no session ${id}`);
     return row;
   }
 

@@ -36,7 +36,14 @@ export interface Session {
 
 export interface Run {
   run_id: string;
-  status: 'running' | 'verified' | 'failed';
+  /** `waiting`: a build's tests wait for a person (pending_approvals); `already_exists`: a build found them passing. */
+  status: 'running' | 'waiting' | 'verified' | 'already_exists' | 'failed';
+  kind?: 'fix' | 'loop' | 'build';
+  /** A build's: why it ended, the tests it wrote, the question they wait on, whether its fix run's log exists. */
+  reason?: string | null;
+  tests?: string[];
+  pending_approvals?: Approval[];
+  fix_run?: boolean;
   attempts: number;
   cost_usd: number | null;
   rationale: string | null;

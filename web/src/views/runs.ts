@@ -1,11 +1,14 @@
-/** Fix runs: the list, and one run's verdict, attempts, cost, rationale, PR text and diff. */
+/**
+ * Fix runs: the list, and one run's verdict, attempts, cost, rationale, PR text and diff. A build run
+ * first shows the tests it wrote, waiting for the person's Approve or Reject, then is followed as a fix run.
+ */
 import { api, headers } from '../api.js';
-import { badge, diffBlock, el, money, replace, short, when } from '../dom.js';
+import { badge, diffBlock, el, money, replace, short, stateBadge, when } from '../dom.js';
 import type { Stop } from '../main.js';
 import { markdown } from '../markdown.js';
 import { poll } from '../poll.js';
 import { type TierShare, tierCharts } from '../tier-charts.js';
-import type { Run } from '../types.js';
+import type { Approval, Run } from '../types.js';
 import { RunTimeline } from './run-timeline.js';
 
 export function runList(main: HTMLElement): Stop {
@@ -79,26 +82,39 @@ export function runView(id: string) {
       class: 'card apply',
       attrs: { hidden: '', 'aria-label': 'Apply the fix' },
     });
+    const question = el('section', {
+      class: 'card approval',
+      attrs: { hidden: '', 'aria-label': 'Approve the tests' },
+    });
     main.classList.add('wide');
     let final = false;
-    // the log's stream shows each step as it happens; its end makes the report be read once more
-    const timeline = new RunTimeline(id, () => {
-      final = false;
-    });
-    main.append(
-      el('h1', null, 'Fix run ', el('code', null, id)),
-      error,
-      actions,
-      timeline.root,
-      timeline.chart.root,
-      body,
-    );
+    const heading = el('h1', null, 'Fix run ', el('code', null, id));
+    // the log's stream shows each step as it happens; its end makes the report be read once more. A
+    // build's fix run has a log only once its tests are approved: the stream is opened then.
+    let timeline: RunTimeline | undefined;
+    const follow = () => {
+      if (timeline) return;
+      timeline = new RunTimeline(id, () => {
+        final = false;
+      });
+      body.before(timeline.root, timeline.chart.root);
+    };
+    let asked = '';
+    main.append(heading, error, question, actions, body);
     const stop = poll(
       async (signal) => {
         if (final) return;
         const r = await api<Run>(`/v1/runs/${encodeURIComponent(id)}`, { signal });
         error.textContent = '';
-        final = r.status !== 'running';
+        final = r.status !== 'running' && r.status !== 'waiting';
+        if (r.kind !== 'build' || r.fix_run) follow();
+        if (r.kind === 'build') replace(heading, 'Build run ', el('code', null, id));
+        const waiting = r.pending_approvals?.[0];
+        // the question is drawn once while it waits (a redraw would drop a click in flight)
+        if (waiting && asked !== waiting.id) {
+          asked = waiting.id;
+          showQuestion(question, r, waiting);
+        } else if (!waiting) question.hidden = true;
         if (final) showActions(actions, r);
         replace(
           body,
@@ -110,7 +126,13 @@ export function runView(id: string) {
               { class: 'facts-grid' },
               ...(
                 [
-                  ['Verdict', badge(r.status)],
+                  ['Verdict', r.status === 'waiting' ? stateBadge(r.status) : badge(r.status)],
+                  ...(r.kind === 'build'
+                    ? ([
+                        ['Tests', r.tests?.length ? r.tests.join(', ') : '—'],
+                        ['Reason', r.reason ?? '—'],
+                      ] as Array<[string, string]>)
+                    : []),
                   ['Attempts', String(r.attempts)],
                   ['Cost', money(r.cost_usd)],
                   ['Branch', r.branch ? el('code', null, r.branch) : '—'],
@@ -138,10 +160,60 @@ export function runView(id: string) {
     );
     return () => {
       stop();
-      timeline.close();
+      timeline?.close();
       main.classList.remove('wide');
     };
   };
+}
+
+/**
+ * A build's tests waiting for the person: their diff, then Approve or Reject (with a reason), answered
+ * as a session's question is; the server logs the answer. No answer in time is a no (the server's timeout).
+ */
+function showQuestion(section: HTMLElement, r: Run, q: Approval): void {
+  const result = el('p', { attrs: { role: 'status' } });
+  const reason = el('input', {
+    attrs: { id: 'reject-reason', type: 'text', placeholder: 'why not (optional)' },
+  });
+  const answer = async (decision: 'allow' | 'deny') => {
+    for (const b of buttons) b.disabled = true;
+    try {
+      const body: Record<string, string> = { decision };
+      if (decision === 'deny' && reason.value.trim()) body.reason = reason.value.trim();
+      await api(`/v1/runs/${encodeURIComponent(r.run_id)}/approvals/${encodeURIComponent(q.id)}`, {
+        method: 'POST',
+        body,
+      });
+      result.className = 'ok';
+      result.textContent =
+        decision === 'allow'
+          ? 'Approved: the tests are frozen and the feature is built.'
+          : 'Rejected: nothing is built.';
+    } catch (err) {
+      for (const b of buttons) b.disabled = false;
+      result.className = 'error';
+      result.textContent = (err as Error).message;
+    }
+  };
+  const buttons = [
+    el('button', { attrs: { type: 'button' }, on: { click: () => answer('allow') } }, 'Approve'),
+    el(
+      'button',
+      { class: 'secondary', attrs: { type: 'button' }, on: { click: () => answer('deny') } },
+      'Reject',
+    ),
+  ];
+  replace(
+    section,
+    el('h2', null, 'Approve the tests'),
+    el('p', null, q.question),
+    q.diff ? diffBlock(q.diff) : el('p', { class: 'muted' }, 'No diff.'),
+    el('label', { attrs: { for: 'reject-reason' } }, 'Reason for a rejection'),
+    reason,
+    el('div', { class: 'button-row' }, ...buttons),
+    result,
+  );
+  section.hidden = false;
 }
 
 /** The routing tiers' share of the run's calls and cost, when its calls were routed by tier. */
