@@ -12,6 +12,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 
 const MAX_BODY = 4 * 1024 * 1024;
+/** How long a refused oversize body is still read and dropped, so the client can read the 413. */
+const LINGER_MS = 5_000;
 const MAX_SESSIONS = 100;
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
 
@@ -81,7 +83,7 @@ function refuse(
 /**
  * The body as text, or undefined once it passes MAX_BODY. An oversize body is not destroyed mid-read:
  * the client would see a reset instead of the 413. Its rest is read and dropped while the refusal goes
- * out, and the refusal closes the connection.
+ * out, for at most LINGER_MS.
  */
 function readBody(req: IncomingMessage): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
@@ -146,8 +148,14 @@ export async function serveHttp(
     }
     if (req.method !== 'POST') return refuse(res, 405, 'method not allowed without an MCP session');
     const text = await readBody(req);
-    if (text === undefined)
-      return refuse(res, 413, `request body over ${MAX_BODY} bytes`, { connection: 'close' });
+    if (text === undefined) {
+      // a lingering close: the rest is still read and dropped after the answer, so a client busy writing
+      // reads the 413 instead of a reset; one that keeps sending past the grace is cut off
+      const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
+      cut.unref();
+      req.once('end', () => clearTimeout(cut));
+      return refuse(res, 413, `request body over ${MAX_BODY} bytes`);
+    }
     let body: unknown;
     try {
       body = JSON.parse(text);
