@@ -108,7 +108,7 @@ describe('keel hub', () => {
     expect(files).toHaveLength(2);
     for (const f of files) expect(statSync(join(keyDir, f)).mode & 0o777).toBe(0o600);
     expect(statSync(join(home, 'hub', 'admin-token')).mode & 0o777).toBe(0o600);
-  });
+  }, 90_000);
 
   it('the event stream numbers by recipient, resumes after Last-Event-ID and re-sends what was not acked', async () => {
     const home = tempDir('keel-hub-home-');
