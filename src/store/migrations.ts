@@ -270,6 +270,9 @@ const MIGRATIONS: Migration[] = [
   // hub wiring (issue 28): a workflow run belongs to one hub project, whose agents it resolves and
   // whose inboxes its stage requests go to (sent by the project's system agent "@hub", hub/outbox.ts)
   same(`ALTER TABLE hub_runs ADD COLUMN project_id TEXT REFERENCES hub_projects(id)`),
+  // batch leases (issue 27, store/queue.ts): whether the attempt's worker has renewed its lease itself;
+  // until it has, its supervisor holds the lease (holdForWorker), so a slow process start expires nothing
+  same(`ALTER TABLE queue_tasks ADD COLUMN worker_renewed INTEGER NOT NULL DEFAULT 0`),
 ];
 
 /** The schema version this keel writes. */
