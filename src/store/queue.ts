@@ -108,6 +108,7 @@ export interface QueueStore {
   ): Promise<{ created: boolean }>;
   claim(runId: string, owner: string): Promise<Claimed | undefined>;
   renew(lease: Lease): Promise<RenewResult>;
+  holdForWorker(lease: Lease): Promise<boolean>;
   finish(lease: Lease, outcome: Outcome, result?: unknown): Promise<boolean>;
   release(lease: Lease, reason: string): Promise<boolean>;
   requeueExpired(runId: string): Promise<number>;
