@@ -387,6 +387,12 @@ async function chaos(storeUrl, rand) {
     fds: fds.map((f) => `${f.first ?? '?'}→${f.last ?? '?'}`).join(', '),
     attempts: [...results.values()].reduce((a, t) => a + t.attempts, 0),
     expired: journal.filter((e) => e.type === 'expired').length,
+    // an attempt whose worker never got to start a fix lost its lease while starting; the others while running
+    expiredStarting: journal.filter(
+      (e) =>
+        e.type === 'expired' &&
+        !journal.some((f) => f.type === 'fix_started' && f.taskId === e.taskId && f.attempt === e.attempt),
+    ).length,
   };
 }
 
@@ -496,7 +502,7 @@ for (const r of rows) {
   // what the machine's cores allow at best: Σ one-task times over min(concurrency, cores)
   const coreFloor = (r.single * TASKS) / Math.min(CONCURRENCY, cores);
   console.log(
-    `| ${r.engine} | ${r.verified}/${TASKS} | ${r.killedWorkers} → ${r.resumed} (${r.finishedFirst})${r.lost ? `, ${r.lost} NOT resumed` : ''} | ${r.supervisorKills} | ${s(r.wallMs)} | ${s(floor)} (one task ${s(r.single)}) | ${(r.wallMs / floor).toFixed(2)}× | ${(r.wallMs / coreFloor).toFixed(2)}× | ${r.attempts} (${r.expired}) | ${r.mostHeld} (${CONCURRENCY}) | ${(r.peakKb / 1024).toFixed(0)} MB | ${r.leftProcesses}, ${r.worktrees}, ${r.extraBranches} | ${r.fds} | ${r.claims.toFixed(0)} |`,
+    `| ${r.engine} | ${r.verified}/${TASKS} | ${r.killedWorkers} → ${r.resumed} (${r.finishedFirst})${r.lost ? `, ${r.lost} NOT resumed` : ''} | ${r.supervisorKills} | ${s(r.wallMs)} | ${s(floor)} (one task ${s(r.single)}) | ${(r.wallMs / floor).toFixed(2)}× | ${(r.wallMs / coreFloor).toFixed(2)}× | ${r.attempts} (${r.expired}: ${r.expiredStarting} before a fix started) | ${r.mostHeld} (${CONCURRENCY}) | ${(r.peakKb / 1024).toFixed(0)} MB | ${r.leftProcesses}, ${r.worktrees}, ${r.extraBranches} | ${r.fds} | ${r.claims.toFixed(0)} |`,
   );
 }
 console.log(

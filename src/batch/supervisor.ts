@@ -1,17 +1,23 @@
 /**
  * The batch supervisor: claims tasks from the run queue (store/queue.ts) up to the run's cap and starts
  * one worker process per task (`keel batch worker`, batch/worker.ts), which holds the lease and runs
- * `keel fix` in its own worktree. The supervisor keeps no state of its own: killed and started again
+ * `keel fix` in its own worktree. Until a worker's first renewal the supervisor holds its lease, so the
+ * time a process takes to start on a loaded machine never expires it; a supervisor that dies stops
+ * holding, and so does one whose worker has not renewed after START_HOLD_MS (it hangs: the lease
+ * expires and the task is requeued). The supervisor keeps no state of its own: killed and started again
  * with the same run id, it waits for the workers still running and requeues the tasks of dead ones
  * (their leases expire), so a task is never lost and a finished one never redone.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import type { Store } from '../store/engine.js';
-import { type Claimed, QUEUE_CHANNEL, RunQueue, type RunView } from '../store/queue.js';
+import { type Claimed, QUEUE_CHANNEL, RENEW_EVERY_MS, RunQueue, type RunView } from '../store/queue.js';
 import { capStanding } from './cost-cap.js';
 import { type BatchTask, repoProblem } from './tasks-file.js';
 import type { TaskResult } from './worker.js';
+
+/** The longest the supervisor holds a started worker's lease for it: a worker not started by then hangs. */
+export const START_HOLD_MS = 120_000;
 
 /** How a batch ended: every task verified, some not, paused for the provider, stopped at its cost cap, or cancelled. */
 export type BatchEnd = 'verified' | 'failed' | 'paused_provider' | 'cost_cap' | 'cancelled';
@@ -102,10 +108,30 @@ export async function supervise(opts: SuperviseOptions): Promise<BatchEnd | 'sto
       { env: opts.env ?? process.env, stdio: ['ignore', 'ignore', 'inherit'] },
     );
     workers.set(lease.taskId, child);
+    const stopHolding = holdUntilStarted(lease);
     child.on('close', () => {
+      stopHolding();
       workers.delete(lease.taskId);
       nudge();
     });
+  }
+
+  /**
+   * Renew a started worker's lease from this process until the worker has renewed it itself (or exits, or
+   * START_HOLD_MS passes): its lease ran from the claim, and starting a process can outlast it.
+   */
+  function holdUntilStarted(lease: Claimed): () => void {
+    const until = Date.now() + START_HOLD_MS;
+    const timer = setInterval(() => {
+      if (Date.now() > until) return clearInterval(timer);
+      void queue.holdForWorker(lease).then(
+        (held) => {
+          if (!held) clearInterval(timer);
+        },
+        () => undefined, // the store is away for a moment: try again at the next tick
+      );
+    }, RENEW_EVERY_MS);
+    return () => clearInterval(timer);
   }
 }
 

@@ -342,6 +342,7 @@ export async function batchCancel(runId: string, flags: Flags): Promise<number> 
 
 /** `keel batch worker RUN TASK ATTEMPT` (started by the supervisor): one attempt at one task. */
 export async function batchWorker(runId: string, taskId: string, attempt: string): Promise<number> {
+  await slowStartFault(attempt);
   return withStore({}, true, async (store) => {
     if (!store) throw new Error('no store');
     const abort = new AbortController();
@@ -361,6 +362,17 @@ export async function batchWorker(runId: string, taskId: string, attempt: string
       process.off('SIGTERM', stop);
     }
   });
+}
+
+/**
+ * A test hook, for the proof that a worker's slow start does not cost its attempt: with
+ * KEEL_FAULT_WORKER_START_DELAY_MS=N in its environment, the worker of a task's first attempt waits N ms
+ * before it does anything (a process starting on a loaded machine); a later attempt starts at once. An
+ * environment variable is set by whoever starts keel; neither a repository nor a model can reach it.
+ */
+async function slowStartFault(attempt: string): Promise<void> {
+  const ms = Number(process.env.KEEL_FAULT_WORKER_START_DELAY_MS);
+  if (attempt === '1' && ms > 0) await new Promise((r) => setTimeout(r, ms));
 }
 
 /** `keel batch report RUN`: each task's verdict, attempts and spend, recomputed from the stored journal and ledger. */

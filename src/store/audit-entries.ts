@@ -66,8 +66,15 @@ export function auditEntryFor(
     case 'model_fallback':
       // The error text is left out: a provider's message can echo a URL or a key.
       return { ...base, ...pick(event, ['round', 'from', 'to']) };
+    case 'effect_uncertain':
+      // a resumed run met an effect it cannot check and stopped for a person: which call, and keel's own
+      // reason (the tool and the path it names, never the call's arguments)
+      return { ...base, ...pick(event, ['call_id', 'tool', 'reason']) };
     case 'run_start':
       return { ...base, ...pick(event, ['mode', 'cwd', 'provider', 'model']) };
+    case 'fix_resume':
+      // a killed run went on from its log, in this process
+      return { ...base, ...pick(event, ['pid']) };
     case 'fix_snapshot':
       return { ...base, ...pick(event, ['kind', 'branch', 'commit', 'base']) };
     case 'fix_baseline':

@@ -115,6 +115,8 @@ const MIGRATIONS: string[] = [
      AND kind IN ('file_changed', 'test_outcome', 'gate_denial', 'fix_verdict');`,
   // memory is kept per place (src/memory/project.ts): where a shared item came from
   `ALTER TABLE memory_items ADD COLUMN origin TEXT;`,
+  // which process wrote each event (issue 27): a resumed run spans processes, and a late write names its writer
+  `ALTER TABLE events ADD COLUMN pid INTEGER;`,
 ];
 
 /** Open (creating if needed) keel's database and bring its schema up to date. */

@@ -69,8 +69,8 @@ export class EventLog {
     // the next seq is read inside the same write transaction: two processes appending to one session
     // serialize on SQLite's write lock and can never take the same number
     this.insertEvent = db.prepare(
-      `INSERT INTO events (session_id, seq, ts, type, data)
-       SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM events WHERE session_id = ?
+      `INSERT INTO events (session_id, seq, ts, type, data, pid)
+       SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM events WHERE session_id = ?
        RETURNING seq`,
     );
     this.touch = db.prepare('UPDATE sessions SET updated_at = ? WHERE id = ?');
@@ -91,7 +91,14 @@ export class EventLog {
     const ts = new Date().toISOString();
     const seq = this.db
       .transaction(() => {
-        const row = this.insertEvent.get(sessionId, ts, type, JSON.stringify(data), sessionId) as {
+        const row = this.insertEvent.get(
+          sessionId,
+          ts,
+          type,
+          JSON.stringify(data),
+          process.pid,
+          sessionId,
+        ) as {
           seq: number;
         };
         this.touch.run(ts, sessionId);
@@ -153,8 +160,8 @@ export class EventLog {
           );
         this.db
           .prepare(
-            `INSERT INTO events (session_id, seq, ts, type, data)
-           SELECT ?, seq, ts, type, data FROM events WHERE session_id = ? AND seq <= ? ORDER BY seq`,
+            `INSERT INTO events (session_id, seq, ts, type, data, pid)
+           SELECT ?, seq, ts, type, data, pid FROM events WHERE session_id = ? AND seq <= ? ORDER BY seq`,
           )
           .run(newId, sourceId, at);
       })
@@ -256,6 +263,13 @@ export class EventLog {
       )
       .all(sessionId, after) as Array<Omit<StoredEvent, 'data'> & { data: string }>;
     return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as Record<string, unknown> }));
+  }
+
+  /** Which process wrote each of a session's events, in order (null: written before keel recorded it). */
+  writers(sessionId: string): Array<{ seq: number; pid: number | null }> {
+    return this.db
+      .prepare('SELECT seq, pid FROM events WHERE session_id = ? ORDER BY seq')
+      .all(sessionId) as Array<{ seq: number; pid: number | null }>;
   }
 
   /** One stored event, or undefined. */

@@ -273,6 +273,9 @@ const MIGRATIONS: Migration[] = [
   // hub approval stages (issue 28): a run a person rejected ends failed with ended_reason 'rejected'
   // (the status CHECK stays as it is; every view shows such a run as `rejected`)
   same(`ALTER TABLE hub_runs ADD COLUMN ended_reason TEXT`),
+  // batch leases (issue 27, store/queue.ts): whether the attempt's worker has renewed its lease itself;
+  // until it has, its supervisor holds the lease (holdForWorker), so a slow process start expires nothing
+  same(`ALTER TABLE queue_tasks ADD COLUMN worker_renewed INTEGER NOT NULL DEFAULT 0`),
 ];
 
 /** The schema version this keel writes. */

@@ -5,7 +5,8 @@
  *   the task, under the run row's lock, and a CHECK keeps it within `concurrency`.
  * - Liveness is a lease renewed from a timer (~2 s); only a lease expired (~10 s) ends an attempt, and
  *   any process may requeue it. Every write of an attempt is fenced by (task, attempt): a zombie of an
- *   older attempt can neither renew nor finish.
+ *   older attempt can neither renew nor finish. From the claim until the worker's own first renewal, the
+ *   supervisor that started it holds the lease (holdForWorker): starting a process is not taken for a hang.
  * - Each run's journal (`queue_events`) is numbered under the run's lock, so a reader's cursor never
  *   skips a row committed late (store/streams.ts says why a global sequence would).
  * - After a change, the queue hints on `keel_queue` (store/engine.ts): a listener re-reads, and polls anyway.
@@ -107,6 +108,7 @@ export interface QueueStore {
   ): Promise<{ created: boolean }>;
   claim(runId: string, owner: string): Promise<Claimed | undefined>;
   renew(lease: Lease): Promise<RenewResult>;
+  holdForWorker(lease: Lease): Promise<boolean>;
   finish(lease: Lease, outcome: Outcome, result?: unknown): Promise<boolean>;
   release(lease: Lease, reason: string): Promise<boolean>;
   requeueExpired(runId: string): Promise<number>;
@@ -217,7 +219,8 @@ export class RunQueue implements QueueStore {
       const attempt = task.attempt + 1;
       const leaseUntil = now + this.leaseMs;
       await tx.run(
-        `UPDATE queue_tasks SET state = 'running', attempt = $3, lease_owner = $4, lease_until = $5, updated_at = $6
+        `UPDATE queue_tasks SET state = 'running', attempt = $3, lease_owner = $4, lease_until = $5, updated_at = $6,
+           worker_renewed = 0
          WHERE run_id = $1 AND id = $2 AND state = 'queued'`,
         [runId, task.id, attempt, owner, leaseUntil, now],
       );
@@ -237,12 +240,13 @@ export class RunQueue implements QueueStore {
     return claimed;
   }
 
-  /** Extend a held lease; fenced by (task, attempt). */
+  /** The worker extends its held lease; fenced by (task, attempt). From now on the lease is the worker's alone. */
   async renew(lease: Lease): Promise<RenewResult> {
     const now = this.now();
     return this.store.transaction(async (tx) => {
       const renewed = await tx.run(
-        `UPDATE queue_tasks SET lease_until = $4 WHERE run_id = $1 AND id = $2 AND attempt = $3 AND state = 'running'`,
+        `UPDATE queue_tasks SET lease_until = $4, worker_renewed = 1
+         WHERE run_id = $1 AND id = $2 AND attempt = $3 AND state = 'running'`,
         [lease.runId, lease.taskId, lease.attempt, now + this.leaseMs],
       );
       if (renewed === 0) return 'lost';
@@ -251,6 +255,20 @@ export class RunQueue implements QueueStore {
       ]);
       return run?.status === 'cancelled' ? 'cancelled' : 'held';
     });
+  }
+
+  /**
+   * The supervisor extends the lease of a worker it started that has not renewed it yet (the process is
+   * still starting); fenced by (task, attempt). False once the worker has renewed it itself, or the attempt
+   * no longer holds the task: the supervisor stops holding it either way, so only the worker keeps it alive.
+   */
+  async holdForWorker(lease: Lease): Promise<boolean> {
+    const held = await this.store.run(
+      `UPDATE queue_tasks SET lease_until = $4
+       WHERE run_id = $1 AND id = $2 AND attempt = $3 AND state = 'running' AND worker_renewed = 0`,
+      [lease.runId, lease.taskId, lease.attempt, this.now() + this.leaseMs],
+    );
+    return held > 0;
   }
 
   /** End an attempt with its outcome; false (and nothing written) when the attempt no longer holds the task. */

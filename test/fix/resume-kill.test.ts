@@ -5,7 +5,7 @@
  * end with the uninterrupted run's diff, verdict and ledger (a re-issued call counted once), with no
  * write applied twice: the shell command appends a line to a file, which a second run would double.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ScriptTurn } from '../../src/model/script.js';
@@ -223,6 +223,33 @@ describe('keel fix --resume-run', () => {
     expect(doc.worktree).toBe(join(home, 'worktrees', runId));
     // the model was never asked again: three requests before the kill, none after
     expect(server.requests.filter((r) => r.path.endsWith('/chat/completions')).length).toBe(3);
+    // the audit chain records the resume and the effect left for a person, and verify vouches for both
+    const tail = JSON.parse(
+      (await keel(['audit', 'tail', '-n', '200', '--json'], { cwd: home, home })).stdout,
+    ).lines as Array<Record<string, unknown>>;
+    expect(tail.filter((l) => l.type === 'fix_resume')).toMatchObject([{ session_id: runId }]);
+    const uncertain = tail.filter((l) => l.type === 'effect_uncertain');
+    expect(uncertain).toMatchObject([{ session_id: attempt, tool: 'edit_file' }]);
+    expect(String(uncertain[0]?.reason)).toContain('src/stats.js');
+    const verified = await keel(['audit', 'verify', '--json'], { cwd: home, home });
+    expect(verified.code, verified.stdout).toBe(0);
+    // so an edit of either line is caught, and named
+    const auditDir = join(home, 'audit');
+    for (const type of ['fix_resume', 'effect_uncertain']) {
+      const day = readdirSync(auditDir).find((f) =>
+        readFileSync(join(auditDir, f), 'utf8').includes(`"type":"${type}"`),
+      );
+      const file = join(auditDir, day ?? 'none');
+      const original = readFileSync(file, 'utf8');
+      const lines = original.split('\n');
+      const at = lines.findIndex((l) => l.includes(`"type":"${type}"`));
+      lines[at] = (lines[at] ?? '').replace(`"session_id":"`, `"session_id":"x`);
+      writeFileSync(file, lines.join('\n'));
+      const broken = await keel(['audit', 'verify', '--json'], { cwd: home, home });
+      expect(broken.code, type).toBe(1);
+      expect(JSON.parse(broken.stdout), type).toMatchObject({ ok: false, file, line: at + 1 });
+      writeFileSync(file, original);
+    }
   }, 120_000);
 
   it('killed around a failed attempt’s verdict, its rollback and the next attempt’s start, a fix resumes to the same end', async () => {

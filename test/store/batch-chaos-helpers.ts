@@ -11,24 +11,26 @@ import { git } from '../helpers/tmp.js';
 export function fixRunsOf(
   journal: QueueEvent[],
   taskId: string,
-): Array<{ attempt: number; fixRun: string; fixPid: number }> {
+): Array<{ attempt: number; fixRun: string; fixPid: number; startedAt: number }> {
   return journal
     .filter((e) => e.type === 'fix_started' && e.taskId === taskId)
     .map((e) => ({
       attempt: e.attempt ?? 0,
       fixRun: String(e.data.fix_run),
       fixPid: Number(e.data.fix_pid),
+      startedAt: e.ts,
     }));
 }
 
-/** Every event a fix run wrote: its own session's and those of the sessions it started. */
-export function fixEvents(home: string, fixRun: string): StoredEvent[] {
+/** Every event a fix run wrote (its own session's and those of the sessions it started), with its writer's pid. */
+export function fixEvents(home: string, fixRun: string): Array<StoredEvent & { pid: number | null }> {
   const db = openDb(join(home, 'keel.db'));
   try {
     const log = new EventLog(db);
-    const out: StoredEvent[] = [];
+    const out: Array<StoredEvent & { pid: number | null }> = [];
     const walk = (id: string) => {
-      out.push(...log.events(id));
+      const pids = new Map(log.writers(id).map((w) => [w.seq, w.pid]));
+      out.push(...log.events(id).map((e) => ({ ...e, pid: pids.get(e.seq) ?? null })));
       for (const child of log.childSessions(id)) walk(child.id);
     };
     if (log.getSession(fixRun)) walk(fixRun);
@@ -63,24 +65,14 @@ export function repeatedEffects(home: string, fixRuns: string[]): Record<string,
 }
 
 /**
- * The times of what a fix run's earlier process wrote, as seen once another attempt claimed the task at
- * `claimedAt`: a next attempt that went on with the same fix run (resumed from its log) writes from its
- * `fix_resume` on, so the earlier process's writes are the ones before the first resume after the claim
- * (`run_pruned` is a later attempt's record of what it removed, not the fix's own write).
+ * When process `pid` wrote into fix run `fixRun` (its session's events and its sessions'), from the pid
+ * each event row records. A resumed run spans processes, and an attempt whose predecessor died before
+ * opening the log starts the same run id afresh: only the pid tells whose write an event is.
  */
-export function writesBeforeResume(home: string, fixRun: string, claimedAt: number): number[] {
-  return eventsBeforeResume(home, fixRun, claimedAt).map((e) => Date.parse(e.ts));
-}
-
-/** The events behind writesBeforeResume, to name what was written late when a check fails. */
-export function eventsBeforeResume(home: string, fixRun: string, claimedAt: number): StoredEvent[] {
-  const events = fixEvents(home, fixRun).filter((e) => e.type !== 'run_pruned');
-  const resumedAt = Math.min(
-    ...events
-      .filter((e) => e.type === 'fix_resume' && Date.parse(e.ts) >= claimedAt)
-      .map((e) => Date.parse(e.ts)),
-  );
-  return events.filter((e) => Date.parse(e.ts) < resumedAt);
+export function writesBy(home: string, fixRun: string, pid: number): number[] {
+  return fixEvents(home, fixRun)
+    .filter((e) => e.pid === pid)
+    .map((e) => Date.parse(e.ts));
 }
 
 export async function journalOf(store: Store, runId: string): Promise<QueueEvent[]> {

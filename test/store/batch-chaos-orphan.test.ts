@@ -7,7 +7,7 @@ import { EventLog } from '../../src/store/event-log.js';
 import { fixtureRepo } from '../e2e/fix-harness.js';
 import { keel } from '../e2e/harness.js';
 import { tempDir } from '../helpers/tmp.js';
-import { fixRunsOf, journalOf, leftovers, writesBeforeResume } from './batch-chaos-helpers.js';
+import { fixRunsOf, journalOf, leftovers, writesBy } from './batch-chaos-helpers.js';
 import { alive, line, pgrep, scriptedHome, TURNS } from './batch-harness.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -82,9 +82,9 @@ describe.concurrent('keel batch: no fix outlives its attempt', () => {
       for (const task of ['killed', 'stuck']) {
         const [first, second] = fixRunsOf(journal, task);
         const claimed = journal.find((e) => e.type === 'claimed' && e.taskId === task && e.attempt === 2);
-        // the first attempt's fix wrote nothing once the second attempt held the task (a second attempt
-        // that resumed the same fix run writes from its fix_resume on)
-        const writes = writesBeforeResume(home, first?.fixRun ?? '', claimed?.ts ?? 0);
+        // the first attempt's fix (its process, by the pid each event records) wrote nothing once the
+        // second attempt held the task
+        const writes = writesBy(home, first?.fixRun ?? '', first?.fixPid ?? 0);
         expect(writes.length).toBeGreaterThan(0);
         expect(Math.max(...writes)).toBeLessThan(claimed?.ts ?? 0);
         expect(second?.attempt).toBe(2);

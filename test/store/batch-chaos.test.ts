@@ -12,7 +12,14 @@ import { fixtureRepo } from '../e2e/fix-harness.js';
 import { type KeelRun, keel, keelHome } from '../e2e/harness.js';
 import { freshPgDatabase, skipReason } from '../helpers/pg.js';
 import { git, tempDir } from '../helpers/tmp.js';
-import { fixRunsOf, journalOf, leftovers, processesWith, repeatedEffects } from './batch-chaos-helpers.js';
+import {
+  fixRunsOf,
+  journalOf,
+  leftovers,
+  processesWith,
+  repeatedEffects,
+  writesBy,
+} from './batch-chaos-helpers.js';
 import { BUGGY_DIVISOR, line } from './batch-harness.js';
 
 const TASKS = 20;
@@ -176,6 +183,20 @@ describe.each(engines)('keel batch under random SIGKILLs, on $name', ({ name, en
           if (!later) continue;
           resumed++;
         }
+        // no fix wrote after the next attempt's fix started: that attempt's worker ends an earlier fix
+        // still running here before it starts its own (the pid each event records names its writer; an
+        // attempt whose predecessor died before opening the log starts the same run id afresh)
+        const late: Record<string, number> = {};
+        for (const id of ids) {
+          const fixes = fixRunsOf(journal, id);
+          for (const [i, fix] of fixes.entries()) {
+            const next = fixes[i + 1];
+            if (!next) continue;
+            const after = writesBy(home, fix.fixRun, fix.fixPid).filter((ts) => ts >= next.startedAt);
+            if (after.length) late[`${id} attempt ${fix.attempt}`] = after.length;
+          }
+        }
+        expect(late).toEqual({});
         console.log(
           `batch chaos on ${name}: ${killedWorkers.length} workers killed (${resumed} mid-task, resumed), ${supervisorKills} supervisor kills`,
         );

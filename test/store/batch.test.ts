@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/engine.js';
-import { RunQueue } from '../../src/store/queue.js';
+import { LEASE_MS, RunQueue } from '../../src/store/queue.js';
 import { fixtureRepo } from '../e2e/fix-harness.js';
 import { keel } from '../e2e/harness.js';
 import { freshPgDatabase } from '../helpers/pg.js';
@@ -241,6 +241,38 @@ describe('keel batch', () => {
       ['k2', 1],
     ]);
   }, 180_000);
+
+  it('a worker slower to start than its lease keeps its attempt (the supervisor holds the lease); one killed while starting is requeued', async () => {
+    const home = scriptedHome();
+    const dir = tempDir('keel-batch-');
+    const file = join(dir, 'tasks.jsonl');
+    const issue = 'mean() of [2, 4, 6] returns 3, not 4';
+    writeFileSync(
+      file,
+      line({ id: 'slow', repo: fixtureRepo('stats'), issue }) +
+        line({ id: 'dies', repo: fixtureRepo('stats'), issue }),
+    );
+    // each first attempt's worker starts LEASE_MS + 3 s late (the test hook), as on a loaded machine
+    const supervisor = keel(['batch', file, '--concurrency', '2', '--run-id', 'slow-start', '--json'], {
+      cwd: dir,
+      home,
+      env: { KEEL_FAULT_WORKER_START_DELAY_MS: String(LEASE_MS + 3_000) },
+      timeoutMs: 120_000,
+    });
+    let dying: number[] = [];
+    while (!dying.length) {
+      await new Promise((r) => setTimeout(r, 200));
+      dying = pgrep('batch worker slow-start dies 1');
+    }
+    for (const pid of dying) process.kill(pid, 'SIGKILL');
+    const run = await supervisor;
+    expect(run.code, run.stderr).toBe(0);
+    // the slow worker's first attempt finished its task; the dead one's lease expired (no one held it)
+    expect(JSON.parse(run.stdout).tasks).toMatchObject([
+      { id: 'slow', state: 'done', attempts: 1 },
+      { id: 'dies', state: 'done', attempts: 2 },
+    ]);
+  }, 150_000);
 
   it('a SIGKILLed worker leaves no fix running, and the supervisor requeues its task once the lease expires', async () => {
     const script = join(tempDir('keel-script-'), 'script.json');

@@ -1,8 +1,13 @@
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/store/db.js';
 import { EventLog } from '../../src/store/event-log.js';
 import { tempDir } from '../helpers/tmp.js';
+
+// the built modules (npm test builds first): a child process cannot load TypeScript
+const distModule = (path: string) => fileURLToPath(new URL(`../../dist/${path}`, import.meta.url));
 
 describe('event log', () => {
   it('appends events in order and reads them back after reopening', () => {
@@ -37,6 +42,30 @@ describe('event log', () => {
     }
     expect(a.events('s1').map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     expect(b.lastSeq('s1')).toBe(20);
+  });
+
+  it('records which process wrote each event; a fork keeps the writers of what it copies', () => {
+    const path = join(tempDir(), 'keel.db');
+    const log = new EventLog(openDb(path));
+    log.createSession({ id: 'run', mode: 'fix', cwd: '/w', provider: 'p', model: 'm', prompt: 'x' });
+    log.append('run', 'run_start', {});
+    // another process goes on with the same log (a resumed run)
+    const script = `
+      const { openDb } = await import(${JSON.stringify(distModule('store/db.js'))});
+      const { EventLog } = await import(${JSON.stringify(distModule('store/event-log.js'))});
+      new EventLog(openDb(${JSON.stringify(path)})).append('run', 'fix_resume', {});
+      console.log(process.pid);
+    `;
+    const other = Number(
+      execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }),
+    );
+    expect(other).not.toBe(process.pid);
+    expect(log.writers('run')).toEqual([
+      { seq: 1, pid: process.pid },
+      { seq: 2, pid: other },
+    ]);
+    log.forkSession('run', 'fork');
+    expect(log.writers('fork').map((w) => w.pid)).toEqual([process.pid, other]);
   });
 
   it('a fork copies the events up to its seq and links to its parent', () => {

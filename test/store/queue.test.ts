@@ -117,6 +117,47 @@ describe.each(engines)('run queue on $name', (engine) => {
     ]);
   });
 
+  test('the supervisor holds a starting worker’s lease until the worker’s first renewal, fenced by attempt', async () => {
+    const time = clock();
+    const sup = new RunQueue(store, time);
+    const q2 = new RunQueue(other, time); // a worker, or another supervisor, on its own connection
+    const run = randomUUID();
+    await sup.createRun(run, { concurrency: 2, tasks: tasks(2) });
+    const slow = await sup.claim(run, 'sup');
+    if (!slow) throw new Error('nothing claimed');
+    // the worker takes three leases to start: the supervisor's holds keep its attempt
+    for (let i = 0; i < 3; i++) {
+      time.advance(LEASE_MS - 2_000);
+      expect(await sup.holdForWorker(slow)).toBe(true);
+    }
+    expect(await q2.requeueExpired(run)).toBe(0);
+    // the worker renews for itself: the supervisor's hold stops there, and only the worker keeps it alive
+    expect(await q2.renew(slow)).toBe('held');
+    expect(await sup.holdForWorker(slow)).toBe(false);
+    time.advance(LEASE_MS + 1); // the worker stopped renewing: dead, or hung
+    expect(await sup.holdForWorker(slow)).toBe(false);
+    expect(await q2.requeueExpired(run)).toBe(1);
+    // attempt 2 starts afresh (the supervisor holds it again); attempt 1's hold cannot touch its lease
+    const next = await sup.claim(run, 'sup');
+    expect(next).toMatchObject({ taskId: 't1', attempt: 2 });
+    if (!next) throw new Error('nothing claimed');
+    const leaseOf = async () => (await sup.tasks(run)).find((t) => t.id === 't1')?.leaseUntil;
+    const claimedUntil = await leaseOf();
+    time.advance(1_000);
+    expect(await sup.holdForWorker(slow)).toBe(false);
+    expect(await leaseOf()).toBe(claimedUntil);
+    expect(await sup.holdForWorker(next)).toBe(true);
+    expect(await leaseOf()).toBe((claimedUntil ?? 0) + 1_000);
+    // a finished attempt is held by no one
+    expect(await sup.finish(next, 'done')).toBe(true);
+    expect(await sup.holdForWorker(next)).toBe(false);
+    // a worker that dies before its first renewal: its supervisor stops holding, the lease expires
+    const dies = await sup.claim(run, 'sup');
+    expect(dies).toMatchObject({ taskId: 't2', attempt: 1 });
+    time.advance(LEASE_MS + 1);
+    expect(await q2.claim(run, 'sup2')).toMatchObject({ taskId: 't2', attempt: 2 });
+  });
+
   test('a claim requeues expired leases itself, so a dead worker never holds a slot', async () => {
     const time = clock();
     const q = new RunQueue(store, time);
