@@ -197,7 +197,7 @@ describe('keel mcp over stdio', () => {
     expect(sessions.map((s) => s.id)).toEqual([session.session_id]);
     expect(sessions[0]).toMatchObject({ mode: 'ask', state: 'COMPLETED', code: 'COMPLETED', rounds: 1 });
     expect(sessions[0]?.tokens).toEqual(session.tokens);
-    const one = await call(client, 'session_status', { session_id: session.session_id.slice(0, 18) });
+    const one = await call(client, 'session_status', { session_id: session.session_id.slice(0, -1) });
     expect(one.doc.session).toMatchObject({ id: session.session_id, summary: 'It adds one.' });
     const foreign = await call(client, 'session_status', { session_id: otherId });
     expect(foreign.isError).toBe(true);
