@@ -13,7 +13,7 @@
  *
  * Then `keel chat` in tmux, captured as ANSI text and SVG (scripts/chat-capture.mjs).
  *
- * The PNGs are 1000 px wide (sessions-phone 390 px, a phone's) and one viewport high (40-90 KB each). Chromium's own PNGs are already tight:
+ * The PNGs are 1000 px wide (sessions-phone 390 px, a phone's) and one viewport high (40-110 KB each). Chromium's own PNGs are already tight:
  * re-encoding them losslessly (best filter per row, deflate level 9) saved 2 bytes of 258 KB, so they are kept.
  */
 import { execFileSync, spawn } from 'node:child_process';
