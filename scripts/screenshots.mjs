@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 /**
- * Regenerate docs/screenshots/: the browser workspace's main states (the sessions list, a transcript
- * with its per-round charts, the file viewer, a fix run followed live mid-attempt and then verified with
- * its apply controls, a batch run read from the team store with its routing tiers' share of calls and cost,
- * the hub project the config names and one of its workflow runs), taken in Debian's
+ * Regenerate docs/screenshots/: the browser workspace's main states (the sessions list, also at phone
+ * width, a transcript with its per-round charts, the file viewer, a fix run followed live mid-attempt and
+ * then verified with its apply controls, a fix run routed by tier with its tiers' charts, a `keel build`
+ * run waiting for its tests' approval, a batch run read from the team store with its routing tiers' share
+ * of calls and cost, the hub project the config names, one of its workflow runs and one parked on an
+ * approval stage), taken in Debian's
  * Chromium through playwright-core against the real `keel serve` and the scripted model, in a temporary
  * copy of the `stats` fixture. Run after `npm run build`:
  *
@@ -11,7 +13,7 @@
  *
  * Then `keel chat` in tmux, captured as ANSI text and SVG (scripts/chat-capture.mjs).
  *
- * The PNGs are 1000 px wide and one viewport high (40-90 KB each). Chromium's own PNGs are already tight:
+ * The PNGs are 1000 px wide (sessions-phone 390 px, a phone's) and one viewport high (40-110 KB each). Chromium's own PNGs are already tight:
  * re-encoding them losslessly (best filter per row, deflate level 9) saved 2 bytes of 258 KB, so they are kept.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -62,6 +64,16 @@ for (const args of [
   execFileSync('git', args, { cwd: repo, env: gitEnv });
 
 const buggy = '  return sum(values) / (values.length + 1);';
+const MEDIAN_TEST = [
+  "import assert from 'node:assert/strict';",
+  "import { test } from 'node:test';",
+  "import * as stats from '../src/stats.js';",
+  '',
+  "test('median of 3, 1, 2 is 2', () => {",
+  '  assert.equal(stats.median?.([3, 1, 2]), 2);',
+  '});',
+  '',
+].join('\n');
 const edit = (newString, claim) => [
   {
     tool_calls: [
@@ -89,7 +101,23 @@ const model = await startScriptServer({
     ...edit('  return sum(values) / values.length;', 'mean now divides by the length.').map((t, i) =>
       i === 0 ? { ...t, delay_ms: 5000 } : t,
     ),
+    // the build run: the test-writing session writes one test file, then waits for the person's yes
+    {
+      tool_calls: [{ name: 'write_file', arguments: { path: 'test/median.test.js', content: MEDIAN_TEST } }],
+    },
+    { text: 'The test checks that median([3, 1, 2]) is 2.' },
   ],
+});
+// the routed fix run: attempt 1 on the cheap tier fails, the escalated attempt 2 on the strong tier verifies
+const cheap = await startScriptServer({
+  turns: [
+    { tool_calls: [{ name: 'read_file', arguments: { path: 'src/stats.js' } }] },
+    { text: '1. mean divides by one too many.' },
+    ...edit('  return sum(values) / (values.length - 1);', 'Fixed!'),
+  ],
+});
+const strong = await startScriptServer({
+  turns: edit('  return sum(values) / values.length;', 'mean now divides by the length.'),
 });
 
 // a batch run in the team store (the default SQLite keel.db): two tasks ended, one running, priced calls
@@ -210,47 +238,117 @@ const model = await startScriptServer({
       `INSERT INTO hub_run_events (run_id, seq, ts, type, data, prev, hash, mac) VALUES ($1, $2, $3, $4, '{}', 'p', $5, 'm')`,
       [run, seq + 1, at + seq * 30_000, type, sha(`event ${seq}`)],
     );
+
+  // a pr-ship run parked on its approval stage: a person decides it on the page
+  const gated = 'c3d9a7e1-2b48-4f06-8d5e-9a1f0c7b6e21';
+  const since = Date.now() - 300_000;
+  await store.run(
+    `INSERT INTO hub_runs (id, workflow, workflow_sha256, source, event, delivery_id, body_sha256,
+       signal_secret_env, status, stage_index, created_at, updated_at, event_count, head_hash, head_mac)
+     VALUES ($1, 'pr-ship', $2, 'github', 'pull_request', 'd-42', $3, NULL, 'running', 0, $4, $4, 3, 'h', 'm')`,
+    [gated, sha('ship workflow'), sha('payload 42'), since],
+  );
+  await store.run(
+    `INSERT INTO hub_run_stages (run_id, position, id, kind, state, attempt, prompt, started_at)
+     VALUES ($1, 0, 'sign-off', 'approval', 'parked', 1, 'Ship PR 42?', $2)`,
+    [gated, since],
+  );
+  await store.run(
+    `INSERT INTO hub_run_stages (run_id, position, id, kind, state, attempt, mode)
+     VALUES ($1, 1, 'ship', 'agent', 'pending', 0, 'ask')`,
+    [gated],
+  );
+  await store.run(
+    'INSERT INTO hub_stage_eligible (run_id, stage_id, agent_id, agent_name) VALUES ($1, $2, $3, $4)',
+    [gated, 'ship', agents.builder.agentId, 'builder'],
+  );
+  for (const [seq, type] of ['run_started', 'stage_started', 'stage_parked'].entries())
+    await store.run(
+      `INSERT INTO hub_run_events (run_id, seq, ts, type, data, prev, hash, mac) VALUES ($1, $2, $3, $4, '{}', 'p', $5, 'm')`,
+      [gated, seq + 1, since + seq * 1000, type, sha(`gated event ${seq}`)],
+    );
   await store.close();
 }
 
-const serve = spawn(
-  process.execPath,
-  [
-    join(ROOT, 'bin', 'keel.js'),
-    'serve',
-    '--listen',
-    '127.0.0.1:0',
-    '--json',
-    '--provider',
-    'openai',
-    '--base-url',
-    model.url,
-    '--model',
-    'demo',
-  ],
-  {
-    cwd: repo,
-    env: { PATH: process.env.PATH, HOME: home, KEEL_HOME: home, NO_COLOR: '1', LANG: 'C.UTF-8' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  },
+// a copy of the fixture fixed through [[routing.tiers]] by the real `keel fix`, in its own KEEL_HOME
+const routedRepo = join(temp, 'routed');
+const routedHome = join(temp, 'routed-home');
+cpSync(join(ROOT, 'test', 'fixtures', 'fix', 'stats'), routedRepo, { recursive: true });
+mkdirSync(routedHome);
+for (const args of [
+  ['init', '-q', '-b', 'main'],
+  ['add', '-A'],
+  ['commit', '-q', '-m', 'initial'],
+])
+  execFileSync('git', args, { cwd: routedRepo, env: gitEnv });
+const tier = (name, url, input, output) =>
+  `[[routing.tiers]]\nname = "${name}"\nmodel = "${name}-model"\nbase_url = "${url}"\napi_key_env = "KEY"\ninput_per_mtok = ${input}\noutput_per_mtok = ${output}\n\n[pricing."${name}-model"]\ninput_per_mtok = ${input}\noutput_per_mtok = ${output}\n`;
+writeFileSync(
+  join(routedHome, 'config.toml'),
+  `provider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n\n${tier('cheap', cheap.url, 0.1, 0.4)}\n${tier('strong', strong.url, 3, 15)}`,
 );
-const { port, token } = await new Promise((resolve, reject) => {
-  let out = '';
-  serve.stdout.on('data', (d) => {
-    out += d;
-    if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]));
-  });
-  serve.once('exit', (code) => reject(new Error(`keel serve exited ${code}`)));
+const keelEnv = (keelHome, extra = {}) => ({
+  PATH: process.env.PATH,
+  HOME: keelHome,
+  KEEL_HOME: keelHome,
+  NO_COLOR: '1',
+  LANG: 'C.UTF-8',
+  ...extra,
 });
-const base = `http://127.0.0.1:${port}`;
-const api = async (method, path, body) => {
-  const res = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    ...(body ? { body: JSON.stringify(body) } : {}),
+const routedRun = () =>
+  new Promise((resolve, reject) => {
+    const fix = spawn(
+      process.execPath,
+      [
+        join(ROOT, 'bin', 'keel.js'),
+        'fix',
+        '--repo',
+        routedRepo,
+        '--json',
+        '--issue',
+        'mean() of [2, 4, 6] returns 3, not 4',
+      ],
+      { cwd: routedHome, env: keelEnv(routedHome, { KEY: 'k' }), stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    fix.stdout.on('data', (d) => {
+      out += d;
+    });
+    fix.once('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out).session_id) : reject(new Error(`keel fix exited ${code}: ${out}`)),
+    );
   });
-  return res.json();
-};
+
+/** The real `keel serve` in `cwd`: its address, a token-bearing `api`, and the process. */
+async function startServe(cwd, keelHome, args, extraEnv = {}) {
+  const proc = spawn(
+    process.execPath,
+    [join(ROOT, 'bin', 'keel.js'), 'serve', '--listen', '127.0.0.1:0', '--json', ...args],
+    {
+      cwd,
+      env: keelEnv(keelHome, extraEnv),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const { port, token } = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]));
+    });
+    proc.once('exit', (code) => reject(new Error(`keel serve exited ${code}`)));
+  });
+  const base = `http://127.0.0.1:${port}`;
+  const api = async (method, path, body) => {
+    const res = await fetch(base + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    return res.json();
+  };
+  return { proc, base, token, api };
+}
 const until = async (read, done) => {
   for (let i = 0; i < 300; i++) {
     if (done(await read())) return;
@@ -259,8 +357,14 @@ const until = async (read, done) => {
   throw new Error('timed out waiting for keel serve');
 };
 
+let serve;
+let routed;
 let browser;
 try {
+  const routedId = await routedRun();
+  serve = await startServe(repo, home, ['--provider', 'openai', '--base-url', model.url, '--model', 'demo']);
+  routed = await startServe(routedRepo, routedHome, [], { KEY: 'k' });
+  const { base, token, api } = serve;
   const { session_id: session } = await api('POST', '/v1/sessions', {
     prompt: 'Why is mean() of [2, 4, 6] 3?',
   });
@@ -278,10 +382,11 @@ try {
   const page = await browser.newPage({ viewport: { width: WIDTH, height: HEIGHT }, deviceScaleFactor: 1 });
   await page.goto(`${base}/#token=${token}`);
   mkdirSync(OUT, { recursive: true });
-  const shot = async (name, hash, ready, height = HEIGHT) => {
-    await page.setViewportSize({ width: WIDTH, height });
-    await page.goto(`${base}/${hash}`);
-    await page.locator(ready).first().waitFor();
+  const shot = async (name, hash, ready, height = HEIGHT, { width = WIDTH, at = base, scrollTo } = {}) => {
+    await page.setViewportSize({ width, height });
+    await page.goto(`${at}/${hash}`);
+    await page.locator(ready).first().waitFor({ timeout: 60_000 });
+    if (scrollTo) await page.locator(scrollTo).first().scrollIntoViewIfNeeded();
     await page.evaluate(() => document.fonts.ready);
     const file = join(OUT, `${name}.png`);
     const png = await page.screenshot();
@@ -289,6 +394,7 @@ try {
     console.log(`${file}: ${png.length} bytes`);
   };
   await shot('sessions', '#/', `a[href="#/s/${session}"]`);
+  await shot('sessions-phone', '#/', `a[href="#/s/${session}"]`, 844, { width: 390 });
   await shot('transcript', `#/s/${session}`, 'svg.chart', 900);
   await shot('files', '#/files/src/stats.js:10', 'pre.code #L10');
   // the fix run as it happens (attempt 1 judged, attempt 2 at work), then verified with its apply controls
@@ -298,13 +404,43 @@ try {
     (r) => r.status !== 'running',
   );
   await shot('run', `#/runs/${run}`, 'section.apply:not([hidden])', 900);
+  // a build run: the tests it wrote wait for the person's Approve / Reject with their diff
+  const { run_id: build } = await api('POST', '/v1/build', {
+    feature: 'add a median function to src/stats.js',
+  });
+  await shot('build', `#/runs/${build}`, 'section[aria-label="Approve the tests"] pre.diff', 900);
+  // the routed fix run (another keel serve, on its KEEL_HOME) with its tiers' share of calls and cost
+  const routedToken = routed.token;
+  await page.goto(`${routed.base}/#token=${routedToken}`);
+  await shot('run-tiers', `#/runs/${routedId}`, 'section[aria-label="Routing tiers"] svg', 900, {
+    at: routed.base,
+    scrollTo: 'section[aria-label="Routing tiers"]',
+  });
   await shot('batch', '#/batches/nightly', 'svg.chart.line', 1100);
   await shot('hub', '#/hub', 'tr[data-run]', 900);
   await shot('hub-run', '#/hub/runs/b7e1c2d4-5f60-4a1b-9c3d-2e8f7a6b5c40', 'tr[data-signal]', 900);
+  await shot(
+    'hub-approval',
+    '#/hub/runs/c3d9a7e1-2b48-4f06-8d5e-9a1f0c7b6e21',
+    'section[data-approval="sign-off"]',
+  );
 } finally {
   await browser?.close();
-  serve.kill('SIGTERM');
+  // each server ends before its KEEL_HOME goes (the waiting build run is cancelled into its audit log)
+  await Promise.all(
+    [serve, routed].map(
+      (s) =>
+        s &&
+        s.proc.exitCode === null &&
+        new Promise((resolve) => {
+          s.proc.once('exit', resolve);
+          s.proc.kill('SIGTERM');
+        }),
+    ),
+  );
   await model.close();
+  await cheap.close();
+  await strong.close();
   rmSync(temp, { recursive: true, force: true });
 }
 
