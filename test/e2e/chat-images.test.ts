@@ -92,7 +92,8 @@ describe('keel chat: images', () => {
     );
 
     // a server that refuses the image: its error, and the image named as the likely cause
-    pane.type('and @other.png', 'Enter');
+    // a word after the mention: Enter while the file completion is open would complete, not send
+    pane.type('and @other.png ?', 'Enter');
     await waitWrapped(pane, 'the request carried an image: test-model may not accept images');
     expect(imageUrls(messagesOf(chatBodies(server)[3]).findLast((m) => m.role === 'user'))).toEqual([
       `data:image/png;base64,${PNG2.toString('base64')}`,
@@ -113,7 +114,7 @@ describe('keel chat: images', () => {
       { cwd: repo, home },
     );
     await pane.waitFor(READY);
-    pane.type('look at @shot.png', 'Enter');
+    pane.type('look at @shot.png ?', 'Enter');
     await waitWrapped(
       pane,
       'not sent: qwen-text does not accept images (Ollama /api/show capabilities: completion, tools); choose a model that does with /model',
@@ -123,13 +124,13 @@ describe('keel chat: images', () => {
     pane.type('/model llava', 'Enter');
     // the switch's own answer (the typed command also shows `llava`, so a bare `llava` matched at once)
     await pane.waitFor('model llava from the next turn');
-    pane.type('look at @shot.png', 'Enter');
+    pane.type('look at @shot.png ?', 'Enter');
     const seen = await pane.waitFor('I see a square');
     expect(seen.replace(/\s+/g, ' ')).toContain(
       'llava reads images (Ollama /api/show capabilities: completion, tools, vision)',
     );
     const [chat] = server.requests.filter((r) => r.path === '/api/chat');
     const user = messagesOf(chat?.body).findLast((m) => m.role === 'user');
-    expect(user).toEqual({ role: 'user', content: 'look at @shot.png', images: [PNG.toString('base64')] });
+    expect(user).toEqual({ role: 'user', content: 'look at @shot.png ?', images: [PNG.toString('base64')] });
   });
 });

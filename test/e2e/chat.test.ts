@@ -384,11 +384,11 @@ describe('keel chat in a terminal', () => {
     const home = keelHome();
     const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
     await pane.waitFor(READY);
-    pane.type('look at @leak.txt', 'Enter');
+    pane.type('look at @leak.txt now', 'Enter');
     await pane.waitFor('@leak.txt is a link that leads outside the workspace');
-    pane.type(`and @${join(outside, 'secret.txt')}`, 'Enter');
+    pane.type(`and @${join(outside, 'secret.txt')} now`, 'Enter');
     await pane.waitFor(`@${join(outside, 'secret.txt')} is outside the workspace`);
-    pane.type('or @../../etc/passwd', 'Enter');
+    pane.type('or @../../etc/passwd now', 'Enter');
     await pane.waitFor('@../../etc/passwd is outside the workspace');
     pane.type('look at @plan.md please', 'Enter');
     await pane.waitFor('read it');

@@ -141,10 +141,13 @@ describe.each(engines)('keel batch under random SIGKILLs, on $name', ({ name, en
         const workers = processesWith('keel.js', ` batch worker ${runId} `);
         if (!workers.length) continue;
         const pid = workers[Math.floor(rand() * workers.length)] as number;
+        // a worker that has just exited (a zombie's cmdline is empty) is not one to kill
         const argv = readArgv(pid);
-        if (!argv) continue;
+        const task = argv?.at(-2);
+        const attempt = Number(argv?.at(-1));
+        if (!argv?.includes(runId) || !task || !Number.isInteger(attempt)) continue;
         process.kill(pid, 'SIGKILL');
-        killedWorkers.push({ task: argv.at(-2) as string, attempt: Number(argv.at(-1)) });
+        killedWorkers.push({ task, attempt });
       }
       const last = await supervisors.at(-1);
       expect(last?.code, `${last?.stdout}\n${last?.stderr}`).toBe(0);
