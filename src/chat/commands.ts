@@ -3,6 +3,7 @@
  * of text (keel's own words, with anything from the log made inert here).
  */
 import { MODES, type Mode } from '../config/schema.js';
+import { approvedPluginCommands } from '../skills/plugin-commands.js';
 import { inertLine } from '../term/inert.js';
 import { type Conversation, errorLine } from './conversation.js';
 import { clip, tokens } from './describe.js';
@@ -39,10 +40,21 @@ export async function runCommand(
     return true;
   };
   switch (name) {
-    case 'help':
+    case 'help': {
+      // plugin text: the description is one plain line already, and inert here again as everything shown is
+      const plugins = approvedPluginCommands();
       screen.lines([
         style.bold('commands'),
         ...COMMANDS.map((c) => `  /${`${c.name} ${c.args}`.trim().padEnd(28)} ${style.dim(c.summary)}`),
+        ...(plugins.length
+          ? [
+              style.bold('plugin commands'),
+              ...plugins.map(
+                (c) =>
+                  `  /${inertLine(`${c.plugin}:${c.name} [ARGS]`).padEnd(28)} ${style.dim(inertLine(c.description ?? ''))}`,
+              ),
+            ]
+          : []),
         style.bold('keys'),
         `  ${'Enter'.padEnd(29)} ${style.dim('send (during a turn: steer it at the next step)')}`,
         `  ${'Shift+Enter, or \\ then Enter'.padEnd(29)} ${style.dim('a new line')}`,
@@ -54,6 +66,7 @@ export async function runCommand(
         style.dim('  a leading space sends slash text as a message; /src/app.ts is a message too'),
       ]);
       return;
+    }
     case 'mode': {
       if (!arg) {
         screen.lines([`mode ${conv.mode} ${style.dim(`(one of ${MODES.join(', ')})`)}`]);

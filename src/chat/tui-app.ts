@@ -15,7 +15,7 @@ import {
 } from '@mariozechner/pi-tui';
 import type { SessionOutcome } from '../agent/session.js';
 import type { ImageAttachment } from '../model/types.js';
-import { PluginCommandError, pluginPrompt } from '../skills/plugin-commands.js';
+import { approvedPluginCommands, PluginCommandError, pluginPrompt } from '../skills/plugin-commands.js';
 import { whenHighlighterLoads } from '../term/highlight.js';
 import { inertLine } from '../term/inert.js';
 import { ApprovalPrompt, YesNo } from './approval-prompt.js';
@@ -63,7 +63,14 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
   });
   editor.setAutocompleteProvider(
     new ChatCompletions(
-      COMMANDS.map((c) => ({ name: c.name, description: c.summary })),
+      [
+        ...COMMANDS.map((c) => ({ name: c.name, description: c.summary })),
+        // the approved plugins' commands, as they stand when the chat starts
+        ...approvedPluginCommands().map((c) => ({
+          name: `${c.plugin}:${c.name}`,
+          ...(c.description ? { description: c.description } : {}),
+        })),
+      ],
       setup.cwd,
     ),
   );

@@ -81,6 +81,38 @@ export function readPluginCommand(plugin: InstalledPlugin, name: string): Plugin
   return { plugin: plugin.name, name, file, ...(description ? { description } : {}), template };
 }
 
+/** A description in chat's lists (/help, completion) is cut here: one line of the screen. */
+export const MAX_LISTED_DESCRIPTION = 80;
+
+/** A command as chat lists it: its description is plugin text made plain (one line, no controls, cut). */
+export interface ListedCommand {
+  plugin: string;
+  name: string;
+  description?: string;
+}
+
+/**
+ * The commands chat offers (`/help`, completion): those of the plugins whose folder is still the one the person
+ * approved (hashed again now, as `pluginUnapproved` does); a command whose file cannot be read is listed bare.
+ */
+export function approvedPluginCommands(env: NodeJS.ProcessEnv = process.env): ListedCommand[] {
+  const listed: ListedCommand[] = [];
+  for (const plugin of installedPlugins(keelPaths(env).pluginsDir).plugins) {
+    if (!plugin.approved) continue;
+    for (const { name } of plugin.manifest.commands) {
+      let description: string | undefined;
+      try {
+        const read = readPluginCommand(plugin, name).description;
+        description = read ? oneLine(read, MAX_LISTED_DESCRIPTION) : undefined;
+      } catch (err) {
+        if (!(err instanceof PluginCommandError)) throw err;
+      }
+      listed.push({ plugin: plugin.name, name, ...(description ? { description } : {}) });
+    }
+  }
+  return listed;
+}
+
 /** The prompt `/PLUGIN:COMMAND ARGS` (chat) or `keel plugin run PLUGIN COMMAND ARGS` stands for; throws PluginCommandError. */
 export function pluginPrompt(
   plugin: string,

@@ -42,7 +42,14 @@ describe('plugin commands', () => {
         `!\`touch ${join(repo, 'marker')}\``,
         '',
       ].join('\n'),
-      'commands/summary.md': 'Summarize the repository.\n',
+      // plugin-supplied text: its escape sequences must reach the screen as text, never as the terminal's orders
+      'commands/summary.md': [
+        '---',
+        'description: "Sum it up \\e[31mRED\\e[2J\\e]0;pwned\\a done"',
+        '---',
+        'Summarize the repository.',
+        '',
+      ].join('\n'),
     });
     // a plugin that widens nothing installs without a yes
     const installed = await keel(['plugin', 'install', source], { cwd: repo, home });
@@ -89,9 +96,21 @@ describe('plugin commands', () => {
     // in chat, /plugin:command ARGS is the same prompt, sent in the chat's mode
     const pane = Pane.start(['chat', ...modelFlags(server)], { cwd: repo, home });
     await pane.waitFor(/ctx \d/);
+    // /help lists the approved plugin's commands with their descriptions, made inert
+    pane.type('/help', 'Enter');
+    await pane.waitFor('plugin commands');
+    const help = pane.screen();
+    expect(help).toMatch(/\/kit:review \[ARGS\] +Review one file\./);
+    expect(help).toMatch(/\/kit:summary \[ARGS\] +Sum it up +\[31mRED +\[2J +\]0;pwned +done/);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+    expect(pane.screen(true)).not.toMatch(/\x1b\[31mRED|\x1b\[2J|\x1b\]0;/);
     pane.type('/kit:nope', 'Enter');
     await pane.waitFor('plugin kit has no command "nope" (its commands: review, summary)');
-    pane.type('/kit:review src/app.ts style', 'Enter');
+    // Tab completes a plugin's command as it does keel's own
+    pane.type('/kit:rev');
+    pane.keys('Tab');
+    await pane.waitFor(/^\s*\/kit:review\s*$/m);
+    pane.type('src/app.ts style', 'Enter');
     await pane.waitFor('chat reviewed');
     expect(lastUserMessage(chatBodies(server)[3])).toBe(
       `Review src/app.ts with a focus on style (all: src/app.ts style).\n!\`touch ${join(repo, 'marker')}\``,
@@ -102,9 +121,10 @@ describe('plugin commands', () => {
     const piped = await keel(['chat', ...modelFlags(server)], {
       cwd: repo,
       home,
-      input: '/kit:summary piped\n',
+      input: '/help\n/kit:summary piped\n',
     });
     expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.stdout).toContain('/kit:summary [ARGS]');
     expect(piped.stdout).toContain('piped summary');
     expect(lastUserMessage(chatBodies(server)[4])).toBe('Summarize the repository.\n\nARGUMENTS: piped');
 
@@ -120,6 +140,11 @@ describe('plugin commands', () => {
     });
     expect(linked.code).toBe(2);
     expect(linked.stderr).toContain('command kit:summary (commands/summary.md): the file is a symlink');
+    // the folder changed since the yes: its commands are no longer offered
+    const changed = await keel(['chat', ...modelFlags(server)], { cwd: repo, home, input: '/help\n' });
+    expect(changed.code, changed.stderr).toBe(0);
+    expect(changed.stdout).toContain('/resume');
+    expect(changed.stdout).not.toContain('kit:');
     expect(chatBodies(server)).toHaveLength(5);
     expect(existsSync(join(repo, 'marker'))).toBe(false);
   }, 90_000);
