@@ -15,7 +15,7 @@ import { inertLine } from '../term/inert.js';
 import { ConfigError, load } from '../term/options.js';
 import { reportError } from './errors.js';
 import { dim } from './render.js';
-import { type OpenedStore, openConfiguredStore } from './team-store.js';
+import { withStore } from './team-store.js';
 
 interface Flags {
   json?: boolean;
@@ -33,25 +33,6 @@ const END_EXIT: Record<BatchEnd | 'stopped', number> = {
   // the supervisor was interrupted: its workers gave their tasks back, the same --run-id goes on
   stopped: EXIT.interrupted,
 };
-
-async function withStore(
-  flags: Flags,
-  create: boolean,
-  fn: (store: Store | undefined, opened: OpenedStore) => Promise<number>,
-): Promise<number> {
-  let opened: OpenedStore;
-  try {
-    opened = await openConfiguredStore(flags, { create });
-  } catch (err) {
-    if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
-    return reportError(flags.json, 'ENVIRONMENT_ERROR', `cannot open the store at ${(err as Error).message}`);
-  }
-  try {
-    return await fn(opened.store, opened);
-  } finally {
-    await opened.store?.close();
-  }
-}
 
 function taskDocument(t: TaskView): Record<string, unknown> {
   return { id: t.id, state: t.state, attempts: t.attempt, result: t.result ?? null };

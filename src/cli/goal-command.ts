@@ -25,7 +25,7 @@ import { inertLine } from '../term/inert.js';
 import { ConfigError, load, workspace } from '../term/options.js';
 import { reportError } from './errors.js';
 import { dim, red } from './render.js';
-import { type OpenedStore, openConfiguredStore } from './team-store.js';
+import { withStore } from './team-store.js';
 
 interface Flags {
   json?: boolean;
@@ -353,25 +353,6 @@ export async function goalStatus(goalId: string | undefined, flags: Flags): Prom
     if (statSync(spec.repo, { throwIfNoEntry: false })?.isDirectory()) findRepo(spec.repo);
     return printGoal(store, goalId, spec, flags);
   });
-}
-
-async function withStore(
-  flags: Flags,
-  create: boolean,
-  fn: (store: Store | undefined, opened: OpenedStore) => Promise<number>,
-): Promise<number> {
-  let opened: OpenedStore;
-  try {
-    opened = await openConfiguredStore(flags, { create });
-  } catch (err) {
-    if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
-    return reportError(flags.json, 'ENVIRONMENT_ERROR', `cannot open the store at ${(err as Error).message}`);
-  }
-  try {
-    return await fn(opened.store, opened);
-  } finally {
-    await opened.store?.close();
-  }
 }
 
 function firstLine(text: string): string {

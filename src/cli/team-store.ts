@@ -2,7 +2,8 @@
 import { existsSync } from 'node:fs';
 import { keelPaths } from '../config/paths.js';
 import { openStore, redact, type Store, storeTarget } from '../store/engine.js';
-import { load } from '../term/options.js';
+import { ConfigError, load } from '../term/options.js';
+import { reportError } from './errors.js';
 
 export interface OpenedStore {
   /** Undefined when `create` is off and the default SQLite file does not exist yet. */
@@ -29,5 +30,28 @@ export async function openConfiguredStore(
     return { store: await openStore(target), engine: target.engine, where };
   } catch (err) {
     throw new Error(`${where}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Run `fn` with the configured store open, closing it after; a bad config or a store that cannot be
+ * opened is the verb's error (CONFIG_ERROR, ENVIRONMENT_ERROR) in its --json shape.
+ */
+export async function withStore(
+  flags: { json?: boolean; cwd?: string; profile?: string },
+  create: boolean,
+  fn: (store: Store | undefined, opened: OpenedStore) => Promise<number>,
+): Promise<number> {
+  let opened: OpenedStore;
+  try {
+    opened = await openConfiguredStore(flags, { create });
+  } catch (err) {
+    if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
+    return reportError(flags.json, 'ENVIRONMENT_ERROR', `cannot open the store at ${(err as Error).message}`);
+  }
+  try {
+    return await fn(opened.store, opened);
+  } finally {
+    await opened.store?.close();
   }
 }
