@@ -10,10 +10,11 @@
  *   node scripts/chat-capture.mjs           # needs tmux; scripts/screenshots.mjs runs it too
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { demoRepo } from './demo-repo.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const COLS = 120;
@@ -195,27 +196,13 @@ export async function captureChat(out = join(ROOT, 'docs', 'screenshots')) {
   const temp = mkdtempSync(join(tmpdir(), 'keel-chat-shots-'));
   const repo = join(temp, 'stats');
   const home = join(temp, 'home');
-  cpSync(join(ROOT, 'test', 'fixtures', 'fix', 'stats'), repo, { recursive: true });
+  demoRepo(repo, temp);
   mkdirSync(home);
   // keel asks before every command; the demo model is priced
   writeFileSync(
     join(home, 'config.toml'),
     'approvals = "shell"\n[pricing.demo]\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n',
   );
-  const gitEnv = {
-    PATH: process.env.PATH,
-    HOME: temp,
-    GIT_AUTHOR_NAME: 'demo',
-    GIT_AUTHOR_EMAIL: 'demo@example.com',
-    GIT_COMMITTER_NAME: 'demo',
-    GIT_COMMITTER_EMAIL: 'demo@example.com',
-  };
-  for (const args of [
-    ['init', '-q', '-b', 'main'],
-    ['add', '-A'],
-    ['commit', '-q', '-m', 'initial'],
-  ])
-    execFileSync('git', args, { cwd: repo, env: gitEnv });
 
   const answer = [
     'The tests fail on `mean()`: it divides by one too many.',

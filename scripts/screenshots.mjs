@@ -16,9 +16,9 @@
  * The PNGs are 1000 px wide (sessions-phone 390 px, a phone's) and one viewport high (40-110 KB each). Chromium's own PNGs are already tight:
  * re-encoding them losslessly (best filter per row, deflate level 9) saved 2 bytes of 258 KB, so they are kept.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,7 @@ import { openStore } from '../dist/store/engine.js';
 import { Ledger } from '../dist/store/ledger.js';
 import { RunQueue } from '../dist/store/queue.js';
 import { captureChat } from './chat-capture.mjs';
+import { demoRepo } from './demo-repo.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(ROOT, 'docs', 'screenshots');
@@ -42,26 +43,12 @@ if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHRO
 const temp = mkdtempSync(join(tmpdir(), 'keel-shots-'));
 const repo = join(temp, 'stats');
 const home = join(temp, 'home');
-cpSync(join(ROOT, 'test', 'fixtures', 'fix', 'stats'), repo, { recursive: true });
+demoRepo(repo, temp);
 mkdirSync(home);
 writeFileSync(
   join(home, 'config.toml'),
   'hub_project = "team"\n[pricing.demo]\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n',
 );
-const gitEnv = {
-  PATH: process.env.PATH,
-  HOME: temp,
-  GIT_AUTHOR_NAME: 'demo',
-  GIT_AUTHOR_EMAIL: 'demo@example.com',
-  GIT_COMMITTER_NAME: 'demo',
-  GIT_COMMITTER_EMAIL: 'demo@example.com',
-};
-for (const args of [
-  ['init', '-q', '-b', 'main'],
-  ['add', '-A'],
-  ['commit', '-q', '-m', 'initial'],
-])
-  execFileSync('git', args, { cwd: repo, env: gitEnv });
 
 const buggy = '  return sum(values) / (values.length + 1);';
 const MEDIAN_TEST = [
@@ -273,14 +260,8 @@ const strong = await startScriptServer({
 // a copy of the fixture fixed through [[routing.tiers]] by the real `keel fix`, in its own KEEL_HOME
 const routedRepo = join(temp, 'routed');
 const routedHome = join(temp, 'routed-home');
-cpSync(join(ROOT, 'test', 'fixtures', 'fix', 'stats'), routedRepo, { recursive: true });
+demoRepo(routedRepo, temp);
 mkdirSync(routedHome);
-for (const args of [
-  ['init', '-q', '-b', 'main'],
-  ['add', '-A'],
-  ['commit', '-q', '-m', 'initial'],
-])
-  execFileSync('git', args, { cwd: routedRepo, env: gitEnv });
 const tier = (name, url, input, output) =>
   `[[routing.tiers]]\nname = "${name}"\nmodel = "${name}-model"\nbase_url = "${url}"\napi_key_env = "KEY"\ninput_per_mtok = ${input}\noutput_per_mtok = ${output}\n\n[pricing."${name}-model"]\ninput_per_mtok = ${input}\noutput_per_mtok = ${output}\n`;
 writeFileSync(

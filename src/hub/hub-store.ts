@@ -406,12 +406,7 @@ export class HubStore {
           return new HubError(404, 'NOT_FOUND', `reply_to: no message ${input.reply_to} of yours`);
         hop = Math.max(hop, parent.hop + 1);
       }
-      if (hop > LIMITS.maxHop)
-        return new HubError(
-          400,
-          'HOP_LIMIT',
-          `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
-        );
+      if (hop > LIMITS.maxHop) return hopLimit(hop);
       const sent = await this.insert(
         tx,
         caller,
@@ -477,12 +472,7 @@ export class HubStore {
       if (state === 'expired')
         return new HubError(410, 'EXPIRED', `message ${messageId} expired before it was taken`);
       const hop = original.hop + 1;
-      if (hop > LIMITS.maxHop)
-        return new HubError(
-          400,
-          'HOP_LIMIT',
-          `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
-        );
+      if (hop > LIMITS.maxHop) return hopLimit(hop);
       const inserted = await this.insert(
         tx,
         caller,
@@ -858,4 +848,13 @@ export class HubStore {
     if (!message) throw new Error(`message ${id} vanished after its commit`);
     return message;
   }
+}
+
+/** A message one hop past the limit: a forwarding loop, most likely. */
+function hopLimit(hop: number): HubError {
+  return new HubError(
+    400,
+    'HOP_LIMIT',
+    `hop ${hop} is past the limit of ${LIMITS.maxHop} (a forwarding loop?)`,
+  );
 }
