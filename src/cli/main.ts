@@ -971,6 +971,11 @@ failing, or the plan refused; 2 usage; 3 environment; 4 model; 5 merge_conflict 
       .description('the HTTP API, live streams and the browser workspace for this project (loopback)')
       .option('--listen <host:port>', 'where to listen (default 127.0.0.1:7430; port 0 picks a free one)')
       .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
+      .option(
+        '--project <dir>',
+        "a project to serve, a repository's top (repeatable; the first is the default; none: the current folder's)",
+        (dir: string, all: string[] = []) => [...all, dir],
+      )
       .option('--profile <name>', 'use [profiles.NAME] from the config over the base settings')
       .option(
         '--approval-timeout <s>',
@@ -991,7 +996,13 @@ What it serves:
 
 Every request needs Authorization: Bearer TOKEN (all but /health, the agent card and the page's
 own files): the token is KEEL_SERVE_TOKEN, or a fresh one printed at start. Listening off loopback
-needs KEEL_SERVE_TOKEN. Only this project's sessions and runs are served.`,
+needs KEEL_SERVE_TOKEN.
+
+Projects: the current folder's (or -C's), or each --project DIR named at start, e.g.
+  keel serve --project ~/src/api --project ~/src/web
+A request answers for one of them: ?project=NAME (GET /v1/projects lists the names; absent: the
+first). Only those projects' sessions and runs are served, each under its own name; a request
+cannot add a project, and the page's project chooser switches between them.`,
       ),
   ).action(async (opts) => {
     const { runServe } = await import('./serve-command.js');

@@ -1,6 +1,6 @@
 /**
- * `keel serve`: the sessions of this project over HTTP (src/server/), on loopback unless a token is
- * configured. Prints where it listens and the token; stops cleanly (every turn's log complete) on
+ * `keel serve`: the sessions of this project (or of the projects `--project` names, one at a time per
+ * request) over HTTP (src/server/), on loopback unless a token is configured. Prints where it listens and the token; stops cleanly (every turn's log complete) on
  * Ctrl+C or SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
@@ -19,20 +19,24 @@ import { createApp } from '../server/app.js';
 import { TeamStore } from '../server/batches.js';
 import { FixRuns } from '../server/fixes.js';
 import { Metrics } from '../server/metrics.js';
+import { projectNames, type ServedProject } from '../server/projects.js';
 import { isLoopback } from '../server/security.js';
 import { SessionManager } from '../server/sessions.js';
 import { storeTarget } from '../store/engine.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
-import { type CommonFlags, existingWorkspace, flagLayer } from '../term/options.js';
+import { type CommonFlags, flagLayer } from '../term/options.js';
 import { a2aTools } from '../tools/a2a.js';
 import { mcpTools } from '../tools/mcp.js';
 import { reportError } from './errors.js';
 import { hubAuditKey } from './hub-audit-key.js';
+import { servedFolders } from './serve-projects.js';
 
 export interface ServeFlags extends CommonFlags {
   listen?: string;
   approvalTimeout?: number;
+  /** `--project DIR`, repeatable: the projects served (the first is the default); none: the workspace. */
+  project?: string[];
 }
 
 /** `HOST:PORT` (IPv6 in brackets), or an error naming what is wrong. */
@@ -57,16 +61,18 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
       `--listen ${listen.host} is not a loopback address: set KEEL_SERVE_TOKEN first (every request carries the token, and off loopback it must be one you set)`,
     );
   const token = configured || randomBytes(24).toString('base64url');
-  let project: string;
-  let loaded: ReturnType<typeof loadConfig>;
+  let folders: string[];
+  let configs: Array<ReturnType<typeof loadConfig>>;
   try {
-    project = existingWorkspace(flags);
-    // the config is read now so that a mistake is reported before the server listens
-    loaded = loadConfig({ cwd: project, flags: flagLayer(flags) });
+    folders = servedFolders(flags);
+    // each project's config is read now so that a mistake is reported before the server listens
+    configs = folders.map((cwd) => loadConfig({ cwd, flags: flagLayer(flags) }));
   } catch (err) {
     if (err instanceof ConfigError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
     throw err;
   }
+  const project = folders[0] as string;
+  const loaded = configs[0] as ReturnType<typeof loadConfig>;
   // every model call of the server's sessions and fix runs in the team store's ledger: opened before it listens
   let runLedger: RunLedger;
   try {
@@ -76,37 +82,43 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     throw err;
   }
   const metrics = new Metrics();
-  // one runtime for the server's life: every session, fix run and A2A task runs in it
+  // one runtime for the server's life: every session, fix run and A2A task of every project runs in it
   const runtime = openRuntime(env, { calls: runLedger.calls });
-  const manager = new SessionManager({
-    cwd: project,
-    runtime,
-    approvalTimeoutS: flags.approvalTimeout ?? 600,
-    tools: [
-      graphTools,
-      memoryTools,
-      mcpTools((line) => process.stderr.write(`keel serve: warning: ${inertLine(line)}\n`)),
-      a2aTools,
-    ],
-    onEvent: (event) => metrics.event(event),
-    configFor: () => loadConfig({ cwd: project, flags: flagLayer(flags) }),
-    // a build's fix run works in its tests' worktree: its log streams here as a fix run's does
-    ours: (id) => fixes.builds.get(id) !== undefined,
+  const names = projectNames(folders);
+  // each project its own sessions and fix runs: one project's ids are unknown to another's
+  const projects: ServedProject[] = folders.map((cwd, i) => {
+    const configFor = (request: { model?: string; profile?: string } = {}) =>
+      loadConfig({ cwd, flags: flagLayer({ ...flags, ...request }) });
+    const fixes = new FixRuns({
+      project: cwd,
+      runtime,
+      approvalTimeoutS: flags.approvalTimeout ?? 600,
+      onEvent: (event) => metrics.event(event),
+    });
+    const manager = new SessionManager({
+      cwd,
+      runtime,
+      approvalTimeoutS: flags.approvalTimeout ?? 600,
+      tools: [
+        graphTools,
+        memoryTools,
+        mcpTools((line) => process.stderr.write(`keel serve: warning: ${inertLine(line)}\n`)),
+        a2aTools,
+      ],
+      onEvent: (event) => metrics.event(event),
+      configFor: () => configFor(),
+      // a build's fix run works in its tests' worktree: its log streams here as a fix run's does
+      ours: (id) => fixes.builds.get(id) !== undefined,
+    });
+    return { name: names[i] as string, project: cwd, manager, fixes, configFor };
   });
-  const fixes = new FixRuns({
-    project,
-    runtime,
-    approvalTimeoutS: flags.approvalTimeout ?? 600,
-    onEvent: (event) => metrics.event(event),
-  });
+  const { manager, fixes } = projects[0] as ServedProject;
   // batch runs are read from the team store the user's config names (a project's config may not name one)
   let teamStore: TeamStore | undefined;
   // the hub project the page shows: named by the user's own config (a project's config may not)
   const hubProject = loaded.config.hub_project;
   try {
-    teamStore = new TeamStore(
-      storeTarget(loadConfig({ cwd: project, flags: flagLayer(flags) }).config.store, keelPaths(env).db),
-    );
+    teamStore = new TeamStore(storeTarget(loaded.config.store, keelPaths(env).db));
   } catch (err) {
     process.stderr.write(
       `keel serve: warning: no batch runs on the page: ${inertLine((err as Error).message)}\n`,
@@ -115,14 +127,11 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   let port = listen.port;
   const app = createApp({
     version,
-    project,
+    projects,
     env,
     token,
     listenHost: listen.host,
     port: () => port,
-    configFor: (request) => loadConfig({ cwd: project, flags: flagLayer({ ...flags, ...request }) }),
-    manager,
-    fixes,
     metrics,
     ...(teamStore ? { teamStore } : {}),
     ...(hubProject ? { hubProject } : {}),
@@ -131,7 +140,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
       person: `user ${userInfo().username}`,
     },
     webDir: join(packageRoot(), 'dist', 'web'),
-    // the A2A endpoint: tasks are sessions of the same manager, behind the same token
+    // the A2A endpoint: tasks are sessions of the default project's manager, behind the same token
     mount: (app) =>
       mountServeA2a(app, {
         manager,
@@ -154,7 +163,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     );
   });
   if (ready) {
-    await manager.close();
+    await Promise.all(projects.map((p) => p.manager.close()));
     runtime.close();
     await runLedger.close();
     return reportError(flags.json, 'ENVIRONMENT_ERROR', ready);
@@ -164,6 +173,11 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const url = `http://${host}:${port}/`;
   if (flags.json) process.stdout.write(`${JSON.stringify({ url, port, token })}\n`);
+  if (projects.length > 1)
+    for (const [i, p] of projects.entries())
+      process.stderr.write(
+        `keel serve: project ${inertLine(p.name)}: ${inertLine(p.project)}${i === 0 ? ' (the default)' : ''}\n`,
+      );
   process.stderr.write(`keel serve: listening on ${url}#token=${token}\n`);
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
@@ -172,7 +186,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   });
   process.stderr.write('keel serve: stopping (cancelling running turns)\n');
   server.close();
-  await Promise.all([manager.close(), fixes.close()]);
+  await Promise.all(projects.flatMap((p) => [p.manager.close(), p.fixes.close()]));
   // an open event stream (a browser tab) never ends by itself: end it, or the process never exits
   if ('closeAllConnections' in server) server.closeAllConnections();
   await teamStore?.close();

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { MODES } from '../config/schema.js';
 import { type ApiRoute, buildOpenApiDocument } from '../http/openapi.js';
+import { PROJECT_QUERY } from './projects.js';
 import { SETTINGS_ROUTE } from './session-settings.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -59,15 +60,17 @@ export function isPublic(method: string, path: string): boolean {
 
 /** Every route the server answers, for the OpenAPI document (a test checks it against the app's own). */
 export const ROUTES: ApiRoute[] = [
+  {
+    method: 'get',
+    path: '/v1/projects',
+    summary: 'the projects this server serves, named at its start: {projects: [{name, path, default}]}',
+  },
   { method: 'post', path: '/v1/sessions', summary: 'start a session', body: StartBody },
   {
     method: 'get',
     path: '/v1/sessions',
-    summary: "this project's sessions",
-    query: {
-      state: 'running|waiting|completed|failed|cancelled',
-      project: 'this project only (another folder is a 400)',
-    },
+    summary: "the project's sessions",
+    query: { state: 'running|waiting|completed|failed|cancelled' },
   },
   { method: 'get', path: '/v1/sessions/:id', summary: 'one session' },
   {
@@ -109,8 +112,7 @@ export const ROUTES: ApiRoute[] = [
   {
     method: 'get',
     path: '/v1/runs',
-    summary: "this project's fix and loop runs, and the builds this server started",
-    query: { project: 'this project only (another folder is a 400)' },
+    summary: "the project's fix and loop runs, and the builds this server started",
   },
   { method: 'get', path: '/v1/runs/:id', summary: 'one run: verdict, attempts, rationale, PR text, diff' },
   {
@@ -180,8 +182,16 @@ export const ROUTES: ApiRoute[] = [
   { method: 'get', path: '/metrics', summary: 'Prometheus text' },
 ];
 
+/** Whether a route answers for one served project, chosen by `?project=` (projects.ts). */
+function projectScoped(path: string): boolean {
+  return path.startsWith('/v1/') && path !== '/v1/projects' && path !== '/v1/openapi.json';
+}
+
 export function openApiDocument(version: string): Record<string, unknown> {
-  return buildOpenApiDocument({ title: 'keel serve', version }, ROUTES, (r) => ({
+  const routes = ROUTES.map((r) =>
+    projectScoped(r.path) ? { ...r, query: { ...r.query, project: PROJECT_QUERY } } : r,
+  );
+  return buildOpenApiDocument({ title: 'keel serve', version }, routes, (r) => ({
     success: r.method === 'post' && !r.path.includes('/approvals/') ? '2XX' : '200',
     bearer: !isPublic(r.method.toUpperCase(), r.path),
   }));

@@ -6,12 +6,11 @@ import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { ApprovalBody, ForkBody, MessageBody, StartBody } from './api.js';
 import type { AppOptions } from './app.js';
-import { body, fail, projectGuard } from './http.js';
+import { body, fail } from './http.js';
 import type { Frame, SessionState } from './sessions.js';
 
 export function mountSessions(app: Hono, opts: AppOptions): void {
   const { manager } = opts;
-  const { otherProject, onlyThisProject } = projectGuard(opts);
   app.post('/v1/sessions', async (c) => {
     const req = await body(c, StartBody);
     if (typeof req === 'string') return fail(c, 400, 'BAD_REQUEST', req);
@@ -36,7 +35,6 @@ export function mountSessions(app: Hono, opts: AppOptions): void {
   });
   app.get('/v1/sessions', (c) => {
     const state = c.req.query('state') as SessionState | undefined;
-    if (otherProject(c)) return fail(c, 400, 'BAD_REQUEST', onlyThisProject);
     return c.json({ project: opts.project, sessions: manager.list(state ? { state } : {}) });
   });
   app.get('/v1/sessions/:id', (c) => c.json(manager.view(c.req.param('id'))));

@@ -1,11 +1,11 @@
 /**
- * `keel serve` is one project's server. Its API answers nothing without the token (a sandboxed command
- * with network, or any local user, reaches loopback too), and with the token it serves its own project
- * only: sessions and runs of another project, or of a repository nested inside this one, are unknown
+ * `keel serve` in a folder is that one project's server (serve-projects.test.ts: several, named at
+ * start). Its API answers nothing without the token (a sandboxed command with network, or any local
+ * user, reaches loopback too), and with the token it serves its own project only: sessions and runs of another project, or of a repository nested inside this one, are unknown
  * ids (404, so ids do not leak), are not listed, do not stream, and cannot be continued here.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/store/db.js';
 import { EventLog } from '../../src/store/event-log.js';
@@ -88,6 +88,7 @@ describe('keel serve serves its own project, and only with the token', () => {
 
     // no token, or a wrong one: nothing is read, whatever the route
     const reads = [
+      '/v1/projects',
       '/v1/sessions',
       `/v1/sessions?project=${encodeURIComponent(other)}`,
       `/v1/runs?project=${encodeURIComponent(other)}`,
@@ -125,22 +126,26 @@ describe('keel serve serves its own project, and only with the token', () => {
     const ids = (res: { body: { sessions: Array<{ session_id: string }> } }) =>
       res.body.sessions.map((x) => x.session_id);
     expect(ids(await s.api('GET', '/v1/sessions'))).toEqual([ownId]);
-    for (const project of [other, inner, `${outer}/vendor/../vendor/inner`]) {
+    // a project is chosen by its listed name only: any folder, this one's own path too, is refused
+    for (const project of [other, inner, `${outer}/vendor/../vendor/inner`, outer, '.']) {
       const res = await s.api('GET', `/v1/sessions?project=${encodeURIComponent(project)}`);
       expect(res.status, project).toBe(400);
       expect(JSON.stringify(res.body), project).not.toMatch(new RegExp(`${otherId}|${innerId}`));
     }
-    // naming this project itself is fine
-    expect(ids(await s.api('GET', `/v1/sessions?project=${encodeURIComponent(outer)}`))).toEqual([ownId]);
+    // naming this project by its name is fine: it is the one project served
+    const served = (await s.api('GET', '/v1/projects')).body.projects;
+    expect(served).toEqual([{ name: basename(outer), path: realpathSync(outer), default: true }]);
+    const name = encodeURIComponent(basename(outer));
+    expect(ids(await s.api('GET', `/v1/sessions?project=${name}`))).toEqual([ownId]);
     expect((await probe(s, 'GET', `/v1/sessions/${ownId}`, s.token)).status).toBe(200);
     expect((await s.api('GET', '/v1/runs')).body.runs).toEqual([]);
-    // runs are listed as sessions are: naming another folder is refused, naming this one lists it
-    for (const project of [other, inner]) {
+    // runs are listed as sessions are: naming a folder is refused, naming this project lists it
+    for (const project of [other, inner, outer]) {
       const res = await s.api('GET', `/v1/runs?project=${encodeURIComponent(project)}`);
       expect(res.status, project).toBe(400);
       expect(JSON.stringify(res.body), project).not.toMatch(/B-FIX-TASK|20260101-000000-f1f1f1/);
     }
-    const ownRuns = await s.api('GET', `/v1/runs?project=${encodeURIComponent(outer)}`);
+    const ownRuns = await s.api('GET', `/v1/runs?project=${name}`);
     expect(ownRuns.status).toBe(200);
     expect(ownRuns.body.runs).toEqual([]);
     const run = await probe(s, 'GET', `/v1/runs/${otherRun}`, s.token);
