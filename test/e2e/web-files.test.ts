@@ -70,6 +70,8 @@ describe.skipIf(!existsSync(CHROMIUM))(
       await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
       await page.getByRole('link', { name: /EXPLAIN the sum/ }).click();
       await page.locator('.msg .text.md').first().waitFor();
+      // one project served: nothing to choose, no chooser (web-projects.test.ts: two)
+      expect(await page.locator('#project-choice').isHidden()).toBe(true);
 
       // path:line references are links to the viewer; a host and port is not
       const refs = page.locator('a.file-ref');

@@ -25,6 +25,22 @@ export class ApiError extends Error {
   }
 }
 
+/** The served project the page answers for, by its name; null when the server serves one (no choice to send). */
+let project: string | null = null;
+
+export function setProject(name: string | null): void {
+  project = name;
+}
+
+/**
+ * An API path for the chosen project: `?project=NAME` on every `/v1/` route but the list of projects.
+ * Every request of the page goes through here, the event stream and the patch download too.
+ */
+export function scoped(path: string): string {
+  if (project === null || !path.startsWith('/v1/') || path.startsWith('/v1/projects')) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}project=${encodeURIComponent(project)}`;
+}
+
 /** Request headers: the token (never a cookie) and JSON. */
 export function headers(extra: Record<string, string> = {}): Record<string, string> {
   const h: Record<string, string> = { Accept: 'application/json', ...extra };
@@ -40,7 +56,7 @@ export async function api<T>(
 ): Promise<T> {
   let res: Response;
   try {
-    res = await fetch(path, {
+    res = await fetch(scoped(path), {
       method: init.method ?? 'GET',
       headers: headers(init.body === undefined ? {} : { 'Content-Type': 'application/json' }),
       body: init.body === undefined ? undefined : JSON.stringify(init.body),

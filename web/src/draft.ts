@@ -11,6 +11,11 @@ export function visitSession(id: string): void {
   sessionStorage.setItem(LAST, id);
 }
 
+/** Forget the session the person had open (it was another project's). */
+export function forgetSession(): void {
+  sessionStorage.removeItem(LAST);
+}
+
 /** Keep `text` for the next message box and say where that box is. */
 export function sendToMessage(text: string): string {
   const prior = sessionStorage.getItem(DRAFT);

@@ -2,6 +2,7 @@
 import { watchApprovals } from './alerts.js';
 import { takeToken, token } from './api.js';
 import { el, replace } from './dom.js';
+import { chooseProject } from './projects.js';
 import { batchList, batchView } from './views/batches.js';
 import { sessionDiff } from './views/diff.js';
 import { fileView } from './views/files.js';
@@ -77,5 +78,11 @@ if (!token()) {
   document
     .getElementById('conn')
     ?.replaceChildren('no token: open the address keel serve printed (it carries #token=…)');
-} else watchApprovals();
-route();
+  route();
+}
+// the project is chosen before the first view asks for anything: every request names it
+else
+  void chooseProject(route).then(() => {
+    watchApprovals();
+    route();
+  });

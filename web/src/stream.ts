@@ -3,7 +3,7 @@
  * after the last seq it saw. Read with fetch rather than EventSource so every event type arrives (named
  * events need a listener per name there), the token goes in a header, and reconnect timing is ours.
  */
-import { headers } from './api.js';
+import { headers, scoped } from './api.js';
 
 export interface Frame {
   event: string;
@@ -39,7 +39,7 @@ export function openStream(id: string, after: () => number, on: StreamHandlers):
       let why = 'the stream ended';
       try {
         const seq = after();
-        const res = await fetch(`/v1/sessions/${encodeURIComponent(id)}/events?after=${seq}`, {
+        const res = await fetch(scoped(`/v1/sessions/${encodeURIComponent(id)}/events?after=${seq}`), {
           headers: {
             ...headers(),
             Accept: 'text/event-stream',

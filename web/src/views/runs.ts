@@ -2,7 +2,7 @@
  * Fix runs: the list, and one run's verdict, attempts, cost, rationale, PR text and diff. A build run
  * first shows the tests it wrote, waiting for the person's Approve or Reject, then is followed as a fix run.
  */
-import { api, headers } from '../api.js';
+import { api, headers, scoped } from '../api.js';
 import { badge, diffBlock, el, money, replace, short, stateBadge, when } from '../dom.js';
 import type { Stop } from '../main.js';
 import { markdown } from '../markdown.js';
@@ -274,7 +274,7 @@ function showActions(section: HTMLElement, r: Run): void {
       on: {
         click: async () => {
           try {
-            const res = await fetch(`/v1/runs/${encodeURIComponent(r.run_id)}/patch`, {
+            const res = await fetch(scoped(`/v1/runs/${encodeURIComponent(r.run_id)}/patch`), {
               headers: headers(),
               credentials: 'omit',
               cache: 'no-store',
