@@ -5,7 +5,7 @@
  * then verified with its apply controls, a fix run routed by tier with its tiers' charts, a `keel build`
  * run waiting for its tests' approval, a batch run read from the team store with its routing tiers' share
  * of calls and cost, the hub project the config names, one of its workflow runs and one parked on an
- * approval stage), taken in Debian's
+ * approval stage; and the project chooser of a server of two projects, the second chosen), taken in Debian's
  * Chromium through playwright-core against the real `keel serve` and the scripted model, in a temporary
  * copy of the `stats` fixture. Run after `npm run build`:
  *
@@ -16,7 +16,7 @@
  * The PNGs are 1000 px wide (sessions-phone 390 px, a phone's) and one viewport high (40-110 KB each). Chromium's own PNGs are already tight:
  * re-encoding them losslessly (best filter per row, deflate level 9) saved 2 bytes of 258 KB, so they are kept.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -268,6 +268,28 @@ writeFileSync(
   join(routedHome, 'config.toml'),
   `provider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n\n${tier('cheap', cheap.url, 0.1, 0.4)}\n${tier('strong', strong.url, 3, 15)}`,
 );
+// a second project for the project chooser (keel serve --project stats --project docs-site)
+const docsRepo = join(temp, 'docs-site');
+mkdirSync(join(docsRepo, 'scripts'), { recursive: true });
+writeFileSync(join(docsRepo, 'README.md'), '# docs-site\n\nThe project documentation, built from docs/.\n');
+writeFileSync(
+  join(docsRepo, 'scripts', 'changelog.js'),
+  "export function changelog(entries) {\n  return entries.map((e) => '- ' + e.title).join('\\n');\n}\n",
+);
+for (const args of [
+  ['init', '-q', '-b', 'main'],
+  ['add', '-A'],
+  ['-c', 'user.name=demo', '-c', 'user.email=demo@example.com', 'commit', '-q', '-m', 'initial'],
+])
+  execFileSync('git', args, { cwd: docsRepo, env: { PATH: process.env.PATH, HOME: temp } });
+const docsModel = await startScriptServer({
+  turns: [
+    {
+      text: 'The changelog is built by `changelog()` in scripts/changelog.js:1, one line per entry.',
+      usage: { prompt_tokens: 1210, completion_tokens: 38 },
+    },
+  ],
+});
 const keelEnv = (keelHome, extra = {}) => ({
   PATH: process.env.PATH,
   HOME: keelHome,
@@ -340,11 +362,16 @@ const until = async (read, done) => {
 
 let serve;
 let routed;
+let projects;
 let browser;
 try {
   const routedId = await routedRun();
   serve = await startServe(repo, home, ['--provider', 'openai', '--base-url', model.url, '--model', 'demo']);
   routed = await startServe(routedRepo, routedHome, [], { KEY: 'k' });
+  projects = await startServe(repo, home, [
+    ...['--project', repo, '--project', docsRepo],
+    ...['--provider', 'openai', '--base-url', docsModel.url, '--model', 'demo'],
+  ]);
   const { base, token, api } = serve;
   const { session_id: session } = await api('POST', '/v1/sessions', {
     prompt: 'Why is mean() of [2, 4, 6] 3?',
@@ -405,11 +432,22 @@ try {
     '#/hub/runs/c3d9a7e1-2b48-4f06-8d5e-9a1f0c7b6e21',
     'section[data-approval="sign-off"]',
   );
+  // keel serve --project stats --project docs-site: the second project chosen in the header
+  const { session_id: docsSession } = await projects.api('POST', '/v1/sessions?project=docs-site', {
+    prompt: 'Where is the changelog built?',
+  });
+  await until(
+    () => projects.api('GET', `/v1/sessions/${docsSession}?project=docs-site`),
+    (s) => s.state === 'completed',
+  );
+  await page.goto(`${projects.base}/#token=${projects.token}`);
+  await page.getByLabel('Project', { exact: true }).selectOption('docs-site');
+  await shot('projects', '#/', `a[href="#/s/${docsSession}"]`, 480, { at: projects.base });
 } finally {
   await browser?.close();
   // each server ends before its KEEL_HOME goes (the waiting build run is cancelled into its audit log)
   await Promise.all(
-    [serve, routed].map(
+    [serve, routed, projects].map(
       (s) =>
         s &&
         s.proc.exitCode === null &&
@@ -420,6 +458,7 @@ try {
     ),
   );
   await model.close();
+  await docsModel.close();
   await cheap.close();
   await strong.close();
   rmSync(temp, { recursive: true, force: true });
