@@ -968,7 +968,9 @@ failing, or the plan refused; 2 usage; 3 environment; 4 model; 5 merge_conflict 
   addModelOptions(
     program
       .command('serve')
-      .description('the HTTP API, live streams and the browser workspace for this project (loopback)')
+      .description(
+        'the HTTP API, live streams and the browser workspace for this project, or the ones --project names (loopback)',
+      )
       .option('--listen <host:port>', 'where to listen (default 127.0.0.1:7430; port 0 picks a free one)')
       .option('-C, --cwd <dir>', 'workspace folder (default: the current folder)')
       .option(
