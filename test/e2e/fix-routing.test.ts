@@ -313,7 +313,7 @@ output_per_mtok = 15
       ...Array(4).fill((1000 * 0.1 + 100 * 0.4) / 1e6),
       ...Array(2).fill((2000 * 3 + 300 * 15) / 1e6),
     ];
-    answers.forEach((answer, i) => expect(answer.data.cost_usd).toBeCloseTo(expected[i], 12));
+    for (const [i, answer] of answers.entries()) expect(answer.data.cost_usd).toBeCloseTo(expected[i], 12);
     // and the session's account agrees with the ledger's, call by call
     const shown = await keel(['ledger', doc.session_id, '--json'], { cwd: home, home });
     const calls = (JSON.parse(shown.stdout) as { calls: LedgerCall[] }).calls;

@@ -52,7 +52,7 @@ describe('one-shot answers on a terminal', () => {
       env: { NO_COLOR: '1' },
     });
     expect(await noColor.waitFor('[keel exited 0]')).toMatch(/^\s+const x = parse\("1"\);$/m);
-    expect(noColor.screen(true)).not.toMatch(/\x1b\[3\dm/);
+    expect(noColor.screen(true)).not.toContain('\x1b[3');
 
     // a pipe gets the answer byte for byte as the model wrote it
     const piped = await keel(['ask', ...modelFlags(await model([{ text: ANSWER }])), 'where is the bug'], {
