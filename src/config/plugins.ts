@@ -71,7 +71,7 @@ export const pluginManifestSchema = z
       if (word !== undefined)
         ctx.addIssue({
           code: 'custom',
-          message: `${what} runs ${JSON.stringify(word)}, outside the plugin's folder, which its approval does not cover: name a file of the plugin as ${PLUGIN_DIR_VAR}/PATH`,
+          message: `${what}: its command's ${JSON.stringify(word)} points outside the plugin's folder, which its approval does not cover (name a file of the plugin as ${PLUGIN_DIR_VAR}/PATH, a program by name, or a system program by its full path)`,
         });
     };
     for (const s of m.mcp_servers) outside(`mcp server "${s.name}"`, s.command);
