@@ -1,6 +1,6 @@
 import type { Config } from '../config/schema.js';
 import { costUsd } from '../model/cost.js';
-import type { RouteDecision } from '../model/routing.js';
+import { type RouteDecision, routedPricing } from '../model/routing.js';
 import { recoverToolCalls } from '../model/text-tool-calls.js';
 import { ESTIMATE_MARGIN, estimateRequestTokens } from '../model/tokens.js';
 import type { ChatMessage, Delta, ImageAttachment, ModelError, ToolSpec } from '../model/types.js';
@@ -272,6 +272,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
   // the window: configured or reported by the server; a "context length exceeded" answer can teach it
   let window = opts.contextWindow;
   /** Fold older turns into a summary (recorded as one event); a failed summary leaves the history as it was. */
+  /** Where routing sent the last request (undefined without routing): its tier's price is what the call costs. */
+  let routed: RouteDecision | undefined;
   const compactHistory = async (trigger: 'threshold' | 'overflow' | 'manual', size: number) => {
     let event: Awaited<ReturnType<typeof compact>>;
     try {
@@ -282,7 +284,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
         window: size,
         settings: config.compaction,
         tools: specs,
-        pricing: config.pricing,
+        pricing: routedPricing(config, routed, routed?.model ?? opts.model.currentModel()),
         signal: run.signal,
       });
     } catch (err) {
@@ -317,6 +319,7 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
       const estimate = estimateRequestTokens(messages, specs);
       // decided from the log as it stands before this request, so a resumed run decides the same
       const route = opts.model.route?.();
+      routed = route;
       // logged before it is sent: a request logged without its answer was cut off, and is sent again
       const reissued = state.unanswered === round;
       record({
@@ -446,7 +449,8 @@ export async function runSession(opts: SessionOptions): Promise<SessionResult> {
           outputTokens: answer.usage.output,
           reported: answer.usage.reported,
         },
-        config.pricing,
+        // a routed call at its tier's own price (two tiers may serve one model at different prices)
+        routedPricing(config, routed, answer.model),
         answer.timing.total_ms / 1000,
       );
       const invalid = malformed.map((m, i) => ({ id: `malformed_${round}_${i}`, name: m.name }));

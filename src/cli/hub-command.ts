@@ -12,6 +12,7 @@ import type { MessageView } from '../hub/hub-store.js';
 import { type HubWorkflows, isLoopback, startHub } from '../hub/server.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inert, inertLine } from '../term/inert.js';
+import { load } from '../term/options.js';
 import { agentKey, DEFAULT_HUB_URL, HubCallError, hubFetch, sseEvents } from '../tools/hub-client.js';
 import { reportError } from './errors.js';
 import { hubSealingKey } from './hub-audit-key.js';
@@ -118,7 +119,8 @@ export async function runHubStart(
   if (flags.workflowProject) {
     let key: Buffer;
     try {
-      key = hubSealingKey();
+      // the user's config was read to open the store just above: it stands
+      key = hubSealingKey(process.env, load({}).loaded.config.hub_audit_key_file);
     } catch (err) {
       await store.close();
       return reportError(flags.json, 'ENVIRONMENT_ERROR', (err as Error).message);

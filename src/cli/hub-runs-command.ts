@@ -224,7 +224,9 @@ async function showHubRun(store: Store | undefined, runId: string, flags: Flags)
 async function verifyHubRun(store: Store | undefined, runId: string, flags: Flags): Promise<number> {
   const { hubAuditKey } = await import('./hub-audit-key.js');
   const { verifyRunChain } = await import('../hub/runs-chain.js');
-  const { key, path } = hubAuditKey();
+  const { load } = await import('../term/options.js');
+  // withStore read this config already: it stands
+  const { key, path } = hubAuditKey(process.env, load(flags).loaded.config.hub_audit_key_file);
   if (key instanceof Error) return reportError(flags.json, 'ENVIRONMENT_ERROR', key.message);
   if (!key)
     return reportError(

@@ -1,10 +1,12 @@
 /**
  * Markdown for a person at a terminal (a one-shot answer, a fix run's rationale), drawn by the
- * renderer chat uses (pi-tui's, over marked). Text is made inert before the renderer sees it, so the
+ * renderer chat uses (pi-tui's, over marked), with chat's syntax colours for a fenced block that names
+ * a language (src/term/highlight.ts; none under NO_COLOR). Text is made inert before the renderer sees it, so the
  * only escape sequences that reach the terminal are the theme's own; links always show their address
  * (no OSC 8 hyperlink hides where one goes). `--json` and pipes never come here: they keep the text.
  */
 import { Markdown, type MarkdownTheme, setCapabilities } from '@mariozechner/pi-tui';
+import { highlighterLoaded, highlightLines, languageOf, loadHighlighter } from '../term/highlight.js';
 import { inert } from '../term/inert.js';
 
 const plain = process.env.NO_COLOR !== undefined || process.env.TERM === 'dumb';
@@ -22,6 +24,8 @@ const theme: MarkdownTheme = {
   code: yellow,
   codeBlock: (s) => s,
   codeBlockBorder: dim,
+  // a fence naming a language keel colours, once highlight.js has loaded (the stream below waits for it)
+  ...(plain ? {} : { highlightCode: (code, lang) => highlightLines(code, lang) ?? code.split('\n') }),
   quote: italic,
   quoteBorder: dim,
   hr: dim,
@@ -50,15 +54,20 @@ export function renderMarkdown(text: string, width = columns(process.stdout)): s
 
 /**
  * An answer rendered as it streams: each finished block (a paragraph, a list, a closed code fence)
- * is drawn once the next block begins, the rest when the message ends.
+ * is drawn once the next block begins, the rest when the message ends. The first fence naming a language
+ * keel colours starts loading highlight.js (while the answer still streams); a block that needs it before
+ * it has loaded is held, with the blocks after it, until it has (`drained` waits for that).
  */
 export class MarkdownStream {
   private buffer = '';
   private blocks = 0;
+  private readonly held: (string | typeof END)[] = [];
+  private loading: Promise<void> | undefined;
   constructor(private readonly out: NodeJS.WriteStream) {}
 
   write(text: string): void {
     this.buffer += text;
+    if (!plain && !this.loading && colours(this.buffer)) this.loading = this.load();
     const cut = blockEnd(this.buffer);
     if (cut <= 0) return;
     this.draw(this.buffer.slice(0, cut));
@@ -69,14 +78,51 @@ export class MarkdownStream {
   end(): void {
     this.draw(this.buffer);
     this.buffer = '';
-    this.blocks = 0;
+    this.held.push(END);
+    this.flush();
+  }
+
+  /** Every block is on the screen (after highlight.js loaded, when a block waited for it). */
+  async drained(): Promise<void> {
+    await this.loading;
+  }
+
+  private async load(): Promise<void> {
+    try {
+      await loadHighlighter();
+    } catch {
+      // no colours then: the held blocks are drawn plain
+    }
+    this.flush(true);
   }
 
   private draw(block: string): void {
-    const shown = renderMarkdown(block.replace(/\n+$/, ''), columns(this.out));
-    if (!shown) return;
-    this.out.write(this.blocks++ ? `\n${shown}` : shown);
+    this.held.push(block.replace(/\n+$/, ''));
+    this.flush();
   }
+
+  /** Draw the held blocks in order, up to one that needs colours not loaded yet (unless `anyway`). */
+  private flush(anyway = false): void {
+    while (this.held.length) {
+      const block = this.held[0] as string | typeof END;
+      if (block === END) this.blocks = 0;
+      else {
+        if (!anyway && !plain && !highlighterLoaded() && colours(block)) return;
+        const shown = renderMarkdown(block, columns(this.out));
+        if (shown) this.out.write(this.blocks++ ? `\n${shown}` : shown);
+      }
+      this.held.shift();
+    }
+  }
+}
+
+/** Where a message ended among the held blocks: the next message's first block has no blank line before it. */
+const END = Symbol('end');
+
+/** Whether `text` opens a fence naming a language keel colours. */
+function colours(text: string): boolean {
+  for (const m of text.matchAll(/^ {0,3}(?:`{3,}|~{3,})[ \t]*([^\s`]+)/gm)) if (languageOf(m[1])) return true;
+  return false;
 }
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;

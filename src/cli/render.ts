@@ -96,6 +96,8 @@ export interface AnswerSink {
   write(inertText: string): void;
   /** The message is complete. */
   end(): void;
+  /** Resolves once everything written is on the screen (a block may wait for the highlighter). */
+  drained?(): Promise<void>;
 }
 
 /**

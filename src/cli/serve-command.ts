@@ -136,7 +136,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
     ...(teamStore ? { teamStore } : {}),
     ...(hubProject ? { hubProject } : {}),
     hubPage: {
-      auditKey: () => hubAuditKey(env).key,
+      auditKey: () => hubAuditKey(env, loaded.config.hub_audit_key_file).key,
       person: `user ${userInfo().username}`,
     },
     webDir: join(packageRoot(), 'dist', 'web'),

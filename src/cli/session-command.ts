@@ -201,6 +201,7 @@ export async function runVerb(
     throw err;
   } finally {
     renderer?.stop();
+    await answer?.drained();
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
     await runLedger.close();

@@ -394,6 +394,11 @@ function refuseStore(project: ConfigFile, userConfig: string): void {
       throw new ConfigError(
         `${project.path}: ${where}sets "hub_project": a project config may not choose which hub project keel serve shows (set it in your own config, ${userConfig})`,
       );
+    // nor the key the hub's workflow runs are sealed and verified with
+    if (Object.hasOwn(values, 'hub_audit_key_file'))
+      throw new ConfigError(
+        `${project.path}: ${where}sets "hub_audit_key_file": a project config may not choose the hub audit key (set it in your own config, ${userConfig}, or KEEL_HUB_AUDIT_KEY_FILE)`,
+      );
   }
 }
 

@@ -355,6 +355,7 @@ const RULES: Record<keyof Config, Rule> = {
   max_output_tokens: free, // the size of one answer; budgets bound the total
   store: anyChange('store'), // would send runs and the ledger elsewhere; a project may not set it at all (load.ts)
   hub_project: anyChange('hub_project'), // which hub project the page shows; a project may not set it at all (load.ts)
+  hub_audit_key_file: anyChange('hub_audit_key_file'), // the key runs are sealed with; a project may not set it at all (load.ts)
   temperature: free,
 };
 

@@ -66,7 +66,45 @@ export const pluginManifestSchema = z
           code: 'custom',
           message: `mcp server "${s.name}": a plugin may not run a server outside the sandbox`,
         });
+    const outside = (what: string, command: readonly string[] | undefined) => {
+      const word = command?.find((w, i) => !coveredWord(w, i === 0));
+      if (word !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          message: `${what}: its command's ${JSON.stringify(word)} points outside the plugin's folder, which its approval does not cover (name a file of the plugin as ${PLUGIN_DIR_VAR}/PATH, a program by name, or a system program by its full path)`,
+        });
+    };
+    for (const s of m.mcp_servers) outside(`mcp server "${s.name}"`, s.command);
+    for (const h of m.hooks) outside(`hook ${h.event}`, h.command);
   });
+
+/** Where the system's programs live: root's to change, so a plugin's command may run one by its full path. */
+const SYSTEM_PROGRAMS = ['/bin/', '/sbin/', '/usr/bin/', '/usr/sbin/', '/usr/local/bin/'];
+
+/**
+ * Whether a word of a plugin's hook or server command stays within what the approval covers (the plugin's folder,
+ * hashed) or the system. Every path in the word (absolute, from `~`, or with a `/`, also after `=` or `:`) must be
+ * `${KEEL_PLUGIN_DIR}` or `${KEEL_PLUGIN_DIR}/PATH`, without `..`; a relative path would be the workspace's. The
+ * program (the first word) is `${KEEL_PLUGIN_DIR}/PATH`, a bare name (found on PATH) or a program of the system by
+ * its full path. The words are not a shell: what a program does by itself is what the person reads and approves.
+ */
+function coveredWord(word: string, program: boolean): boolean {
+  if (/(^|[/=:,;\s'"])\.\.([/=:,;\s'"]|$)/.test(word)) return false;
+  if (program) {
+    if (word.startsWith(`${PLUGIN_DIR_VAR}/`)) return true;
+    if (!word.includes('/')) return !word.startsWith('~') && !word.includes(PLUGIN_DIR_VAR);
+    return SYSTEM_PROGRAMS.some((dir) => word.startsWith(dir));
+  }
+  const rest = word.replace(IN_PLUGIN, '$1');
+  return !rest.includes(PLUGIN_DIR_VAR) && !rest.includes('/') && !/(^|[=:,;\s'"])~/.test(rest);
+}
+
+/** `${KEEL_PLUGIN_DIR}` opening a path of the plugin: at the word's start or after a separator. */
+const IN_PLUGIN = new RegExp(
+  `(^|[=:,;\\s'"])${PLUGIN_DIR_VAR.replace(/[${}]/g, '\\$&')}(?=$|[/=:,;\\s'"])[^=:,;\\s'"]*`,
+  'g',
+);
+
 export type PluginManifest = z.infer<typeof pluginManifestSchema>;
 
 /** sha256 of a manifest's bytes: what the person approved. */

@@ -336,6 +336,19 @@ export const configSchema = z.strictObject({
    * shows; unset, the page shows no hub. Only the user's own config may set it (load.ts).
    */
   hub_project: z.string().min(1).max(64).optional(),
+  /**
+   * The audit key file hubs sharing a store seal workflow runs with (as KEEL_HUB_AUDIT_KEY_FILE, which wins):
+   * whoever holds it can forge a run's evidence, so only the user's own config may name it (load.ts).
+   */
+  hub_audit_key_file: z
+    .string()
+    .max(4096)
+    // a relative path would be read in whichever folder keel runs: a repository could hold the key
+    .refine(
+      (p) => p.startsWith('/'),
+      'must be an absolute path (a relative one would be read in the workspace)',
+    )
+    .optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

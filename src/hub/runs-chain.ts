@@ -56,7 +56,7 @@ export class ForeignAuditKey extends Error {
   readonly code = 'foreign_audit_key';
   constructor(readonly runId: string) {
     super(
-      `run ${runId} is sealed with another audit key than this keel's: hubs sharing a store need one key (KEEL_HUB_AUDIT_KEY_FILE)`,
+      `run ${runId} is sealed with another audit key than this keel's: hubs sharing a store need one key (KEEL_HUB_AUDIT_KEY_FILE or hub_audit_key_file)`,
     );
   }
 }

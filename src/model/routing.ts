@@ -79,7 +79,24 @@ export function routingInForce(loaded: Pick<LoadedConfig, 'config' | 'sources'>)
   return loaded.config.routing.tiers.length > 0 && loaded.sources.model !== 'flag';
 }
 
-/** The config with each tier's price in `pricing`, so a routed call is costed as its tier says. */
+/**
+ * The price table one call is costed by: routing sent it to a tier with a price, so that tier's price for the
+ * model that answered (tiers may share a model at different prices); else `pricing` as it is. As the ledger
+ * counts a call (model/call-ledger.ts).
+ */
+export function routedPricing(
+  config: Config,
+  route: Pick<RouteDecision, 'tier'> | undefined,
+  model: string,
+): Record<string, Price> {
+  const price = route && routingTiers(config).find((t) => t.name === route.tier)?.price;
+  return price ? { ...config.pricing, [model]: price } : config.pricing;
+}
+
+/**
+ * The config with each tier's price in `pricing` by model name, for what is priced by model alone (whether a
+ * session is priced at all, a call no route decided); a routed call goes by routedPricing.
+ */
 export function withTierPrices(config: Config): Config {
   const pricing = { ...config.pricing };
   for (const tier of routingTiers(config)) if (tier.price) pricing[tier.model] = tier.price;

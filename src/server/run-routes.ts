@@ -90,8 +90,9 @@ export function mountRuns(app: Hono, opts: AppOptions): void {
     const row = manager.log.getSession(b.runId);
     const fix = row?.mode === 'fix' ? runView(b.runId) : null;
     const r = b.result;
-    const status =
-      b.phase === 'waiting'
+    const status = b.interrupted
+      ? 'interrupted'
+      : b.phase === 'waiting'
         ? 'waiting'
         : b.phase !== 'ended'
           ? 'running'

@@ -1,7 +1,8 @@
 /**
  * A plugin's commands (`commands` in keel-plugin.json): Markdown prompt templates, as Claude Code's are, with
  * optional front matter (`description`, `argument-hint`) and `$ARGUMENTS` (all the words typed after the
- * command's name) or `$1`..`$9` (one each) in the body. Running one is a session with that prompt: the gate and
+ * command's name) or `$1`..`$9` (one each) in the body. Only an approved plugin's commands run (its folder hashed
+ * again, as for its hooks). Running one is a session with that prompt: the gate and
  * the session's policy decide everything it does, as for a prompt typed by hand. Nothing in the file runs or
  * narrows anything: Claude Code's `!`command`` lines and `allowed-tools` stay text and are not applied.
  */
@@ -113,7 +114,10 @@ export function approvedPluginCommands(env: NodeJS.ProcessEnv = process.env): Li
   return listed;
 }
 
-/** The prompt `/PLUGIN:COMMAND ARGS` (chat) or `keel plugin run PLUGIN COMMAND ARGS` stands for; throws PluginCommandError. */
+/**
+ * The prompt `/PLUGIN:COMMAND ARGS` (chat) or `keel plugin run PLUGIN COMMAND ARGS` stands for; throws
+ * PluginCommandError, also for a plugin whose folder is not the one the person approved (hashed again now).
+ */
 export function pluginPrompt(
   plugin: string,
   command: string,
@@ -124,6 +128,11 @@ export function pluginPrompt(
   if (!found)
     throw new PluginCommandError(
       `no plugin named ${JSON.stringify(oneLine(plugin, 64))} is installed (keel plugin list)`,
+    );
+  // the prompt is the plugin author's words in the person's session: only a folder the person approved speaks
+  if (!found.approved)
+    throw new PluginCommandError(
+      `plugin ${found.name} is not approved: ${found.unapproved ?? 'it was never approved'}; its commands do not run and nothing was sent to the model: run \`keel plugin approve ${found.name}\` to review and approve it`,
     );
   return expandCommand(readPluginCommand(found, command).template, args);
 }

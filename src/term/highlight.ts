@@ -109,6 +109,11 @@ export function loadHighlighter(): Promise<void> {
   return loading;
 }
 
+/** Whether blocks can be coloured now (highlight.js has loaded). */
+export function highlighterLoaded(): boolean {
+  return api !== undefined;
+}
+
 /** Call `redraw` once, when highlight.js has loaded (right away if it already has). */
 export function whenHighlighterLoads(redraw: () => void): void {
   if (api) redraw();

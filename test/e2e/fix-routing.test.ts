@@ -281,6 +281,45 @@ describe("the ledger prices a routed call at its tier's own price", () => {
     expect(mine?.cost_usd).toBeCloseTo((4 * (100 + 40) + 2 * (6000 + 4500)) / 1e6, 12);
   });
 
+  it("two tiers on one model at different prices: the session's cost counts each call at its own tier's price, as the ledger does", async () => {
+    const cheap = await model(counted([...PLAN, ...WRONG], 1000, 100));
+    const strong = await model(counted(RIGHT, 2000, 300));
+    // the same model name behind both tiers (a small and a large GPU, say): a price by model name is one of them
+    const home = keelHome(`provider = "openai"
+base_url = "http://127.0.0.1:9/v1"
+
+[[routing.tiers]]
+name = "cheap"
+model = "shared-model"
+base_url = "${cheap.url}"
+api_key_env = "CHEAP_KEY"
+input_per_mtok = 0.1
+output_per_mtok = 0.4
+
+[[routing.tiers]]
+name = "strong"
+model = "shared-model"
+base_url = "${strong.url}"
+api_key_env = "STRONG_KEY"
+input_per_mtok = 3
+output_per_mtok = 15
+`);
+    const { run, doc, events } = await fixRun(home, fixtureRepo('stats'), EASY);
+    expect(run.code, run.stderr).toBe(0);
+    const tiers = routes(events).map((r) => r?.tier);
+    expect(tiers).toEqual(['cheap', 'cheap', 'cheap', 'cheap', 'strong', 'strong']);
+    const answers = events.filter((e) => e.type === 'assistant_message');
+    const expected = [
+      ...Array(4).fill((1000 * 0.1 + 100 * 0.4) / 1e6),
+      ...Array(2).fill((2000 * 3 + 300 * 15) / 1e6),
+    ];
+    for (const [i, answer] of answers.entries()) expect(answer.data.cost_usd).toBeCloseTo(expected[i], 12);
+    // and the session's account agrees with the ledger's, call by call
+    const shown = await keel(['ledger', doc.session_id, '--json'], { cwd: home, home });
+    const calls = (JSON.parse(shown.stdout) as { calls: LedgerCall[] }).calls;
+    expect(calls.map((c) => c.cost_usd)).toEqual(answers.map((a) => a.data.cost_usd));
+  });
+
   it('keel batch --cost-cap with tier prices only stops new calls once the cap is reached', async () => {
     // one call on the cheap tier costs $0.14 (1000 × $100 + 100 × $400 per million): the cap of $0.10 is passed after it
     const cheap = await model(counted([...PLAN, ...RIGHT, ...PLAN, ...RIGHT], 1000, 100));

@@ -1,6 +1,7 @@
 /**
  * Issue 25, items 13 and 14 (terminal part): a one-shot answer and a fix run's rationale are drawn as
- * Markdown on a terminal (pipes and --json keep the text as written), and a fix run's test runs show
+ * Markdown on a terminal, its code blocks coloured as chat colours them unless NO_COLOR says not to (pipes
+ * and --json keep the text as written), and a fix run's test runs show
  * their time while they run and when they end.
  */
 import { writeFileSync } from 'node:fs';
@@ -41,6 +42,17 @@ describe('one-shot answers on a terminal', () => {
     // bold is bold, not asterisks
     // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape codes are what is checked
     expect(pane.screen(true)).toMatch(/\x1b\[1m(\x1b\[[0-9;]*m)*parse\(\)/);
+    // the js fence is coloured by chat's highlighter: the keyword magenta, the string green
+    expect(pane.screen(true)).toContain('\x1b[35mconst');
+    expect(pane.screen(true)).toContain('\x1b[32m"1"');
+    // NO_COLOR: the same answer on a terminal, drawn without a colour
+    const noColor = Pane.start(['ask', ...modelFlags(await model([{ text: ANSWER }])), 'where is the bug'], {
+      cwd: repo,
+      home,
+      env: { NO_COLOR: '1' },
+    });
+    expect(await noColor.waitFor('[keel exited 0]')).toMatch(/^\s+const x = parse\("1"\);$/m);
+    expect(noColor.screen(true)).not.toContain('\x1b[3');
 
     // a pipe gets the answer byte for byte as the model wrote it
     const piped = await keel(['ask', ...modelFlags(await model([{ text: ANSWER }])), 'where is the bug'], {

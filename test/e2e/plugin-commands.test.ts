@@ -139,7 +139,10 @@ describe('plugin commands', () => {
       home,
     });
     expect(linked.code).toBe(2);
-    expect(linked.stderr).toContain('command kit:summary (commands/summary.md): the file is a symlink');
+    // a link in the folder unapproves the plugin: its commands are refused before the file is read
+    expect(linked.stderr).toContain(
+      'plugin kit is not approved: its folder cannot be approved: commands/summary.md is a link',
+    );
     // the folder changed since the yes: its commands are no longer offered
     const changed = await keel(['chat', ...modelFlags(server)], { cwd: repo, home, input: '/help\n' });
     expect(changed.code, changed.stderr).toBe(0);
