@@ -23,7 +23,7 @@ interface Use {
 }
 
 /** The `keel ...` uses in the README's sh code blocks (a line may hold several: `&&`, a comment's "or keel ...") and its prose's code spans. */
-export function readmeUses(markdown: string): Use[] {
+function readmeUses(markdown: string): Use[] {
   const uses: Use[] = [];
   let lang: string | undefined;
   markdown.split('\n').forEach((raw, i) => {
@@ -52,7 +52,7 @@ export function readmeUses(markdown: string): Use[] {
 }
 
 /** What is wrong with one use against the command table, or nothing. */
-export function checkUse(program: Command, use: Use): string[] {
+function checkUse(program: Command, use: Use): string[] {
   // the command part loses its quoted arguments; the comment part keeps its words (its flags count)
   const hash = use.text.search(/\s#/);
   const command = (hash < 0 ? use.text : use.text.slice(0, hash))
