@@ -145,7 +145,7 @@ export function buildProgram(version: string, setExit: (code: number) => void, j
   const doctor = program
     .command('doctor')
     .description(
-      'check the model endpoint: reachable, model present, tool calling works, context window known',
+      'check the setup: the endpoint (reachable, the model present, tool calling works, the context window known), the sandbox and its limits, git, the memory embedder',
     )
     .option('-C, --cwd <dir>', 'workspace folder')
     .option('--json', 'print one JSON document')

@@ -100,6 +100,34 @@ describe("the README's keel commands", () => {
     expect(uses.flatMap((u) => checkUse(program, u))).toEqual([]);
   });
 
+  it("keel doctor's help names every check the README's quick start lists for it", () => {
+    const line = README.split('\n').find((l) => l.startsWith('keel doctor '));
+    const checks = (/#\s*([^(]+)/.exec(line ?? '')?.[1] ?? '').split(',').map((c) => c.trim());
+    expect(checks.length).toBeGreaterThan(4);
+    const doctor = program.commands.find((c) => c.name() === 'doctor');
+    expect(checks.filter((c) => !doctor?.description().includes(c))).toEqual([]);
+  });
+
+  it('every verb without --json is one the README names as such', () => {
+    const said = README.split('\n\n').find((p) => p.includes('takes `--json`')) ?? '';
+    const unsaid: string[] = [];
+    const walk = (cmd: Command, path: string) => {
+      for (const sub of cmd.commands) {
+        const name = `${path} ${sub.name()}`;
+        const leaf = sub.commands.length === 0 && !(sub as unknown as { _hidden?: boolean })._hidden;
+        if (
+          leaf &&
+          !sub.options.some((o) => o.long === '--json') &&
+          !said.replace(/\s+/g, ' ').includes(`\`${name}\``)
+        )
+          unsaid.push(name);
+        walk(sub, name);
+      }
+    };
+    walk(program, 'keel');
+    expect(unsaid).toEqual([]);
+  });
+
   it('names what is wrong in a README that shows a flag or a verb the CLI lacks', () => {
     const bad = [
       '```sh',
