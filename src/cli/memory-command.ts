@@ -120,7 +120,10 @@ export function memoryList(flags: MemoryFlags): Promise<number> {
     const kind = kindOf(flags);
     const items = m.memory.list({ ...(kind ? { kind } : {}), limit: flags.limit ?? 50 });
     if (flags.json) printJson({ project: m.project.key, items });
-    else if (!items.length) process.stderr.write('no memory items in this project yet\n');
+    else if (!items.length)
+      process.stderr.write(
+        kind ? `no ${kind} items in this project\n` : 'no memory items in this project yet\n',
+      );
     else for (const item of items) process.stdout.write(`${line(item)}\n`);
     return EXIT.ok;
   });

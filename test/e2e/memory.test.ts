@@ -78,6 +78,13 @@ describe('keel memory', () => {
 
     const list = json((await keel(['memory', 'list', '--json'], { cwd: repo, home })).stdout);
     expect((list.items as unknown[]).length).toBe(2);
+    // a kind with no items says so, not that the project has none
+    const noDecision = await keel(['memory', 'list', '--kind', 'decision'], { cwd: repo, home });
+    expect([noDecision.code, noDecision.stdout, noDecision.stderr]).toEqual([
+      0,
+      '',
+      'no decision items in this project\n',
+    ]);
     const show = json((await keel(['memory', 'show', '--json', id.slice(0, 6)], { cwd: repo, home })).stdout);
     expect(show.item).toMatchObject({ id, kind: 'note', tags: ['money', 'ui'], expires_at: null });
     const stats = json((await keel(['memory', 'stats', '--json'], { cwd: repo, home })).stdout);
