@@ -25,17 +25,13 @@ interface Use {
 /** The `keel ...` uses in the README's sh code blocks (a line may hold several: `&&`, a comment's "or keel ...") and its prose's code spans. */
 function readmeUses(markdown: string): Use[] {
   const uses: Use[] = [];
+  const prose: string[] = [];
   let lang: string | undefined;
   markdown.split('\n').forEach((raw, i) => {
     const fence = /^```(\S*)/.exec(raw);
+    prose.push(fence || lang !== undefined ? '' : raw);
     if (fence) {
       lang = lang === undefined ? (fence[1] ?? '') : undefined;
-      return;
-    }
-    if (lang === undefined) {
-      // prose: each `keel ...` code span is a command as typed (but the typo the README shows on purpose)
-      for (const m of raw.matchAll(/`(keel [^`]+)`/g))
-        if (!TYPOS.includes(m[1] ?? '')) uses.push({ line: i + 1, command: true, text: m[1] ?? '' });
       return;
     }
     if (lang !== 'sh') return;
@@ -48,7 +44,15 @@ function readmeUses(markdown: string): Use[] {
       uses.push({ line: i + 1, command, text: raw.slice(at, starts[k + 1] ?? raw.length) });
     });
   });
-  return uses;
+  // prose: each `keel ...` code span is a command as typed, also one broken over lines (but the typo
+  // the README shows on purpose)
+  const text = prose.join('\n');
+  for (const m of text.matchAll(/`(keel\s[^`]+)`/g)) {
+    const span = (m[1] ?? '').replace(/\s+/g, ' ');
+    const line = text.slice(0, m.index).split('\n').length;
+    if (!TYPOS.includes(span)) uses.push({ line, command: true, text: span });
+  }
+  return uses.sort((a, b) => a.line - b.line);
 }
 
 /** What is wrong with one use against the command table, or nothing. */
@@ -136,7 +140,8 @@ describe("the README's keel commands", () => {
       'keel memory list                          # newest first; --kind decision, --newest 20',
       'source <(keel completion bash) && keel demo -z',
       '```',
-      'Prose: `keel runs prune --older-than 14` and `keel runs prun`, with `keel edt` on purpose.',
+      'Prose: `keel runs prune --older-than 14` and `keel runs prun`, with `keel edt` on purpose, and `keel',
+      'undo --yes --al` over a line break.',
       '```toml',
       'keel = "--not-a-command"',
       '```',
@@ -147,6 +152,7 @@ describe("the README's keel commands", () => {
       'line 4: keel memory list has no --newest: keel memory list                          # newest first; --kind decision, --newest 20',
       'line 5: keel demo has no -z: keel demo -z',
       'line 7: keel runs has no verb "prun": keel runs prun',
+      'line 7: keel undo has no --al: keel undo --yes --al',
     ]);
   });
 });
