@@ -66,7 +66,7 @@ export async function runReview(flags: ReviewFlags): Promise<number> {
   }
   if (typeof change === 'string') return fail('CONFIG_ERROR', change);
   if (!change.files.length) {
-    const summary = `nothing to review: ${change.describe} has no changes`;
+    const summary = `nothing to review: no changes (${change.describe})`;
     if (flags.json)
       process.stdout.write(
         `${JSON.stringify({ verdict: null, reasons: [], files: [], session_id: null, code: 'COMPLETED', exit_code: EXIT.ok, summary }, null, 2)}\n`,

@@ -202,7 +202,7 @@ describe('keel review', () => {
     const server = await model([{ text: 'never asked' }]);
     const run = await keel(['review', ...modelFlags(server)], { cwd: repo, home: keelHome() });
     expect(run.code).toBe(0);
-    expect(run.stderr).toContain('nothing to review');
+    expect(run.stderr).toContain('nothing to review: no changes (the working tree against HEAD)');
     expect(server.requests.filter((r) => r.method === 'POST')).toHaveLength(0);
     const json = await keel(['review', '--staged', '--json', ...modelFlags(server)], {
       cwd: repo,
