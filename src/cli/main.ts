@@ -984,7 +984,7 @@ failing, or the plan refused; 2 usage; 3 environment; 4 model; 5 merge_conflict 
         'seconds a question waits for an answer before it is a no (default 600)',
         parseIntArg,
       )
-      .option('--json', 'print {url, port, token} as one JSON line when listening')
+      .option('--json', 'print {url, port, token, projects} as one JSON line when listening')
       .addHelpText(
         'after',
         `

@@ -172,7 +172,10 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   if (address && typeof address === 'object') port = address.port;
   const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const url = `http://${host}:${port}/`;
-  if (flags.json) process.stdout.write(`${JSON.stringify({ url, port, token })}\n`);
+  if (flags.json) {
+    const served = projects.map((p, i) => ({ name: p.name, path: p.project, default: i === 0 }));
+    process.stdout.write(`${JSON.stringify({ url, port, token, projects: served })}\n`);
+  }
   if (projects.length > 1)
     for (const [i, p] of projects.entries())
       process.stderr.write(

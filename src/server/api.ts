@@ -63,7 +63,8 @@ export const ROUTES: ApiRoute[] = [
   {
     method: 'get',
     path: '/v1/projects',
-    summary: 'the projects this server serves, named at its start: {projects: [{name, path, default}]}',
+    summary:
+      'the projects this server serves, named at its start: {projects: [{name, path, default, waiting}]}, waiting the count of its sessions waiting for a person',
   },
   { method: 'post', path: '/v1/sessions', summary: 'start a session', body: StartBody },
   {

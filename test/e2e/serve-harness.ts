@@ -7,6 +7,8 @@ export interface Served {
   url: string;
   port: number;
   token: string;
+  /** The projects it serves, as `--json` printed them. */
+  projects: Array<{ name: string; path: string; default: boolean }>;
   child: ChildProcess;
   stderr(): string;
   /** A JSON request with the token (unless `token: null`); the status and the parsed body. */
@@ -41,7 +43,7 @@ export async function startServe(opts: {
   child.stderr?.on('data', (d) => {
     stderr += d;
   });
-  const first = await new Promise<{ url: string; port: number; token: string }>((resolve, reject) => {
+  const first = await new Promise<Pick<Served, 'url' | 'port' | 'token' | 'projects'>>((resolve, reject) => {
     child.stdout?.on('data', (d) => {
       stdout += d;
       const line = stdout.split('\n')[0];

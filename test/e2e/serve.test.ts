@@ -1,6 +1,6 @@
 /** `keel serve` as an editor, a CI job or a browser uses it: real HTTP on 127.0.0.1, the scripted model. */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rawRequest } from '../helpers/raw-http.js';
 import { gitRepo } from '../helpers/tmp.js';
@@ -292,7 +292,7 @@ describe('keel serve: who may talk to it', () => {
     expect(JSON.parse(bad.stdout)).toMatchObject({ code: 'CONFIG_ERROR', exit_code: 2 });
   });
 
-  it('with KEEL_SERVE_TOKEN set it is the token, and it is not printed as generated', async () => {
+  it('with KEEL_SERVE_TOKEN set it is the token, and it is not printed as generated; --json names the project served', async () => {
     const server = await model([{ text: 'ok' }]);
     const repo = gitRepo();
     const home = keelHome();
@@ -304,6 +304,10 @@ describe('keel serve: who may talk to it', () => {
       env: { KEEL_SERVE_TOKEN: token },
     });
     expect(s.token).toBe(token);
+    // --json names the project it serves too: this folder's, the default
+    expect(s.projects).toEqual([
+      { name: basename(realpathSync(repo)), path: realpathSync(repo), default: true },
+    ]);
     expect((await s.api('POST', '/v1/sessions', { prompt: 'x' })).status).toBe(201);
   });
 });

@@ -2,7 +2,9 @@
  * Choosing the project in the browser workspace, in Chromium against the real `keel serve --project A
  * --project B` with two real repositories: the header's labelled chooser (shown only when there is a
  * choice), by keyboard, switches the sessions, the files and a new session to B; the choice survives a
- * reload; it works at 390 px and passes axe-core.
+ * reload; it works at 390 px and passes axe-core. A question waiting in B while the page shows A is in
+ * the title and the favicon, in B's option in words, and in a notification naming B; the header stays one
+ * line at 1000 px.
  */
 import { existsSync, realpathSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -33,10 +35,16 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: choosing the project 
       { task: 'ALPHA-ASK', text: 'alpha answer' },
       { task: 'BETA-ASK', text: 'beta answer' },
       { task: 'BETA-NEW', text: 'beta new answer' },
+      // B's gated write: a question waits in B while the page shows A
+      {
+        task: 'BETA-WRITE',
+        tool_calls: [{ name: 'write_file', arguments: { path: 'b.txt', content: 'B\n' } }],
+      },
+      { task: 'BETA-WRITE', text: 'beta wrote' },
     ]);
     const a = realpathSync(gitRepo({ 'README.md': '# Alpha\n', 'alpha-only.ts': 'export const a = 1;\n' }));
     const b = realpathSync(gitRepo({ 'README.md': '# Beta\n', 'beta-only.ts': 'export const b = 2;\n' }));
-    const home = keelHome();
+    const home = keelHome('approvals = "writes"\n');
     const s = await startServe({
       cwd: tempDir('keel-elsewhere-'),
       home,
@@ -57,6 +65,54 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: choosing the project 
     expect(await listed(page)).toContain('ALPHA-ASK');
     expect(await listed(page)).not.toContain('BETA-ASK');
     expect(await axe(page), 'the chooser over the sessions list').toEqual([]);
+
+    // a question waits in B while the page shows A, notifications on: the title and the favicon count it,
+    // B's option says so in words, the notification names B, and the header is one line at 1000 px
+    await page.context().grantPermissions(['notifications']);
+    await page.context().addInitScript(`{
+      const Real = window.Notification;
+      window.seen = [];
+      const Spy = function (title, opts) {
+        window.seen.push(title + ': ' + ((opts && opts.body) || ''));
+        return new Real(title, opts);
+      };
+      Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
+      Spy.requestPermission = Real.requestPermission.bind(Real);
+      window.Notification = Spy;
+    }`);
+    await page.evaluate("localStorage.setItem('keel.notify', 'on')");
+    await page.setViewportSize({ width: 1000, height: 800 });
+    await page.reload();
+    await chooser.waitFor();
+    const gated = (
+      await s.api('POST', `/v1/sessions?project=${nameB}`, { prompt: 'BETA-WRITE', mode: 'edit' })
+    ).body.session_id;
+    await expect.poll(() => page.title(), { timeout: 15_000 }).toBe('(1) Approval waiting · keel workspace');
+    expect(await page.locator('#favicon').getAttribute('data-state')).toBe('waiting');
+    const option = (name: string) => page.locator(`#project option[value="${name}"]`).textContent();
+    await expect.poll(() => option(nameB)).toBe(`${nameB} — 1 waiting`);
+    expect(await option(nameA)).toBe(`${nameA} (default)`);
+    await expect
+      .poll(() => page.evaluate('window.seen'))
+      .toEqual([`keel: approval waiting in ${nameB}: BETA-WRITE`]);
+    expect(await chooser.inputValue()).toBe(nameA);
+    const row = async (selector: string) => {
+      const box = await page.locator(selector).boundingBox();
+      return box ? Math.round(box.y + box.height / 2) : -1;
+    };
+    const brandRow = await row('.brand');
+    for (const selector of ['#project', '#notify', 'nav a[href="#/files"]'])
+      expect(Math.abs((await row(selector)) - brandRow), `${selector} on the brand's line`).toBeLessThan(8);
+    expect(await page.getByRole('button', { name: 'Notify me of approvals', pressed: true }).count()).toBe(1);
+    await shot(page, 'projects-0-waiting');
+    // answered: the counts are gone
+    const pending = (await s.api('GET', `/v1/sessions/${gated}?project=${nameB}`)).body.pending_approvals;
+    await s.api('POST', `/v1/sessions/${gated}/approvals/${pending[0].id}?project=${nameB}`, {
+      decision: 'allow',
+    });
+    await settled(s, gated, nameB);
+    await expect.poll(() => page.title(), { timeout: 15_000 }).toBe('keel workspace');
+    await expect.poll(() => option(nameB)).toBe(nameB);
 
     // by keyboard: Tab reaches the chooser, an arrow key chooses the second project
     await page.locator('body').click({ position: { x: 1, y: 1 } });

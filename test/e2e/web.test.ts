@@ -33,7 +33,7 @@ afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
 });
 
-/** Start `keel serve --json` and wait for its one line `{url, port, token}` on stdout. */
+/** Start `keel serve --json` and wait for its one line `{url, port, token, projects}` on stdout. */
 function serve(
   cwd: string,
   home: string,

@@ -4,7 +4,8 @@
  * read, streamed, answered, cancelled, forked, steered, re-set, applied or named as a parent; a name
  * that is not one of the served ones is a 400, whatever it looks like (a served project's path, `..`, a
  * link into a served project, a nested repository of one, the name twice); each project's files are
- * its own; a session started under B is recorded in B and not listed under A. And the folders are
+ * its own; a session started under B is recorded in B and not listed under A, and the list of projects
+ * (token only) counts B's waiting question under either name. And the folders are
  * checked before the server listens: a folder inside a repository, one named twice, one missing.
  */
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -53,6 +54,11 @@ describe('keel serve --project: the projects named at start, one at a time', () 
     });
     const listed = await s.api('GET', '/v1/projects');
     expect(listed.body.projects).toEqual([
+      { name: nameA, path: a, default: true, waiting: 0 },
+      { name: nameB, path: b, default: false, waiting: 0 },
+    ]);
+    // --json printed the same projects at start
+    expect(s.projects).toEqual([
       { name: nameA, path: a, default: true },
       { name: nameB, path: b, default: false },
     ]);
@@ -68,6 +74,20 @@ describe('keel serve --project: the projects named at start, one at a time', () 
       { token: s.token },
     );
     const question = frames.at(-1)?.data.id as string;
+    // the list tells of B's waiting question whichever project is chosen (the page's alert reads it), and
+    // only with the token
+    for (const scope of ['', `?project=${encodeURIComponent(nameA)}`, `?${underB}`]) {
+      const counts = (await s.api('GET', `/v1/projects${scope}`)).body.projects;
+      expect(
+        counts.map((p: { waiting: number }) => p.waiting),
+        scope,
+      ).toEqual([0, 1]);
+    }
+    for (const token of [null, 'wrong']) {
+      const res = await s.api('GET', '/v1/projects', undefined, { token });
+      expect(res.status).toBe(401);
+      expect(JSON.stringify(res.body)).not.toMatch(new RegExp(`${nameB}|waiting|B-PROMPT`));
+    }
     const own = await s.api('POST', '/v1/sessions', { prompt: 'A-PROMPT' });
     expect(own.status).toBe(201);
     const aId = own.body.session_id as string;
@@ -120,6 +140,7 @@ describe('keel serve --project: the projects named at start, one at a time', () 
       '',
     ];
     const routes: Array<[string, string, unknown?]> = [
+      ['GET', '/v1/projects'],
       ['GET', '/v1/sessions'],
       ['GET', `/v1/sessions/${bId}`],
       ['GET', `/v1/sessions/${bId}/events`],
@@ -167,6 +188,9 @@ describe('keel serve --project: the projects named at start, one at a time', () 
     await expect
       .poll(async () => (await s.api('GET', `/v1/sessions/${bId}?${underB}`)).body.state, { timeout: 30_000 })
       .toBe('completed');
+    expect(
+      (await s.api('GET', '/v1/projects')).body.projects.map((p: { waiting: number }) => p.waiting),
+    ).toEqual([0, 0]);
     await expect
       .poll(async () => (await s.api('GET', `/v1/sessions/${aId}`)).body.state, { timeout: 30_000 })
       .toBe('completed');

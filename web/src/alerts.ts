@@ -1,11 +1,14 @@
 /**
  * A question waiting for a person shows outside the page too: in the tab's title ("(1) Approval waiting"),
  * in the favicon (a mark with "!" in it), and, only when the person turned it on with the header's button
- * and the browser allowed it, as a desktop notification, once per session that starts waiting.
+ * and the browser allowed it, as a desktop notification, once per session that starts waiting. A server of
+ * several projects is watched whole: the counts are every served project's (`GET /v1/projects`), the
+ * chooser's options say which project waits, and a notification names its project.
  */
 import { api } from './api.js';
 import { short } from './dom.js';
 import { poll } from './poll.js';
+import { choosing, openIn, type Project, showWaiting } from './projects.js';
 import type { Session } from './types.js';
 
 const BASE_TITLE = 'keel workspace';
@@ -37,7 +40,15 @@ function notifyButton(): void {
   const paint = () => {
     const on = notificationsOn();
     button.setAttribute('aria-pressed', String(on));
-    button.textContent = on ? 'Notifications on' : 'Notify me of approvals';
+    // beside the project chooser the header has less room: the words that fit, the name in full, and
+    // the state a mark shows (and aria-pressed says)
+    if (choosing()) {
+      button.textContent = on ? '✓ Notify me' : 'Notify me';
+      button.setAttribute('aria-label', 'Notify me of approvals');
+    } else {
+      button.textContent = on ? 'Notifications on' : 'Notify me of approvals';
+      button.removeAttribute('aria-label');
+    }
     button.title =
       Notification.permission === 'denied' ? 'The browser blocks notifications for this page' : '';
   };
@@ -53,6 +64,21 @@ function notifyButton(): void {
   paint();
 }
 
+/** The sessions waiting in each served project that has any (the one project: no name to send). */
+async function waitingIn(projects: Project[], signal: AbortSignal): Promise<Array<[string | null, Session]>> {
+  const found: Array<[string | null, Session]> = [];
+  for (const p of projects) {
+    if (!p.waiting) continue;
+    const project = projects.length > 1 ? p.name : null;
+    const { sessions } = await api<{ sessions: Session[] }>('/v1/sessions?state=waiting', {
+      signal,
+      ...(project === null ? {} : { project }),
+    });
+    for (const s of waitingSessions(sessions)) found.push([project, s]);
+  }
+  return found;
+}
+
 export function watchApprovals(): () => void {
   notifyButton();
   const link = document.getElementById('favicon') as HTMLLinkElement | null;
@@ -60,31 +86,33 @@ export function watchApprovals(): () => void {
   let shown = -1;
   return poll(
     async (signal) => {
-      const { sessions } = await api<{ sessions: Session[] }>('/v1/sessions', { signal });
-      const waiting = waitingSessions(sessions);
-      if (waiting.length !== shown) {
-        shown = waiting.length;
+      const { projects } = await api<{ projects: Project[] }>('/v1/projects', { signal });
+      showWaiting(projects);
+      const count = projects.reduce((n, p) => n + (p.waiting ?? 0), 0);
+      if (count !== shown) {
+        shown = count;
         document.title = shown ? `(${shown}) Approval waiting · ${BASE_TITLE}` : BASE_TITLE;
         if (link) {
           link.href = icon(shown > 0);
           link.dataset.state = shown ? 'waiting' : 'idle';
         }
       }
-      for (const s of waiting) {
+      const waiting = count ? await waitingIn(projects, signal) : [];
+      for (const [project, s] of waiting) {
         // told once per wait; a wait from before the person turned notifications on is told then
         if (told.has(s.session_id) || !notificationsOn()) continue;
         told.add(s.session_id);
-        const note = new Notification('keel: approval waiting', {
-          body: short(s.prompt || s.session_id, 120),
-          tag: `keel-${s.session_id}`,
-        });
+        const note = new Notification(
+          project === null ? 'keel: approval waiting' : `keel: approval waiting in ${project}`,
+          { body: short(s.prompt || s.session_id, 120), tag: `keel-${s.session_id}` },
+        );
         note.onclick = () => {
           window.focus();
-          location.hash = `#/s/${s.session_id}`;
+          openIn(project, `#/s/${s.session_id}`);
         };
       }
       // a session that stops waiting may wait again later, and is told again then
-      for (const id of [...told]) if (!waiting.some((s) => s.session_id === id)) told.delete(id);
+      for (const id of [...told]) if (!waiting.some(([, s]) => s.session_id === id)) told.delete(id);
     },
     2000,
     () => {},

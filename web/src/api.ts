@@ -34,11 +34,12 @@ export function setProject(name: string | null): void {
 
 /**
  * An API path for the chosen project: `?project=NAME` on every `/v1/` route but the list of projects.
- * Every request of the page goes through here, the event stream and the patch download too.
+ * Every request of the page goes through here, the event stream and the patch download too; `name` asks
+ * another served project than the chosen one (the approvals alert reads every project's).
  */
-export function scoped(path: string): string {
-  if (project === null || !path.startsWith('/v1/') || path.startsWith('/v1/projects')) return path;
-  return `${path}${path.includes('?') ? '&' : '?'}project=${encodeURIComponent(project)}`;
+export function scoped(path: string, name: string | null = project): string {
+  if (name === null || !path.startsWith('/v1/') || path.startsWith('/v1/projects')) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}project=${encodeURIComponent(name)}`;
 }
 
 /** Request headers: the token (never a cookie) and JSON. */
@@ -49,14 +50,17 @@ export function headers(extra: Record<string, string> = {}): Record<string, stri
   return h;
 }
 
-/** Fetch JSON from the API; a failure throws ApiError with the server's code and one-line message. */
+/**
+ * Fetch JSON from the API, for the chosen project or the one `init.project` names; a failure throws
+ * ApiError with the server's code and one-line message.
+ */
 export async function api<T>(
   path: string,
-  init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+  init: { method?: string; body?: unknown; signal?: AbortSignal; project?: string } = {},
 ): Promise<T> {
   let res: Response;
   try {
-    res = await fetch(scoped(path), {
+    res = await fetch(init.project === undefined ? scoped(path) : scoped(path, init.project), {
       method: init.method ?? 'GET',
       headers: headers(init.body === undefined ? {} : { 'Content-Type': 'application/json' }),
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
