@@ -64,7 +64,7 @@ export const ROUTES: ApiRoute[] = [
     method: 'get',
     path: '/v1/projects',
     summary:
-      'the projects this server serves, named at its start: {projects: [{name, path, default, waiting}]}, waiting the count of its sessions waiting for a person',
+      'the projects this server serves, named at its start: {projects: [{name, path, default, waiting, waiting_builds}]}, waiting the count of what waits for a person there (sessions with a question, builds whose tests wait), waiting_builds how many of those are builds',
   },
   { method: 'post', path: '/v1/sessions', summary: 'start a session', body: StartBody },
   {

@@ -150,6 +150,13 @@ export class BuildRuns {
     return [...this.builds.values()].reverse();
   }
 
+  /** How many builds' tests wait for a person's answer now (the page's approvals alert counts them). */
+  waiting(): number {
+    let n = 0;
+    for (const b of this.builds.values()) if (b.pending) n++;
+    return n;
+  }
+
   isRunning(runId: string): boolean {
     return this.running.has(runId);
   }

@@ -5,8 +5,8 @@
  * names, compared as a string: a path, `..` or a link is no name, so a request can neither add a
  * project nor reach a folder inside one. Each project has its own session manager and fix runs, so a
  * session or run of another project is as unknown under this one as an id that does not exist. The list
- * says how many questions wait in each served project, so the page can tell of one waiting in a project
- * it does not show.
+ * says how many questions wait in each served project (a session's, or a build's tests), so the page can
+ * tell of one waiting in a project it does not show.
  */
 import { basename } from 'node:path';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
@@ -66,8 +66,8 @@ export function chosenProject(c: Context, projects: ServedProject[]): ServedProj
 
 /**
  * Answer `/v1/*` from the chosen project's own app: `GET /v1/projects` (the list, with each project's
- * count of sessions waiting for a person) and the OpenAPI document are the server's; every other route
- * is the project's.
+ * count of what waits for a person: sessions and builds, and of those the builds) and the OpenAPI document
+ * are the server's; every other route is the project's.
  */
 export function mountProjects(app: Hono, projects: ServedProject[], apps: Map<string, Hono>): void {
   const dispatch: MiddlewareHandler = async (c, next) => {
@@ -81,12 +81,16 @@ export function mountProjects(app: Hono, projects: ServedProject[], apps: Map<st
   app.use('/v1/*', dispatch);
   app.get('/v1/projects', (c) =>
     c.json({
-      projects: projects.map((p, i) => ({
-        name: p.name,
-        path: p.project,
-        default: i === 0,
-        waiting: p.manager.counts().waiting,
-      })),
+      projects: projects.map((p, i) => {
+        const builds = p.fixes.builds.waiting();
+        return {
+          name: p.name,
+          path: p.project,
+          default: i === 0,
+          waiting: p.manager.counts().waiting + builds,
+          waiting_builds: builds,
+        };
+      }),
     }),
   );
 }

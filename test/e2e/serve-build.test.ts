@@ -29,6 +29,9 @@ describe('keel serve: keel build approved over HTTP', () => {
     const question = waiting.pending_approvals[0];
     expect(question).toMatchObject({ tool: 'keel build', args: { files: ['test/median.test.js'] } });
     expect(question.diff).toContain("+test('median of 3, 1, 2 is 2'");
+    // it waits for a person as a session's question does: the projects' list counts it (the page's alert)
+    const counts = async () => (await s.api('GET', '/v1/projects')).body.projects;
+    expect(await counts()).toMatchObject([{ waiting: 1, waiting_builds: 1 }]);
     // nothing is built while the question waits: no branch, no implementation asked for
     expect(leftovers(repo).branches.filter((b) => !b.includes('tests-'))).toEqual([]);
     expect(modelPosts(server)).toBe(2);
@@ -51,6 +54,7 @@ describe('keel serve: keel build approved over HTTP', () => {
       attempts: 1,
     });
     expect(built.pending_approvals).toEqual([]);
+    expect(await counts()).toMatchObject([{ waiting: 0, waiting_builds: 0 }]);
     expect(git(repo, 'show', `${built.branch}:test/median.test.js`)).toBe(MEDIAN_TEST);
     expect(git(repo, 'show', `${built.branch}:src/stats.js`)).toBe(SUM + MEDIAN);
     // the person's yes is in the log, in the session that wrote the tests
@@ -66,6 +70,7 @@ describe('keel serve: keel build approved over HTTP', () => {
     const second = (await s.api('POST', '/v1/build', { feature: 'add a median function' })).body
       .run_id as string;
     const asked = await runUntil(s, second, (r) => r.status === 'waiting');
+    expect(await counts()).toMatchObject([{ waiting: 1, waiting_builds: 1 }]);
     const no = await s.api('POST', `/v1/runs/${second}/approvals/${asked.pending_approvals[0].id}`, {
       decision: 'deny',
       reason: 'the test should cover an even count',
@@ -75,6 +80,7 @@ describe('keel serve: keel build approved over HTTP', () => {
     expect(rejected).toMatchObject({ kind: 'build', status: 'failed', code: 'CANCELLED', branch: null });
     expect(rejected.reason).toContain('the tests were not approved; nothing built');
     expect(rejected.reason).toContain('the test should cover an even count');
+    expect(await counts()).toMatchObject([{ waiting: 0, waiting_builds: 0 }]);
     expect(leftovers(repo)).toEqual({ branches, worktrees: 0 });
     expect(modelPosts(server)).toBe(7);
   }, 90_000);

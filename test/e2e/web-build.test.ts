@@ -1,6 +1,8 @@
 /**
- * A build run's tests approved on the page, in Chromium against the real `keel serve`: the written tests'
- * diff waits with Approve / Reject; Approve builds the feature, and the page follows the run to verified.
+ * A build run's tests approved on the page, in Chromium against the real `keel serve`: while they wait the
+ * tab's title and favicon say so and a notification names the build (a click opens its run); the written
+ * tests' diff waits with Approve / Reject; Approve builds the feature, the alert clears, and the page
+ * follows the run to verified.
  */
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +15,7 @@ import { axe, CHROMIUM, signedInPage } from './web-harness.js';
 describe.skipIf(!existsSync(CHROMIUM))(
   'the web workspace: a build run approved on the page (chromium)',
   () => {
-    it("shows the written tests' diff with Approve / Reject; Approve builds the feature and the page follows it to verified", async () => {
+    it('tells of the waiting tests in the title and a notification, shows their diff with Approve / Reject; Approve builds the feature and the page follows it to verified', async () => {
       const server = await model([
         ...TESTS_TURNS,
         { text: '1. Add median to src/stats.js.' },
@@ -26,7 +28,33 @@ describe.skipIf(!existsSync(CHROMIUM))(
       const id = (await s.api('POST', '/v1/build', { feature: 'add a median function to src/stats.js' })).body
         .run_id as string;
       const { page } = await signedInPage(s, { viewport: { width: 1280, height: 900 }, bypassCSP: true });
-      await page.goto(`http://127.0.0.1:${s.port}/#/runs/${id}`);
+      // notifications on, each one kept so its click can be played
+      await page.context().grantPermissions(['notifications']);
+      await page.context().addInitScript(`{
+        const Real = window.Notification;
+        window.notes = [];
+        const Spy = function (title, opts) {
+          const note = new Real(title, opts);
+          window.notes.push({ text: title + ': ' + ((opts && opts.body) || ''), note });
+          return note;
+        };
+        Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
+        Spy.requestPermission = Real.requestPermission.bind(Real);
+        window.Notification = Spy;
+      }`);
+      await page.evaluate("localStorage.setItem('keel.notify', 'on')");
+      await page.reload();
+
+      // waiting, from the sessions list: the title, the favicon and a notification naming the build
+      await expect
+        .poll(() => page.title(), { timeout: 60_000 })
+        .toBe('(1) Approval waiting · keel workspace');
+      expect(await page.locator('#favicon').getAttribute('data-state')).toBe('waiting');
+      await expect
+        .poll(() => page.evaluate('window.notes.map((n) => n.text)'))
+        .toEqual(['keel: build approval waiting: add a median function to src/stats.js']);
+      await page.evaluate('window.notes[0].note.onclick()');
+      await expect.poll(() => new URL(page.url()).hash).toBe(`#/runs/${id}`);
 
       const question = page.getByRole('region', { name: 'Approve the tests' });
       await question.getByRole('button', { name: 'Approve' }).waitFor({ timeout: 60_000 });
@@ -37,6 +65,8 @@ describe.skipIf(!existsSync(CHROMIUM))(
 
       await question.getByRole('button', { name: 'Approve' }).click();
       await question.getByText('Approved: the tests are frozen').waitFor({ timeout: 20_000 });
+      await expect.poll(() => page.title(), { timeout: 15_000 }).toBe('keel workspace');
+      expect(await page.locator('#favicon').getAttribute('data-state')).toBe('idle');
       // followed as a fix run: the run's own steps, then its verdict
       await page
         .locator('ol.steps li[data-step="end"]')

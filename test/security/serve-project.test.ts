@@ -134,7 +134,9 @@ describe('keel serve serves its own project, and only with the token', () => {
     }
     // naming this project by its name is fine: it is the one project served
     const served = (await s.api('GET', '/v1/projects')).body.projects;
-    expect(served).toEqual([{ name: basename(outer), path: realpathSync(outer), default: true, waiting: 0 }]);
+    expect(served).toEqual([
+      { name: basename(outer), path: realpathSync(outer), default: true, waiting: 0, waiting_builds: 0 },
+    ]);
     const name = encodeURIComponent(basename(outer));
     expect(ids(await s.api('GET', `/v1/sessions?project=${name}`))).toEqual([ownId]);
     expect((await probe(s, 'GET', `/v1/sessions/${ownId}`, s.token)).status).toBe(200);

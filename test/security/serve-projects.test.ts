@@ -54,8 +54,8 @@ describe('keel serve --project: the projects named at start, one at a time', () 
     });
     const listed = await s.api('GET', '/v1/projects');
     expect(listed.body.projects).toEqual([
-      { name: nameA, path: a, default: true, waiting: 0 },
-      { name: nameB, path: b, default: false, waiting: 0 },
+      { name: nameA, path: a, default: true, waiting: 0, waiting_builds: 0 },
+      { name: nameB, path: b, default: false, waiting: 0, waiting_builds: 0 },
     ]);
     // --json printed the same projects at start
     expect(s.projects).toEqual([

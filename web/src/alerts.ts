@@ -1,15 +1,16 @@
 /**
  * A question waiting for a person shows outside the page too: in the tab's title ("(1) Approval waiting"),
  * in the favicon (a mark with "!" in it), and, only when the person turned it on with the header's button
- * and the browser allowed it, as a desktop notification, once per session that starts waiting. A server of
- * several projects is watched whole: the counts are every served project's (`GET /v1/projects`), the
- * chooser's options say which project waits, and a notification names its project.
+ * and the browser allowed it, as a desktop notification, once per session or build that starts waiting (a
+ * build's tests wait for approval as a session's question does; its notification says it is a build and
+ * opens its run). A server of several projects is watched whole: the counts are every served project's
+ * (`GET /v1/projects`), the chooser's options say which project waits, and a notification names its project.
  */
 import { api } from './api.js';
 import { short } from './dom.js';
 import { poll } from './poll.js';
 import { choosing, openIn, type Project, showWaiting } from './projects.js';
-import type { Session } from './types.js';
+import type { Run, Session } from './types.js';
 
 const BASE_TITLE = 'keel workspace';
 const OPT_IN = 'keel.notify';
@@ -64,17 +65,47 @@ function notifyButton(): void {
   paint();
 }
 
-/** The sessions waiting in each served project that has any (the one project: no name to send). */
-async function waitingIn(projects: Project[], signal: AbortSignal): Promise<Array<[string | null, Session]>> {
-  const found: Array<[string | null, Session]> = [];
+/** One wait a notification tells of: where it waits, what it is, and the route that answers it. */
+interface Wait {
+  project: string | null;
+  key: string;
+  title: string;
+  body: string;
+  hash: string;
+}
+
+/** What waits in each served project that has any: its sessions, its builds (the one project: no name to send). */
+async function waitingIn(projects: Project[], signal: AbortSignal): Promise<Wait[]> {
+  const found: Wait[] = [];
   for (const p of projects) {
     if (!p.waiting) continue;
     const project = projects.length > 1 ? p.name : null;
-    const { sessions } = await api<{ sessions: Session[] }>('/v1/sessions?state=waiting', {
-      signal,
-      ...(project === null ? {} : { project }),
-    });
-    for (const s of waitingSessions(sessions)) found.push([project, s]);
+    const scope = { signal, ...(project === null ? {} : { project }) };
+    const where = project === null ? '' : ` in ${project}`;
+    const builds = p.waiting_builds ?? 0;
+    if (p.waiting > builds) {
+      const { sessions } = await api<{ sessions: Session[] }>('/v1/sessions?state=waiting', scope);
+      for (const s of waitingSessions(sessions))
+        found.push({
+          project,
+          key: `s:${s.session_id}`,
+          title: `keel: approval waiting${where}`,
+          body: s.prompt || s.session_id,
+          hash: `#/s/${s.session_id}`,
+        });
+    }
+    if (builds > 0) {
+      const { runs } = await api<{ runs: Run[] }>('/v1/runs', scope);
+      for (const r of runs)
+        if (r.kind === 'build' && (r.pending_approvals?.length ?? 0) > 0)
+          found.push({
+            project,
+            key: `r:${r.run_id}`,
+            title: `keel: build approval waiting${where}`,
+            body: r.title || r.run_id,
+            hash: `#/runs/${r.run_id}`,
+          });
+    }
   }
   return found;
 }
@@ -98,21 +129,18 @@ export function watchApprovals(): () => void {
         }
       }
       const waiting = count ? await waitingIn(projects, signal) : [];
-      for (const [project, s] of waiting) {
+      for (const w of waiting) {
         // told once per wait; a wait from before the person turned notifications on is told then
-        if (told.has(s.session_id) || !notificationsOn()) continue;
-        told.add(s.session_id);
-        const note = new Notification(
-          project === null ? 'keel: approval waiting' : `keel: approval waiting in ${project}`,
-          { body: short(s.prompt || s.session_id, 120), tag: `keel-${s.session_id}` },
-        );
+        if (told.has(w.key) || !notificationsOn()) continue;
+        told.add(w.key);
+        const note = new Notification(w.title, { body: short(w.body, 120), tag: `keel-${w.key}` });
         note.onclick = () => {
           window.focus();
-          openIn(project, `#/s/${s.session_id}`);
+          openIn(w.project, w.hash);
         };
       }
-      // a session that stops waiting may wait again later, and is told again then
-      for (const id of [...told]) if (!waiting.some(([, s]) => s.session_id === id)) told.delete(id);
+      // what stops waiting may wait again later, and is told again then
+      for (const key of [...told]) if (!waiting.some((w) => w.key === key)) told.delete(key);
     },
     2000,
     () => {},

@@ -13,8 +13,10 @@ export interface Project {
   name: string;
   path: string;
   default: boolean;
-  /** Sessions of the project waiting for a person's answer (absent from an older server). */
+  /** What waits for a person's answer in the project, sessions and builds (absent from an older server). */
   waiting?: number;
+  /** Of those, the builds whose tests wait (absent from an older server). */
+  waiting_builds?: number;
 }
 
 const CHOSEN = 'keel.project';

@@ -39,6 +39,8 @@ export interface Run {
   /** `waiting`: a build's tests wait for a person (pending_approvals); `already_exists`: a build found them passing. */
   status: 'running' | 'waiting' | 'verified' | 'already_exists' | 'failed';
   kind?: 'fix' | 'loop' | 'build';
+  /** What the run is for: a fix run's task, a build's feature. */
+  title?: string;
   /** A build's: why it ended, the tests it wrote, the question they wait on, whether its fix run's log exists. */
   reason?: string | null;
   tests?: string[];
