@@ -86,6 +86,9 @@ describe.skipIf(!existsSync(CHROMIUM))(
           .filter((e) => e.type === 'gate_decision' && e.data.tool === 'keel build'),
       );
       expect(decisions.map((e) => e.data.decision)).toEqual(['allow']);
+      // the runs list names the run by what it is for, not by its id
+      await page.goto(`http://127.0.0.1:${s.port}/#/runs`);
+      await page.locator(`tr[data-run="${id}"] a`).getByText('add a median function').waitFor();
     }, 120_000);
   },
 );

@@ -55,7 +55,11 @@ export function runList(main: HTMLElement): Stop {
                 el(
                   'td',
                   { attrs: { 'data-label': 'Run' } },
-                  el('a', { attrs: { href: `#/runs/${r.run_id}` } }, short(r.task || r.run_id, 80)),
+                  el(
+                    'a',
+                    { attrs: { href: `#/runs/${r.run_id}` } },
+                    short(r.title || r.task || r.run_id, 80),
+                  ),
                 ),
                 el('td', { attrs: { 'data-label': 'Verdict' } }, badge(r.status)),
                 el('td', { attrs: { 'data-label': 'Attempts' } }, String(r.attempts)),
