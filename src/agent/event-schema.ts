@@ -4,7 +4,7 @@
  * history quietly rebuilt wrong. Only the fields the reducer and resume depend on are checked;
  * other fields pass through. Not on the hot path: live events are typed where they are made.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { StoredEvent } from '../store/event-log.js';
 import type { SessionEvent } from './events.js';
 

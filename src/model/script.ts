@@ -16,7 +16,7 @@
  * - `task`: the turn answers only requests whose first user message contains this text (concurrent sessions)
  */
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 
 const scriptToolCallSchema = z.strictObject({
   id: z.string().optional(),

@@ -1,6 +1,6 @@
 /** glob: files matching a glob pattern, from the gitignore-respecting listing, sorted and capped. */
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { globMatcher, listFiles, statExisting, workspacePath } from './files.js';
 import { truncateHead } from './truncate.js';
 import { type Tool, ToolError } from './types.js';

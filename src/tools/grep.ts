@@ -1,6 +1,6 @@
 /** grep: search file contents with a JavaScript regex, skipping gitignored, binary and very large files. */
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { openHeld } from '../policy/held-path.js';
 import { ScopeError } from '../policy/scope.js';
 import { hasBinaryExtension } from './binary.js';
