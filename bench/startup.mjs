@@ -11,10 +11,12 @@
  * scripted model on 127.0.0.1 answering "OK" (wall, and launch → the first chat request reaching the
  * server). Runs are interleaved round by round (each build, each row), so background load lands on
  * every row alike; one warm-up round is dropped; the medians and p10–p90 are of BENCH_RUNS rounds
- * (default 15). The load average is printed before and after: on a shared machine it is what to read
- * next to the milliseconds. "loaded" is what one run of each row loaded from dist/bundle (files, KB).
+ * (default 15). CPU is the process's user + system time (all its threads), steadier than wall time
+ * when other work shares the cores. The load average is printed before and after: on a shared machine
+ * it is what to read next to the milliseconds. "loaded" is what one run of each row loaded from
+ * dist/bundle (files, KB).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -49,23 +51,25 @@ if (process.argv[2] === '--child') {
 async function main() {
   // loaded here, not at the top: a `--child` measuring an import alone must not have loaded it already
   const { serve } = await import('./serve.mjs');
-  const { BIN, keelEnv, runNode, runNodeWith } = await import('./spawn-timed.mjs');
+  const { BIN, keelEnv, runNodeWith } = await import('./spawn-timed.mjs');
+  const runNode = (args, { cwd, home }) => timedNode(args, { cwd, env: keelEnv(home) });
   const builds = [['keel', BIN]];
   if (process.env.KEEL_BASELINE) builds.push(['baseline', resolve(process.env.KEEL_BASELINE)]);
   const scratch = mkdtempSync(join(tmpdir(), 'keel-startup-'));
   const cwd = mkdtempSync(join(scratch, 'work-'));
   const homes = Object.fromEntries(builds.map(([name]) => [name, mkdtempSync(join(scratch, `${name}-`))]));
   const rows = new Map();
-  const add = (row, build, ms) => {
+  const add = (row, build, ms, cpu) => {
     const key = `${row}\u0000${build}`;
-    if (!rows.has(key)) rows.set(key, { row, build, ms: [] });
+    if (!rows.has(key)) rows.set(key, { row, build, ms: [], cpu: [] });
     rows.get(key).ms.push(ms);
+    if (cpu !== undefined) rows.get(key).cpu.push(cpu);
   };
   const loadBefore = loadavg();
   for (let round = 0; round <= RUNS; round++) {
     const keep = round > 0;
     const floor = await runNode(['-e', ''], { cwd, home: homes.keel });
-    if (keep) add('`node -e ""` (floor)', '', floor.ms);
+    if (keep) add('`node -e ""` (floor)', '', floor.ms, floor.cpu);
     for (const [build, bin] of builds) {
       const home = homes[build];
       for (const [row, args] of [
@@ -73,7 +77,7 @@ async function main() {
         ['`keel --help`', ['--help']],
       ]) {
         const run = ok(await runNode([bin, ...args], { cwd, home }), `${build} ${row}`);
-        if (keep) add(row, build, run.ms);
+        if (keep) add(row, build, run.ms, run.cpu);
       }
       const { server, arrivals } = await serve(TRIVIAL, MODEL);
       const ask = ok(
@@ -89,13 +93,13 @@ async function main() {
       const chat = arrivals.find((a) => a.method === 'POST' && a.path === '/v1/chat/completions');
       if (!chat) throw new Error(`${build}: keel ask sent no chat request`);
       if (keep) {
-        add('`keel ask "hi"`, wall', build, ask.ms);
+        add('`keel ask "hi"`, wall', build, ask.ms, ask.cpu);
         add('… launch → first chat request', build, Number(chat.at - ask.t0) / 1e6);
       }
       // after the ask, so the store has a session to complete
       const complete = ok(await runNode([bin, '__complete', 'sessions'], { cwd, home }), `${build} complete`);
       if (!complete.stdout.trim()) throw new Error(`${build}: __complete sessions listed nothing`);
-      if (keep) add('`keel __complete sessions`', build, complete.ms);
+      if (keep) add('`keel __complete sessions`', build, complete.ms, complete.cpu);
     }
   }
   const loadAfter = loadavg();
@@ -128,13 +132,13 @@ async function main() {
     return s[Math.floor(i)] + (s[Math.ceil(i)] - s[Math.floor(i)]) * (i - Math.floor(i));
   };
   const lines = [
-    '| what | build | median ms | p10–p90 ms | loaded from dist/bundle |',
-    '| --- | --- | ---: | ---: | ---: |',
+    '| what | build | wall, median ms | p10–p90 ms | CPU, median ms | loaded from dist/bundle |',
+    '| --- | --- | ---: | ---: | ---: | ---: |',
   ];
-  for (const { row, build, ms } of rows.values()) {
+  for (const { row, build, ms, cpu } of rows.values()) {
     const l = loaded[`${row}\u0000${build}`];
     lines.push(
-      `| ${row} | ${build} | ${q(ms, 0.5).toFixed(0)} | ${q(ms, 0.1).toFixed(0)}–${q(ms, 0.9).toFixed(0)} | ${l ? `${l.files} files, ${l.kb} KB` : ''} |`,
+      `| ${row} | ${build} | ${q(ms, 0.5).toFixed(0)} | ${q(ms, 0.1).toFixed(0)}–${q(ms, 0.9).toFixed(0)} | ${cpu.length ? q(cpu, 0.5).toFixed(0) : ''} | ${l ? `${l.files} files, ${l.kb} KB` : ''} |`,
     );
   }
   const avg = (l) => l.map((x) => x.toFixed(1)).join(' ');
@@ -155,6 +159,46 @@ async function main() {
     }
   }
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/**
+ * Run `node ...args` and time it: `ms` is wall time from just before spawn to 'exit' (process.hrtime, `t0`
+ * its start, so a request's arrival stamp can be placed on the same clock); `cpu` is the process's user +
+ * system time, which bash's `times` reports for its child to the millisecond (the wrapper's own start, a
+ * few ms, is in every row's wall time alike, the floor's too). CPU time is the steadier figure when other
+ * work shares the cores.
+ */
+function timedNode(args, { cwd, env }) {
+  const script = '"$@"; code=$?; times >&2; exit $code';
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const child = spawn('bash', ['-c', script, 'bash', process.execPath, ...args], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let ms = 0;
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('exit', () => {
+      ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    });
+    child.on('close', (code) => {
+      const lines = stderr.trimEnd().split('\n');
+      const m = (lines.at(-1) ?? '').match(/^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/);
+      const cpu = m
+        ? (Number(m[1]) * 60 + Number(m[2]) + Number(m[3]) * 60 + Number(m[4])) * 1000
+        : undefined;
+      resolve({ code, ms, t0, cpu, stdout, stderr: lines.slice(0, -2).join('\n') });
+    });
+  });
 }
 
 /** Fail loudly: timing a broken run measures nothing. */
