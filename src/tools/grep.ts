@@ -48,7 +48,7 @@ export const grepTool: Tool<typeof schema> = {
     let listingCut = false;
     if (info.isDirectory()) {
       const listing = await listFiles(abs, { signal: ctx.signal });
-      const wanted = args.glob ? globMatcher(args.glob) : () => true;
+      const wanted = args.glob ? await globMatcher(args.glob) : () => true;
       targets = listing.files.filter(wanted).map((file) => join(abs, file));
       listingCut = listing.truncated;
     }

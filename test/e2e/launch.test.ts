@@ -89,6 +89,8 @@ describe('launch: only what the first request needs', () => {
         // other verbs: serve, mcp, fix, chat, review
         /^dist\/(server|mcp|fix|chat)\//,
         /^dist\/cli\/(serve|fix|review|loop|demo|doctor|init|memory|graph|trust|undo|audit|runs)-command\.js$/,
+        // the glob matcher and the .gitignore parser: loaded by a tool's first glob or walk outside git
+        /node_modules\/(picomatch|ignore)\//,
         // zod's parts keel never calls (its compiler, deep partials): one `import { z }` keeps all of zod
         /node_modules\/zod\/v4\/(core\/(compile|json-schema-generator)|classic\/deep-partial)\.js$/,
       ]),
