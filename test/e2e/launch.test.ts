@@ -89,6 +89,8 @@ describe('launch: only what the first request needs', () => {
         // other verbs: serve, mcp, fix, chat, review
         /^dist\/(server|mcp|fix|chat)\//,
         /^dist\/cli\/(serve|fix|review|loop|demo|doctor|init|memory|graph|trust|undo|audit|runs)-command\.js$/,
+        // A2A agents and the hub's tools: none is configured, and the environment names no hub
+        /^dist\/tools\/(a2a|hub|hub-client)\.js$/,
         // the glob matcher and the .gitignore parser: loaded by a tool's first glob or walk outside git
         /node_modules\/(picomatch|ignore)\//,
         // zod's parts keel never calls (its compiler, deep partials): one `import { z }` keeps all of zod
