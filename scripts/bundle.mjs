@@ -45,6 +45,10 @@ const { metafile } = await build({
     js: "import { createRequire as __keelRequire } from 'node:module'; const require = __keelRequire(import.meta.url);",
   },
   plugins: [englishOnlyZod],
+  // V8 parses every byte of a chunk before running it: without whitespace and comments a trivial ask
+  // compiles 0.8 MB instead of 1.1 MB. Names are kept (no identifier minification), so stacks still read.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
   // which sources each chunk holds: test/e2e/lazy-verbs.test.ts reads it to see what a verb loads
   metafile: true,

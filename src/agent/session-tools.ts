@@ -9,11 +9,9 @@ import type { SessionToolFactory } from './tool-deps.js';
 export async function sessionTools(
   warn: (line: string) => void,
 ): Promise<Array<SessionToolFactory | ToolFactory>> {
-  const [{ graphTools }, { memoryTools }, { a2aTools }, { hubTools }] = await Promise.all([
+  const [{ graphTools }, { memoryTools }] = await Promise.all([
     import('../graph/tools.js'),
     import('../memory/tools.js'),
-    import('../tools/a2a.js'),
-    import('../tools/hub.js'),
   ]);
   return [
     agentTools,
@@ -24,8 +22,12 @@ export async function sessionTools(
       deps.loaded.config.mcp_servers.length === 0
         ? []
         : (await import('../tools/mcp.js')).mcpTools(warn)(deps),
-    a2aTools,
-    // hub_* only when the environment names a hub (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME)
-    hubTools,
+    // A2A agents and the hub client are loaded only when configured, as the MCP client is
+    async (deps: Parameters<ToolFactory>[0]) =>
+      deps.loaded.config.a2a_agents.length === 0 ? [] : (await import('../tools/a2a.js')).a2aTools(deps),
+    // hub_* only when the environment names a hub (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME; hubTools
+    // checks all three): without a URL there is nothing to load
+    async (deps: Parameters<ToolFactory>[0]) =>
+      deps.env.KEEL_HUB_URL?.trim() ? (await import('../tools/hub.js')).hubTools(deps) : [],
   ];
 }

@@ -6,7 +6,7 @@
  * be waited for to count, and none starts once the tree's budget is used up. Results come back as tool
  * results; cancelling or ending the parent cancels its children.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { MODES } from '../config/schema.js';
 import type { Budgets, Policy } from '../policy/policy.js';
 import { fold } from '../tools/family.js';

@@ -6,7 +6,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { discoverRepo } from '../policy/git-runner.js';
 import { scopeProblem } from '../policy/scope.js';
 

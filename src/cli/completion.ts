@@ -420,7 +420,7 @@ export async function completeValues(kind: string, cwd: string): Promise<number>
     const [{ keelPaths }, load, { workspace }] = await Promise.all([
       import('../config/paths.js'),
       import('../config/load.js'),
-      import('../term/options.js'),
+      import('../term/workspace.js'),
     ]);
     const names = new Set<string>();
     for (const file of [keelPaths().userConfig, load.projectConfigPath(workspace({ cwd }))]) {
@@ -440,7 +440,8 @@ export async function completeValues(kind: string, cwd: string): Promise<number>
     import('../config/paths.js'),
     import('../store/db.js'),
     import('../store/event-log.js'),
-    import('../term/options.js'),
+    // the workspace alone: term/options.js would load the config's schema on every Tab
+    import('../term/workspace.js'),
   ]);
   const path = keelPaths().db;
   if (!existsSync(path)) return EXIT.ok;

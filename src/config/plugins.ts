@@ -20,7 +20,7 @@ import {
   realpathSync,
 } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { hookSchema, mcpServerSchema } from './schema.js';
 
 export const MANIFEST = 'keel-plugin.json';

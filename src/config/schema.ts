@@ -2,7 +2,7 @@
  * The config schema: every key keel reads, its type and its default. Unknown keys are errors.
  * `[profiles.NAME]` tables are read by the loader, not here: each holds keys of this schema.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { APPROVALS } from './approvals.js';
 
 export const MODES = ['ask', 'plan', 'edit', 'auto'] as const;

@@ -6,7 +6,7 @@
  * each on its own branch, and their branches are merged.
  */
 import { relative, resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { canonicalize, isInside, ScopeError, scopeProblem } from '../policy/scope.js';
 
 const MAX_TASKS = 20;

@@ -4,7 +4,7 @@
  * the index up to date (incrementally, in a worker); answers are bounded.
  */
 import { relative } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { keelPaths } from '../config/paths.js';
 import { type Db, openDb } from '../store/db.js';
 import { fold } from '../tools/family.js';

@@ -4,7 +4,7 @@
  * the bearer token where the route needs one. Each API keeps its own table and says per route how it
  * answers; the document's shape is written once, here.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** One route of an HTTP API, as its table lists it. */
 export interface ApiRoute {

@@ -2,7 +2,7 @@
  * The hub's HTTP contract: every route, who may call it (no one, the admin, a project token, an agent
  * key), its body's zod schema, and the OpenAPI document generated from the same table.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { type ApiRoute, buildOpenApiDocument } from '../http/openapi.js';
 import { LIMITS } from './hub-store.js';
 import { MAX_BODY, REFUSAL_STATUS } from './webhook-routes.js';

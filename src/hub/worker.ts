@@ -12,7 +12,7 @@
  * gets the message again on reconnect, and answering it again cannot make a second reply: the hub
  * returns the original (or refuses a second one) and the worker just acks.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { sessionTools } from '../agent/session-tools.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Mode } from '../config/schema.js';

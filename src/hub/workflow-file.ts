@@ -7,7 +7,7 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlias, isMap, isNode, isScalar, LineCounter, parseDocument, visit } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { trustedHash } from '../config/trust.js';
 import { sha256 } from '../store/audit-chain.js';
 

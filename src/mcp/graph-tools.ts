@@ -1,6 +1,6 @@
 /** find_symbol, find_references, file_outline, importers and repo_map: the project's code graph. */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { importersOf } from '../graph/importers.js';
 import { buildRepoMap } from '../graph/map.js';
 import { type McpContext, McpToolError } from './context.js';

@@ -1,6 +1,6 @@
 /** memory_search, memory_add and memory_list: the project's memory, as `keel memory` shows it. */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { KINDS } from '../memory/items.js';
 import type { McpContext } from './context.js';
 import { guarded, jsonResult } from './tool-result.js';

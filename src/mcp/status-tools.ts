@@ -4,7 +4,7 @@
  * another) is not found here, whatever its id, and an id prefix is matched against this project's only.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { alive } from '../agent/session.js';
 import { RUN_MODES, readRuns, recordedIn, runSteps, summarizeRun } from '../fix/runs.js';
 import { SessionLookupError, type SessionRow } from '../store/event-log.js';

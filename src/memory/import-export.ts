@@ -3,7 +3,7 @@
  * the first bad line. An imported item lands in the project imported into: its id, project and hash are
  * the file's claims and are never used (fresh ids, the hash recomputed), so a file cannot aim a write anywhere.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { AUTHORS, KINDS, type MemoryItem } from './items.js';
 import type { AddInput, Memory } from './memory.js';
 

@@ -2,7 +2,7 @@
  * The memory tools a session offers, folded into one `memory` tool: `remember` (effect `memory`, gated
  * like any effect) writes a note marked as the model's; `recall` (read) searches the project's memory.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { fold } from '../tools/family.js';
 import { type Tool, type ToolDeps, ToolError, type ToolFactory } from '../tools/types.js';
 import { injectedLine } from './inject.js';

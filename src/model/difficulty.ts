@@ -14,7 +14,7 @@
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError } from '../config/load.js';
 import type { KeelPaths } from '../config/paths.js';
 import type { EventLog } from '../store/event-log.js';

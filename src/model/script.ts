@@ -16,75 +16,85 @@
  * - `task`: the turn answers only requests whose first user message contains this text (concurrent sessions)
  */
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 
-const scriptToolCallSchema = z.strictObject({
-  id: z.string().optional(),
-  name: z.string().min(1),
-  /** An object is serialized; a string is sent raw, so a script can send broken JSON. */
-  arguments: z.union([z.record(z.string(), z.unknown()), z.string()]),
-});
+/** The format's schemas, built on first use: only a scripted model or the mock server reads a script. */
+function build() {
+  const scriptToolCallSchema = z.strictObject({
+    id: z.string().optional(),
+    name: z.string().min(1),
+    /** An object is serialized; a string is sent raw, so a script can send broken JSON. */
+    arguments: z.union([z.record(z.string(), z.unknown()), z.string()]),
+  });
 
-const expectSchema = z.strictObject({
-  last_user_contains: z.string().optional(),
-  last_tool_result_contains: z.string().optional(),
-  /** Tool names that must all be offered in the request. */
-  tools: z.array(z.string()).optional(),
-  model: z.string().optional(),
-});
+  const expectSchema = z.strictObject({
+    last_user_contains: z.string().optional(),
+    last_tool_result_contains: z.string().optional(),
+    /** Tool names that must all be offered in the request. */
+    tools: z.array(z.string()).optional(),
+    model: z.string().optional(),
+  });
 
-export const turnSchema = z.strictObject({
-  text: z.string().optional(),
-  tool_calls: z.array(scriptToolCallSchema).optional(),
-  /** Streamed before the text as reasoning_content (OpenAI wire) or thinking (Ollama). */
-  reasoning: z.string().optional(),
-  /** The OpenAI-wire field reasoning goes in: servers disagree. */
-  reasoning_field: z.enum(['reasoning_content', 'reasoning']).optional(),
-  /** The finish reason to send; `length` is a reply cut at the output limit. */
-  finish: z.enum(['stop', 'length', 'tool_calls']).optional(),
-  /** Characters per streamed piece; small sizes cut tags and JSON at every point. */
-  chunk_size: z.number().int().positive().optional(),
-  error: z
-    .strictObject({
-      status: z.number().int().min(100).max(599),
-      retry_after: z.number().nonnegative().optional(),
-      body: z.string().optional(),
-    })
-    .optional(),
-  /** Wait before the first byte of the answer (or the first chunk of a stream). */
-  delay_ms: z.number().nonnegative().optional(),
-  /** Wait between streamed chunks. */
-  chunk_delay_ms: z.number().nonnegative().optional(),
-  /** Accept the request and never answer; only the client giving up ends it. */
-  hang: z.boolean().optional(),
-  /** Stream without end (answer text, one tool call's arguments, or one line) until the client goes away. */
-  endless: z.enum(['text', 'arguments', 'line']).optional(),
-  usage: z
-    .strictObject({
-      prompt_tokens: z.number().int().nonnegative(),
-      completion_tokens: z.number().int().nonnegative(),
-      /** Sent as `prompt_tokens_details.cached_tokens` (OpenAI's prompt cache). */
-      cached_tokens: z.number().int().nonnegative().optional(),
-      /** Sent as `cost`: USD the provider meters for the call (OpenRouter's usage accounting). */
-      cost: z.number().nonnegative().optional(),
-    })
-    .optional(),
-  /** The turn only answers requests for this model (scripts fallback between models). */
-  model: z.string().optional(),
-  /**
-   * The turn only answers requests whose first user message (the task) contains this text:
-   * sessions that run at once (subagents) each get their own turns, whatever order they ask in.
-   */
-  task: z.string().min(1).optional(),
-  expect: expectSchema.optional(),
-});
+  const turnSchema = z.strictObject({
+    text: z.string().optional(),
+    tool_calls: z.array(scriptToolCallSchema).optional(),
+    /** Streamed before the text as reasoning_content (OpenAI wire) or thinking (Ollama). */
+    reasoning: z.string().optional(),
+    /** The OpenAI-wire field reasoning goes in: servers disagree. */
+    reasoning_field: z.enum(['reasoning_content', 'reasoning']).optional(),
+    /** The finish reason to send; `length` is a reply cut at the output limit. */
+    finish: z.enum(['stop', 'length', 'tool_calls']).optional(),
+    /** Characters per streamed piece; small sizes cut tags and JSON at every point. */
+    chunk_size: z.number().int().positive().optional(),
+    error: z
+      .strictObject({
+        status: z.number().int().min(100).max(599),
+        retry_after: z.number().nonnegative().optional(),
+        body: z.string().optional(),
+      })
+      .optional(),
+    /** Wait before the first byte of the answer (or the first chunk of a stream). */
+    delay_ms: z.number().nonnegative().optional(),
+    /** Wait between streamed chunks. */
+    chunk_delay_ms: z.number().nonnegative().optional(),
+    /** Accept the request and never answer; only the client giving up ends it. */
+    hang: z.boolean().optional(),
+    /** Stream without end (answer text, one tool call's arguments, or one line) until the client goes away. */
+    endless: z.enum(['text', 'arguments', 'line']).optional(),
+    usage: z
+      .strictObject({
+        prompt_tokens: z.number().int().nonnegative(),
+        completion_tokens: z.number().int().nonnegative(),
+        /** Sent as `prompt_tokens_details.cached_tokens` (OpenAI's prompt cache). */
+        cached_tokens: z.number().int().nonnegative().optional(),
+        /** Sent as `cost`: USD the provider meters for the call (OpenRouter's usage accounting). */
+        cost: z.number().nonnegative().optional(),
+      })
+      .optional(),
+    /** The turn only answers requests for this model (scripts fallback between models). */
+    model: z.string().optional(),
+    /**
+     * The turn only answers requests whose first user message (the task) contains this text:
+     * sessions that run at once (subagents) each get their own turns, whatever order they ask in.
+     */
+    task: z.string().min(1).optional(),
+    expect: expectSchema.optional(),
+  });
 
-export const scriptSchema = z.strictObject({ turns: z.array(turnSchema) });
+  const scriptSchema = z.strictObject({ turns: z.array(turnSchema) });
+  return { scriptToolCallSchema, expectSchema, turnSchema, scriptSchema };
+}
+type Schemas = ReturnType<typeof build>;
+let built: Schemas | undefined;
+const schemas = (): Schemas => {
+  built ??= build();
+  return built;
+};
 
-export type Script = z.infer<typeof scriptSchema>;
-export type ScriptTurn = z.infer<typeof turnSchema>;
-export type ScriptToolCall = z.infer<typeof scriptToolCallSchema>;
-export type ScriptExpectation = z.infer<typeof expectSchema>;
+export type Script = z.infer<Schemas['scriptSchema']>;
+export type ScriptTurn = z.infer<Schemas['turnSchema']>;
+export type ScriptToolCall = z.infer<Schemas['scriptToolCallSchema']>;
+export type ScriptExpectation = z.infer<Schemas['expectSchema']>;
 
 /** A script that cannot be read or does not match the format; the message names the file. */
 export class ScriptError extends Error {
@@ -93,7 +103,7 @@ export class ScriptError extends Error {
 
 /** Validate a script object; `source` names where it came from in error messages. */
 export function parseScript(value: unknown, source = 'script'): Script {
-  const result = scriptSchema.safeParse(value);
+  const result = schemas().scriptSchema.safeParse(value);
   if (result.success) return result.data;
   const lines = result.error.issues.map(
     (issue) => `${issue.path.map(String).join('.') || '(root)'}: ${issue.message}`,

@@ -2,7 +2,7 @@
  * The HTTP API's contract: every route with its request body's zod schema, which routes need no
  * token, and the OpenAPI document generated from the same table, so the two cannot drift.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { MODES } from '../config/schema.js';
 import { type ApiRoute, buildOpenApiDocument } from '../http/openapi.js';
 import { PROJECT_QUERY } from './projects.js';

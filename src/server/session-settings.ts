@@ -5,7 +5,7 @@
  * (409) while a turn runs; recorded in the session's log as a `session_settings` event.
  */
 import type { Context, Hono } from 'hono';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { LoadedConfig } from '../config/load.js';
 import { MODES } from '../config/schema.js';
 import type { SessionManager } from './sessions.js';

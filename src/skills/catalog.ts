@@ -5,7 +5,7 @@
  * those (src/policy/tool-allowlist.ts), never more than its policy already allows.
  */
 import { relative } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { toolRules } from '../policy/tool-allowlist.js';
 import type { Tool } from '../tools/types.js';
 import type { Skill } from './load.js';

@@ -2,8 +2,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, type LoadedConfig, loadConfig, type Raw } from '../config/load.js';
-import { inertLine } from './inert.js';
-import { findWorkspaceRoot, skippedConfigs } from './workspace.js';
+import { workspace } from './workspace.js';
 
 export interface CommonFlags {
   cwd?: string;
@@ -43,29 +42,6 @@ export function flagLayer(flags: CommonFlags): Raw {
   };
 }
 
-/**
- * The workspace: the top of the git repository holding -C/--cwd (else the current folder), or that
- * folder itself outside any repository (see workspace.ts for where the walk stops). The process keeps
- * its own working folder, so paths the user types still resolve from where they stand.
- */
-export function workspace(flags: { cwd?: string }): string {
-  const start = resolve(flags.cwd ?? process.cwd());
-  const root = findWorkspaceRoot(start);
-  // a subfolder's keel.toml used to apply from that folder: say once that the root's is the one read
-  if (root !== start && !warnedSkipped) {
-    const skipped = skippedConfigs(start, root);
-    if (skipped.length) {
-      warnedSkipped = true;
-      process.stderr.write(
-        `keel: warning: not reading ${skipped.map(inertLine).join(', ')}: the workspace is the repository root ${inertLine(root)}, and its project config is the one keel reads\n`,
-      );
-    }
-  }
-  return root;
-}
-
-let warnedSkipped = false;
-
 /** The workspace folder, or a ConfigError when it is not one (a typo in -C must not read as "no config here"). */
 export function existingWorkspace(flags: { cwd?: string }): string {
   const cwd = workspace(flags);
@@ -80,4 +56,4 @@ export function load(flags: CommonFlags): { cwd: string; loaded: LoadedConfig } 
   return { cwd, loaded: loadConfig({ cwd, flags: flagLayer(flags) }) };
 }
 
-export { ConfigError };
+export { ConfigError, workspace };

@@ -17,6 +17,7 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { userConfig } from '../policy/git-runner.js';
 import { isInside } from '../policy/scope.js';
+import { inertLine } from './inert.js';
 
 export interface RootOptions {
   env?: NodeJS.ProcessEnv;
@@ -113,3 +114,26 @@ export function skippedConfigs(start: string, root: string): string[] {
       if (lstatSync(join(dir, name), { throwIfNoEntry: false })) found.push(join(dir, name));
   return found;
 }
+
+/**
+ * The workspace: the top of the git repository holding -C/--cwd (else the current folder), or that
+ * folder itself outside any repository (findWorkspaceRoot above says where the walk stops). The process keeps
+ * its own working folder, so paths the user types still resolve from where they stand.
+ */
+export function workspace(flags: { cwd?: string }): string {
+  const start = resolve(flags.cwd ?? process.cwd());
+  const root = findWorkspaceRoot(start);
+  // a subfolder's keel.toml used to apply from that folder: say once that the root's is the one read
+  if (root !== start && !warnedSkipped) {
+    const skipped = skippedConfigs(start, root);
+    if (skipped.length) {
+      warnedSkipped = true;
+      process.stderr.write(
+        `keel: warning: not reading ${skipped.map(inertLine).join(', ')}: the workspace is the repository root ${inertLine(root)}, and its project config is the one keel reads\n`,
+      );
+    }
+  }
+  return root;
+}
+
+let warnedSkipped = false;

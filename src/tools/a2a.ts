@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Task } from '@a2a-js/sdk';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Config } from '../config/schema.js';
 import { type Tool, type ToolDeps, ToolError, type ToolFactory } from './types.js';
 

@@ -5,7 +5,7 @@
  * forked session offers the same). Activating never widens a mode: only tools the mode allows are listed
  * or activated, and each call still passes the gate like any other.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Tool } from './types.js';
 
 export const CATALOGUE = 'tools';

@@ -1,5 +1,5 @@
 /** edit_file: exact string replacement in one file, refusing ambiguous or no-op edits with a hint. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { openHeld } from '../policy/held-path.js';
 import { hasBinaryExtension } from './binary.js';
 import { countDiffLines, sha256, writeAtomic } from './file-change.js';

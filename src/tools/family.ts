@@ -4,7 +4,7 @@
  * call is resolved to its member before anything else sees it: the gate, hooks, approvals and the log
  * see the member's own name, effect, paths and arguments, exactly as if the model had called it.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Tool } from './types.js';
 
 export interface Family extends Tool {

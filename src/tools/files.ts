@@ -2,8 +2,7 @@
 import type { Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
-import ignore, { type Ignore } from 'ignore';
-import picomatch from 'picomatch';
+import type { Ignore } from 'ignore';
 import { runGitAsync, workspaceRepo } from '../policy/git-runner.js';
 import { ToolError } from './types.js';
 
@@ -42,8 +41,12 @@ export async function listFiles(root: string, opts: ListOptions = {}): Promise<F
   return walk(root, maxFiles, opts.maxDepth ?? Number.POSITIVE_INFINITY, opts.signal);
 }
 
-/** A matcher for a glob pattern against `/`-separated relative paths; a pattern without `/` matches names at any depth. */
-export function globMatcher(pattern: string): (path: string) => boolean {
+/**
+ * A matcher for a glob pattern against `/`-separated relative paths; a pattern without `/` matches names at
+ * any depth. picomatch is loaded here, on a tool's first glob, not with every session's tools.
+ */
+export async function globMatcher(pattern: string): Promise<(path: string) => boolean> {
+  const { default: picomatch } = await import('picomatch');
   const cleaned = pattern.replace(/^\.\//, '');
   // only for slash-free patterns: with `basename` set, picomatch fails patterns like `lib/*.ts`
   const isMatch = picomatch(cleaned, { dot: true, basename: !cleaned.includes('/') });
@@ -136,6 +139,8 @@ async function walk(
   const files: string[] = [];
   const dirs: string[] = [];
   let truncated = false;
+  // loaded here, on the first walk outside git, not with every session's tools
+  const { default: ignore } = await import('ignore');
 
   const visit = async (rel: string, depth: number, inherited: IgnoreRule[]): Promise<void> => {
     signal?.throwIfAborted();

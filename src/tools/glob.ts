@@ -1,6 +1,6 @@
 /** glob: files matching a glob pattern, from the gitignore-respecting listing, sorted and capped. */
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { globMatcher, listFiles, statExisting, workspacePath } from './files.js';
 import { truncateHead } from './truncate.js';
 import { type Tool, ToolError } from './types.js';
@@ -26,7 +26,7 @@ export const globTool: Tool<typeof schema> = {
     if (!info.isDirectory()) throw new ToolError(`path must be a folder; ${path} is a file`);
 
     const listing = await listFiles(abs, { signal: ctx.signal });
-    const matches = listing.files.filter(globMatcher(args.pattern));
+    const matches = listing.files.filter(await globMatcher(args.pattern));
     if (matches.length === 0) return { output: `No files match ${args.pattern} in ${path}` };
     // paths relative to the workspace, so they can go straight into read_file
     const shown = matches.map((file) => workspacePath(ctx.cwd, join(abs, file)));

@@ -1,6 +1,6 @@
 /** grep: search file contents with a JavaScript regex, skipping gitignored, binary and very large files. */
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { openHeld } from '../policy/held-path.js';
 import { ScopeError } from '../policy/scope.js';
 import { hasBinaryExtension } from './binary.js';
@@ -48,7 +48,7 @@ export const grepTool: Tool<typeof schema> = {
     let listingCut = false;
     if (info.isDirectory()) {
       const listing = await listFiles(abs, { signal: ctx.signal });
-      const wanted = args.glob ? globMatcher(args.glob) : () => true;
+      const wanted = args.glob ? await globMatcher(args.glob) : () => true;
       targets = listing.files.filter(wanted).map((file) => join(abs, file));
       listingCut = listing.truncated;
     }

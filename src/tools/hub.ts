@@ -7,7 +7,7 @@
  * modes, asked for in attended ones); reading the inbox, the peers and awaiting a reply are `read`.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { keelPaths } from '../config/paths.js';
 import type { Effect } from '../policy/effects.js';
 import { agentKey, HubCallError, hubFetch } from './hub-client.js';

@@ -1,5 +1,5 @@
 /** list_dir: a directory tree to a depth, gitignored entries hidden, folders marked with a trailing `/`. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { listFiles, statExisting, workspacePath } from './files.js';
 import { truncateHead } from './truncate.js';
 import { type Tool, ToolError } from './types.js';

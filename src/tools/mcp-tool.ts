@@ -1,6 +1,6 @@
 /** An MCP server's tool as a keel tool: `mcp__<server>__<tool>`, its schema, a short description, an effect. */
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { McpServerConfig } from '../config/schema.js';
 import type { Effect } from '../policy/effects.js';
 import { type McpConnection, McpServerError } from './mcp-connect.js';

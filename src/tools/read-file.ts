@@ -1,6 +1,6 @@
 /** read_file: a window of a text file's lines, numbered, streamed so a huge file is never loaded whole. */
 import type { FileHandle } from 'node:fs/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type HeldFile, openHeld } from '../policy/held-path.js';
 import { hasBinaryExtension } from './binary.js';
 import {

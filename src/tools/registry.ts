@@ -1,5 +1,5 @@
 /** The tool registry: looks tools up by name and derives the JSON schema the model sees. */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ToolSpec } from '../model/types.js';
 import type { Effect } from '../policy/effects.js';
 import { type Family, isFamily } from './family.js';

@@ -1,5 +1,5 @@
 /** run_tests: run the project's configured test command and read back per-test results. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { type Tool, ToolError } from './types.js';
 
 const schema = z.object({

@@ -1,5 +1,5 @@
 /** shell: run a command through the session's exec policy and report its exit code and output. */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ExecResult } from '../policy/effects.js';
 import { LIMITS, truncateMiddle } from './truncate.js';
 import { type Tool, ToolError } from './types.js';

@@ -2,7 +2,7 @@
  * write_file: create or overwrite a whole file atomically, creating its parent folders. An existing
  * file keeps its encoding and BOM (UTF-16, Latin-1, ...); content that encoding cannot hold is refused.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { type HeldFile, openHeld } from '../policy/held-path.js';
 import { hasBinaryExtension } from './binary.js';
 import { countDiffLines, fileSha256, sha256, writeAtomic } from './file-change.js';

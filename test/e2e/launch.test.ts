@@ -52,7 +52,7 @@ const matching = (sources: string[], patterns: RegExp[]) =>
   sources.filter((s) => patterns.some((p) => p.test(s)));
 
 describe('launch: only what the first request needs', () => {
-  it('--version loads nothing of the bundle, --help no config or zod, ask no other verb’s code', async () => {
+  it('--version loads nothing of the bundle, --help no config or zod, ask no other verb’s code, a completion no config', async () => {
     const cwd = gitRepo();
     const home = keelHome();
     const version = await loadedSources(['--version'], { cwd, home });
@@ -89,6 +89,24 @@ describe('launch: only what the first request needs', () => {
         // other verbs: serve, mcp, fix, chat, review
         /^dist\/(server|mcp|fix|chat)\//,
         /^dist\/cli\/(serve|fix|review|loop|demo|doctor|init|memory|graph|trust|undo|audit|runs)-command\.js$/,
+        // A2A agents and the hub's tools: none is configured, and the environment names no hub
+        /^dist\/tools\/(a2a|hub|hub-client)\.js$/,
+        // the glob matcher and the .gitignore parser: loaded by a tool's first glob or walk outside git
+        /node_modules\/(picomatch|ignore)\//,
+        // zod's parts keel never calls (its compiler, deep partials): one `import { z }` keeps all of zod
+        /node_modules\/zod\/v4\/(core\/(compile|json-schema-generator)|classic\/deep-partial)\.js$/,
+      ]),
+    ).toEqual([]);
+
+    // what a completion script asks for on every Tab: the store and the workspace, not the config's schema
+    const complete = await loadedSources(['__complete', 'sessions'], { cwd, home });
+    expect(complete.run.code).toBe(0);
+    expect(complete.run.stdout).toMatch(/^\d{8}-\d{6}-[0-9a-f]+$/m);
+    expect(complete.sources).toContain('dist/store/event-log.js');
+    expect(
+      matching(complete.sources, [
+        /node_modules\/(zod|smol-toml)\//,
+        /^dist\/(config\/(schema|load)|agent)\//,
       ]),
     ).toEqual([]);
   });
