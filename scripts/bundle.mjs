@@ -50,7 +50,7 @@ const { metafile } = await build({
   minifyWhitespace: true,
   minifySyntax: true,
   logLevel: 'warning',
-  // which sources each chunk holds: test/e2e/lazy-verbs.test.ts reads it to see what a verb loads
+  // which sources each chunk holds: test/e2e/launch.test.ts reads it to see what a verb loads
   metafile: true,
 });
 writeFileSync(`${outdir}meta.json`, JSON.stringify(metafile));
