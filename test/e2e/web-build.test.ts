@@ -10,7 +10,7 @@ import { git } from '../helpers/tmp.js';
 import { MEDIAN, SUM, TESTS_TURNS, tinyProject } from './build-harness.js';
 import { keelHome, model, modelFlags, withEventLog } from './harness.js';
 import { startServe } from './serve-harness.js';
-import { axe, CHROMIUM, signedInPage } from './web-harness.js';
+import { axe, CHROMIUM, signedInPage, spyOnNotifications } from './web-harness.js';
 
 describe.skipIf(!existsSync(CHROMIUM))(
   'the web workspace: a build run approved on the page (chromium)',
@@ -29,19 +29,7 @@ describe.skipIf(!existsSync(CHROMIUM))(
         .run_id as string;
       const { page } = await signedInPage(s, { viewport: { width: 1280, height: 900 }, bypassCSP: true });
       // notifications on, each one kept so its click can be played
-      await page.context().grantPermissions(['notifications']);
-      await page.context().addInitScript(`{
-        const Real = window.Notification;
-        window.notes = [];
-        const Spy = function (title, opts) {
-          const note = new Real(title, opts);
-          window.notes.push({ text: title + ': ' + ((opts && opts.body) || ''), note });
-          return note;
-        };
-        Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
-        Spy.requestPermission = Real.requestPermission.bind(Real);
-        window.Notification = Spy;
-      }`);
+      await spyOnNotifications(page.context());
       await page.evaluate("localStorage.setItem('keel.notify', 'on')");
       await page.reload();
 

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
 import { keelHome, model, modelFlags } from './harness.js';
 import { type Served, startServe } from './serve-harness.js';
-import { axe, CHROMIUM, launchChromium, shot } from './web-harness.js';
+import { axe, CHROMIUM, launchChromium, shot, spyOnNotifications } from './web-harness.js';
 
 const APP = [
   "import { join } from 'node:path';",
@@ -184,19 +184,7 @@ describe.skipIf(!existsSync(CHROMIUM))(
       await settled(s, first, 'completed');
 
       const context = await open();
-      await context.grantPermissions(['notifications']);
-      // the page's notifications, seen as they are made (the real Notification still runs)
-      await context.addInitScript(`{
-        const Real = window.Notification;
-        window.seen = [];
-        const Spy = function (title, opts) {
-          window.seen.push(title + ': ' + ((opts && opts.body) || ''));
-          return new Real(title, opts);
-        };
-        Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
-        Spy.requestPermission = Real.requestPermission.bind(Real);
-        window.Notification = Spy;
-      }`);
+      await spyOnNotifications(context);
       const page = await context.newPage();
       await page.goto(`http://127.0.0.1:${s.port}/#token=${s.token}`);
       await page.locator('tr[data-session]').first().waitFor();

@@ -6,7 +6,13 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
+import {
+  type Browser,
+  type BrowserContext,
+  type BrowserContextOptions,
+  chromium,
+  type Page,
+} from 'playwright-core';
 import { afterAll } from 'vitest';
 import type { Served } from './serve-harness.js';
 
@@ -62,4 +68,28 @@ export async function axe(page: Page): Promise<string[]> {
 export async function shot(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * Notifications allowed in the context, and each one the page makes kept as it is made (the real
+ * Notification still runs): `window.seen` holds each one's "title: body", `window.notes[i].note` the
+ * notification itself, so its click can be played.
+ */
+export async function spyOnNotifications(context: BrowserContext): Promise<void> {
+  await context.grantPermissions(['notifications']);
+  await context.addInitScript(`{
+    const Real = window.Notification;
+    window.seen = [];
+    window.notes = [];
+    const Spy = function (title, opts) {
+      const note = new Real(title, opts);
+      const text = title + ': ' + ((opts && opts.body) || '');
+      window.seen.push(text);
+      window.notes.push({ text, note });
+      return note;
+    };
+    Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
+    Spy.requestPermission = Real.requestPermission.bind(Real);
+    window.Notification = Spy;
+  }`);
 }

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { gitRepo, tempDir } from '../helpers/tmp.js';
 import { keelHome, model, modelFlags, withEventLog } from './harness.js';
 import { type Served, startServe } from './serve-harness.js';
-import { axe, CHROMIUM, shot, signedInPage } from './web-harness.js';
+import { axe, CHROMIUM, shot, signedInPage, spyOnNotifications } from './web-harness.js';
 
 async function settled(s: Served, id: string, project: string): Promise<void> {
   await expect
@@ -68,18 +68,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web workspace: choosing the project 
 
     // a question waits in B while the page shows A, notifications on: the title and the favicon count it,
     // B's option says so in words, the notification names B, and the header is one line at 1000 px
-    await page.context().grantPermissions(['notifications']);
-    await page.context().addInitScript(`{
-      const Real = window.Notification;
-      window.seen = [];
-      const Spy = function (title, opts) {
-        window.seen.push(title + ': ' + ((opts && opts.body) || ''));
-        return new Real(title, opts);
-      };
-      Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
-      Spy.requestPermission = Real.requestPermission.bind(Real);
-      window.Notification = Spy;
-    }`);
+    await spyOnNotifications(page.context());
     await page.evaluate("localStorage.setItem('keel.notify', 'on')");
     await page.setViewportSize({ width: 1000, height: 800 });
     await page.reload();
