@@ -551,6 +551,35 @@ export class HubStore {
     return check(result);
   }
 
+  /**
+   * Ack several of the caller's messages in one write: `acked` lists those now acked, or acked or
+   * replied before (acking twice is no error); `skipped` the rest: not the caller's (or no such
+   * message: which, is not told), cancelled or expired.
+   */
+  async ackMany(caller: Caller, messageIds: readonly string[]): Promise<{ acked: string[]; skipped: string[] }> {
+    const ids = [...new Set(messageIds)];
+    const now = this.now();
+    const marks = ids.map((_, i) => `$${i + 4}`).join(', ');
+    const acked = await this.write(async (tx) => {
+      // the usual case, one statement: each message the caller's, not yet acked, not expired
+      const rows = await tx.query<{ id: string }>(
+        `UPDATE hub_messages SET state = 'acked', acked_at = $3
+         WHERE project_id = $2 AND recipient_id = $1 AND state IN ('queued', 'delivered') AND expires_at > $3
+         AND id IN (${marks}) RETURNING id`,
+        [caller.agentId, caller.projectId, now, ...ids],
+      );
+      if (rows.length === ids.length) return rows;
+      const before = await tx.query<{ id: string }>(
+        `SELECT id FROM hub_messages WHERE project_id = $2 AND recipient_id = $1 AND state IN ('acked', 'replied')
+         AND id IN (${ids.map((_, i) => `$${i + 3}`).join(', ')})`,
+        [caller.agentId, caller.projectId, ...ids],
+      );
+      return [...rows, ...before];
+    });
+    const done = new Set(acked.map((r) => r.id));
+    return { acked: ids.filter((id) => done.has(id)), skipped: ids.filter((id) => !done.has(id)) };
+  }
+
   /** The sender withdraws a message not yet replied to. */
   async cancel(caller: Caller, messageId: string): Promise<MessageView> {
     const now = this.now();
