@@ -270,19 +270,25 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
       .catch((err) => running && errors.push(err.message));
   };
   const closers = keys.map((key, i) =>
-    stream(port, key, (m) => {
-      if (m.reply_to === null) {
-        // a request: ack it, then answer
+    stream(
+      port,
+      key,
+      (m) => {
+        if (m.reply_to === null) {
+          // a request: ack it, then answer
+          call(port, 'POST', `/v1/messages/${m.id}/ack`, key)
+            .then(() => call(port, 'POST', `/v1/messages/${m.id}/reply`, key, { body: `done: ${m.body}` }))
+            .catch((err) => running && errors.push(err.message));
+          return;
+        }
+        // a reply to one of ours: ack it, count the cycle, send the next
         call(port, 'POST', `/v1/messages/${m.id}/ack`, key)
-          .then(() => call(port, 'POST', `/v1/messages/${m.id}/reply`, key, { body: `done: ${m.body}` }))
+          .then(() => finish(i, m))
           .catch((err) => running && errors.push(err.message));
-        return;
-      }
-      // a reply to one of ours: ack it, count the cycle, send the next
-      call(port, 'POST', `/v1/messages/${m.id}/ack`, key)
-        .then(() => finish(i, m))
-        .catch((err) => running && errors.push(err.message));
-    }, undefined, folded ? onChunk(key, i) : undefined),
+      },
+      undefined,
+      folded ? onChunk(key, i) : undefined,
+    ),
   );
   await new Promise((r) => setTimeout(r, 300));
   for (let i = 0; i < agents; i++) for (let w = 0; w < window; w++) void sendOne(i);

@@ -34,9 +34,7 @@ export const SendBody = z
 export const ReplyBody = z.object({ body: z.string(), idempotency_key: key.optional() }).strict();
 /** The most ids one `POST /v1/acks` takes (one SSE write carries at most 500 messages). */
 export const MAX_ACKS = 500;
-export const AcksBody = z
-  .object({ ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_ACKS) })
-  .strict();
+export const AcksBody = z.object({ ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_ACKS) }).strict();
 
 /** A person's decision on a parked approval stage: nothing else, so no field can claim who decided. */
 export const DecisionBody = z

@@ -72,7 +72,11 @@ export function readIncoming(incoming: IncomingMessage): Promise<string> {
         reject(new HubError(413, 'TOO_LARGE', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes`));
       } else chunks.push(chunk);
     });
-    incoming.on('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    incoming.on('end', () =>
+      resolve(
+        chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'),
+      ),
+    );
     incoming.on('error', reject);
   });
 }

@@ -12,9 +12,7 @@ import { MAX_REQUEST_BYTES } from './api.js';
 import { type Answer, type HotRoutes, internal, readIncoming } from './app.js';
 import { type Caller, HubError } from './hub-store.js';
 
-type Hot =
-  | { kind: 'send' | 'acks' | 'events' }
-  | { kind: 'ack' | 'reply'; id: string };
+type Hot = { kind: 'send' | 'acks' | 'events' } | { kind: 'ack' | 'reply'; id: string };
 
 /** A message id as the hub makes them (and nothing hono would decode differently). */
 const ON_MESSAGE = /^\/v1\/messages\/([A-Za-z0-9_-]{1,100})\/(ack|reply)$/;
@@ -93,7 +91,12 @@ function answer(res: ServerResponse, a: Answer): void {
   res.end(body);
 }
 
-async function events(hot: HotRoutes, caller: Caller, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function events(
+  hot: HotRoutes,
+  caller: Caller,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache',

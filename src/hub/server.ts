@@ -12,7 +12,7 @@ import { createHub, type HubEnv } from './app.js';
 import { mountApprovalRoute } from './approval-route.js';
 import { fastPath } from './fast-path.js';
 import { GroupCommit } from './group-commit.js';
-import { HubError, HubStore } from './hub-store.js';
+import { HubError, HubStore, REVOKED_CHANNEL } from './hub-store.js';
 import { projectAgents } from './outbox.js';
 import { RateLimit } from './rate-limit.js';
 import { ForeignAuditKey } from './runs-chain.js';
@@ -97,6 +97,9 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
       : {}),
   });
   await wakeups.start((agentIds) => hub.queuedAmong(agentIds));
+  // a token revoked by another hub process: the keys this one checked are read again (without the hint,
+  // within KEY_CACHE_MS)
+  const stopRevocations = await store.listen(REVOKED_CHANNEL, () => hub.forgetKeys());
   const audits = new RateLimit(WEBHOOK_AUDITS_PER_S);
   // the requests a step wrote are new messages: wake their recipients' streams now
   const onRunMoved = (runId: string) =>
@@ -179,6 +182,7 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
     );
   });
   if (failed) {
+    await stopRevocations();
     await wakeups.close();
     return failed;
   }
@@ -201,6 +205,7 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
       // open event streams never end by themselves
       if ('closeAllConnections' in server) server.closeAllConnections();
       await group.drain();
+      await stopRevocations();
       await wakeups.close();
     },
   };
