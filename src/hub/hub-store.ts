@@ -159,7 +159,29 @@ interface MessageRow {
   reply_id: string | null;
 }
 
-const MESSAGE = `SELECT m.*, s.name AS sender_name, r.name AS recipient_name FROM hub_messages m
+/** The columns a MessageRow reads, named (a `*` would change its rows' shape under a prepared statement when a column is added). */
+const COLUMNS = [
+  'id',
+  'project_id',
+  'sender_id',
+  'recipient_id',
+  'seq',
+  'state',
+  'body',
+  'body_sha256',
+  'reply_to',
+  'hop',
+  'idempotency_key',
+  'request_sha256',
+  'created_at',
+  'expires_at',
+  'delivered_at',
+  'deliveries',
+  'reply_id',
+];
+const ROW = COLUMNS.join(', ');
+
+const MESSAGE = `SELECT ${COLUMNS.map((c) => `m.${c}`).join(', ')}, s.name AS sender_name, r.name AS recipient_name FROM hub_messages m
   JOIN hub_agents s ON s.id = m.sender_id JOIN hub_agents r ON r.id = m.recipient_id`;
 
 function newId(prefix: string): string {
@@ -562,7 +584,7 @@ export class HubStore {
       const [acked] = await tx.query<MessageRow>(
         `UPDATE hub_messages SET state = 'acked', acked_at = $3
          WHERE id = $1 AND project_id = $2 AND recipient_id = $4 AND state IN ('queued', 'delivered') AND expires_at > $3
-         RETURNING *`,
+         RETURNING ${ROW}`,
         [messageId, caller.projectId, now, caller.agentId],
       );
       if (acked)
@@ -809,7 +831,7 @@ export class HubStore {
     role: 'sender' | 'recipient',
   ): Promise<MessageRow | HubError> {
     const [row] = await tx.query<MessageRow>(
-      `SELECT * FROM hub_messages WHERE id = $1 AND project_id = $2${forUpdate(tx)}`,
+      `SELECT ${ROW} FROM hub_messages WHERE id = $1 AND project_id = $2${forUpdate(tx)}`,
       [messageId, caller.projectId],
     );
     const owner = role === 'sender' ? row?.sender_id : row?.recipient_id;
