@@ -889,31 +889,48 @@ export class HubStore {
     },
   ): Promise<MessageView | undefined> {
     const id = newId('m');
-    const seq = await nextSeq(tx, `hub:${recipient.id}`);
     const bodyHash = sha256(m.body);
     const expiresAt = m.now + m.ttlS * 1000;
-    const inserted = await tx.run(
-      `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256, reply_to, hop,
-         idempotency_key, request_sha256, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13)
-       ON CONFLICT (sender_id, idempotency_key) DO NOTHING`,
-      [
-        id,
-        caller.projectId,
-        caller.agentId,
-        recipient.id,
-        seq,
-        m.body,
-        bodyHash,
-        m.replyTo,
-        m.hop,
-        m.key,
-        m.requestHash,
-        m.now,
-        expiresAt,
-      ],
-    );
-    if (!inserted) return undefined;
+    const values = [
+      id,
+      caller.projectId,
+      caller.agentId,
+      recipient.id,
+      `hub:${recipient.id}`,
+      m.body,
+      bodyHash,
+      m.replyTo,
+      m.hop,
+      m.key,
+      m.requestHash,
+      m.now,
+      expiresAt,
+    ];
+    const columns = `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256,
+         reply_to, hop, idempotency_key, request_sha256, created_at, expires_at)`;
+    const rest = `'queued', $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (sender_id, idempotency_key) DO NOTHING`;
+    let seq: number | undefined;
+    if (tx.dialect === 'postgres') {
+      // the stream's number and the row in one round trip (the stream row is locked until commit all the
+      // same: store/streams.ts); every statement of a group commit waits for the one before it
+      const [row] = await tx.query<{ seq: number }>(
+        `WITH n AS (INSERT INTO streams (name, last_seq) VALUES ($5, 1)
+           ON CONFLICT (name) DO UPDATE SET last_seq = streams.last_seq + 1 RETURNING last_seq)
+         ${columns} VALUES ($1, $2, $3, $4, (SELECT last_seq FROM n), ${rest} RETURNING seq`,
+        values,
+      );
+      seq = row && Number(row.seq);
+    } else {
+      const next = await nextSeq(tx, values[4] as string);
+      seq = (await tx.run(`${columns} VALUES ($1, $2, $3, $4, $5, ${rest}`, [
+        ...values.slice(0, 4),
+        next,
+        ...values.slice(5),
+      ]))
+        ? next
+        : undefined;
+    }
+    if (seq === undefined) return undefined;
     return {
       id,
       from: caller.name,
