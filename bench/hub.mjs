@@ -184,6 +184,42 @@ async function startHub(env, args = []) {
   return { ...first, child };
 }
 
+/**
+ * The kernel's TCP counters that would show connections waiting on the network stack rather than on the
+ * hub: SYNs retransmitted (a connect waits 1 s, then 2 s more), accept-queue overflows and drops, and
+ * segments retransmitted (Linux /proc/net; the whole machine's, other sessions' included).
+ */
+function tcpCounters() {
+  const out = {};
+  for (const file of ['/proc/net/netstat', '/proc/net/snmp']) {
+    let lines;
+    try {
+      lines = readFileSync(file, 'utf8').trim().split('\n');
+    } catch {
+      return {};
+    }
+    for (let i = 0; i + 1 < lines.length; i += 2) {
+      const names = lines[i].split(/\s+/);
+      const values = lines[i + 1].split(/\s+/);
+      const prefix = names[0];
+      names.forEach((n, j) => {
+        if (j > 0) out[`${prefix}${n}`] = Number(values[j]);
+      });
+    }
+  }
+  return {
+    syn_retransmits: out['TcpExt:TCPSynRetrans'],
+    listen_overflows: out['TcpExt:ListenOverflows'],
+    listen_drops: out['TcpExt:ListenDrops'],
+    segments_retransmitted: out['Tcp:RetransSegs'],
+    connections_opened: out['Tcp:ActiveOpens'],
+  };
+}
+
+function counterDelta(a, b) {
+  return Object.fromEntries(Object.keys(b).map((k) => [k, b[k] - (a[k] ?? 0)]));
+}
+
 /** User + system CPU of a process so far, in ms (Linux /proc). */
 function cpuMs(pid) {
   try {
@@ -294,6 +330,7 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
   for (let i = 0; i < agents; i++) for (let w = 0; w < window; w++) void sendOne(i);
   await new Promise((r) => setTimeout(r, warmupS * 1000));
   measuring = true;
+  const tcp0 = tcpCounters();
   const cpu0 = cpuMs(hub.child.pid);
   const own0 = process.cpuUsage();
   const t = performance.now();
@@ -302,6 +339,7 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
   const elapsed = (performance.now() - t) / 1000;
   const hubCpuMs = cpuMs(hub.child.pid) - cpu0;
   const own = process.cpuUsage(own0);
+  const tcp = counterDelta(tcp0, tcpCounters());
   running = false;
   for (const close of closers) close();
   // let the cycles in flight settle before the next phase
@@ -319,6 +357,8 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
       : null,
     errors: errors.length,
     ...(errors.length ? { first_error: errors[0] } : {}),
+    // over the measured window, the whole machine's
+    tcp,
   };
 }
 
@@ -609,6 +649,7 @@ async function measure(engine) {
       p99_ms: folded.p99_ms,
       hub_cpu_ms_per_cycle: folded.hub_cpu_ms_per_cycle,
       client_cpu_ms_per_cycle: folded.client_cpu_ms_per_cycle,
+      tcp: folded.tcp,
       ops_per_commit: Number(((m3.ops - m2.ops) / (m3.commits - m2.commits)).toFixed(1)),
       errors: folded.errors,
       ...(folded.first_error ? { first_error: folded.first_error } : {}),
