@@ -104,25 +104,29 @@ async function events(
   });
   res.flushHeaders();
   const lastEventId = req.headers['last-event-id'];
-  await hot.events(caller, typeof lastEventId === 'string' ? lastEventId : undefined, {
-    write: async (text) => {
-      if (res.destroyed || res.writableEnded) return;
-      if (res.write(text)) return;
-      // the client reads slower than the hub writes: wait for it (or for it to go away)
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.once('drain', done);
-        res.once('close', done);
-      });
-    },
-    onAbort: (fn) => {
-      if (res.destroyed) fn();
-      else res.once('close', fn);
-    },
-  });
-  if (!res.writableEnded) res.end();
+  try {
+    await hot.events(caller, typeof lastEventId === 'string' ? lastEventId : undefined, {
+      write: async (text) => {
+        if (res.destroyed || res.writableEnded) return;
+        if (res.write(text)) return;
+        // the client reads slower than the hub writes: wait for it (or for it to go away)
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off('drain', done);
+            res.off('close', done);
+            resolve();
+          };
+          res.once('drain', done);
+          res.once('close', done);
+        });
+      },
+      onAbort: (fn) => {
+        if (res.destroyed) fn();
+        else res.once('close', fn);
+      },
+    });
+  } finally {
+    // the stream ended (the client went away) or failed after its head was sent: no answer but the end
+    if (!res.writableEnded) res.end();
+  }
 }
