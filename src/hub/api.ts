@@ -32,6 +32,9 @@ export const SendBody = z
   })
   .strict();
 export const ReplyBody = z.object({ body: z.string(), idempotency_key: key.optional() }).strict();
+/** The most ids one `POST /v1/acks` takes (one SSE write carries at most 500 messages). */
+export const MAX_ACKS = 500;
+export const AcksBody = z.object({ ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_ACKS) }).strict();
 
 /** A person's decision on a parked approval stage: nothing else, so no field can claim who decided. */
 export const DecisionBody = z
@@ -98,6 +101,14 @@ export const ROUTES: Route[] = [
     query: { wait: 'seconds (at most 60) to wait for the reply' },
   },
   { method: 'post', path: '/v1/messages/:id/ack', access: 'agent', summary: 'you have it: no redelivery' },
+  {
+    method: 'post',
+    path: '/v1/acks',
+    access: 'agent',
+    summary:
+      'ack several messages addressed to you in one request: {acked: ids now acked (or acked or replied before), skipped: the others}',
+    body: AcksBody,
+  },
   {
     method: 'post',
     path: '/v1/messages/:id/reply',
@@ -199,14 +210,17 @@ export const ROUTES: Route[] = [
   },
 ];
 
+/** Each route's path as a pattern, made once (every request asks accessOf). */
+const MATCHERS = ROUTES.map((r) => ({
+  method: r.method,
+  access: r.access,
+  re: new RegExp(`^${r.path.replace(/:[a-z]+/g, '[^/]+')}$`),
+}));
+
 /** Who may call `method path` (undefined: no such route). */
 export function accessOf(method: string, path: string): Access | undefined {
   const m = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
-  for (const r of ROUTES) {
-    if (r.method !== m) continue;
-    const re = new RegExp(`^${r.path.replace(/:[a-z]+/g, '[^/]+')}$`);
-    if (re.test(path)) return r.access;
-  }
+  for (const r of MATCHERS) if (r.method === m && r.re.test(path)) return r.access;
   return undefined;
 }
 

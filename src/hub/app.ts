@@ -7,7 +7,15 @@ import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import type { z } from 'zod';
-import { accessOf, MAX_REQUEST_BYTES, openApiDocument, RegisterBody, ReplyBody, SendBody } from './api.js';
+import {
+  AcksBody,
+  accessOf,
+  MAX_REQUEST_BYTES,
+  openApiDocument,
+  RegisterBody,
+  ReplyBody,
+  SendBody,
+} from './api.js';
 import { type Caller, HubError, type HubStore, LIMITS, type ProjectAuth, REDELIVER_MS } from './hub-store.js';
 import { RateLimit } from './rate-limit.js';
 import { bearer, sameSecret } from './tokens.js';
@@ -49,25 +57,36 @@ function header(c: Context<HubEnv>, name: string): string | undefined {
 /** The request's body as text: straight from the Node request when the size was checked from its header. */
 function bodyText(c: Context<HubEnv>): Promise<string> {
   const incoming = c.get('body');
-  if (!incoming) return c.req.raw.text();
+  return incoming ? readIncoming(incoming) : c.req.raw.text();
+}
+
+/** A Node request's body whose length was checked from its header; one longer than it said is cut off all the same. */
+export function readIncoming(incoming: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     incoming.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      // the header was checked; a body longer than it said is cut off here all the same
       if (size > MAX_REQUEST_BYTES) {
         incoming.destroy();
         reject(new HubError(413, 'TOO_LARGE', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes`));
       } else chunks.push(chunk);
     });
-    incoming.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    incoming.on('end', () =>
+      resolve(
+        chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'),
+      ),
+    );
     incoming.on('error', reject);
   });
 }
 
 async function readBody<T extends z.ZodType>(c: Context<HubEnv>, schema: T): Promise<z.infer<T>> {
-  const text = await bodyText(c);
+  return parseBody(await bodyText(c), schema);
+}
+
+/** A request body's JSON, checked against its route's schema (a 400 naming the first field wrong). */
+export function parseBody<T extends z.ZodType>(text: string, schema: T): z.infer<T> {
   let raw: unknown;
   try {
     raw = text.trim() ? JSON.parse(text) : {};
@@ -105,14 +124,48 @@ function checkTtl(ttl: number | undefined): void {
 /** Audit rows a second for refusals of callers without a valid key (bursts of twice that). */
 const ANONYMOUS_AUDITS_PER_S = 50;
 
-function answer(err: HubError): Response {
-  return new Response(JSON.stringify({ code: err.code, error: err.message, ...err.extra }), {
-    status: err.status,
-    headers: { 'content-type': 'application/json' },
-  });
+/** An answer as status and JSON, for hono (c.json) and for the fast path (fast-path.ts) alike. */
+export interface Answer {
+  status: number;
+  body: unknown;
+}
+
+function errorBody(err: HubError): Record<string, unknown> {
+  return { code: err.code, error: err.message, ...err.extra };
+}
+
+/** Where a stream's frames go: hono's SSE stream or the Node response. */
+export interface EventSink {
+  write(text: string): Promise<void>;
+  /** Called once when the client goes away. */
+  onAbort(fn: () => void): void;
+}
+
+/**
+ * The agent routes every message cycle takes (send, ack, acks, reply, events), apart from how they are
+ * reached: hono serves them, and so does the fast path ahead of it (fast-path.ts), with one behaviour.
+ */
+export interface HotRoutes {
+  /** The caller an agent key opens; a 401 HubError when it opens nothing. */
+  agent(authorization: string | undefined): Promise<Caller>;
+  /** Take the caller's rate (a 429 HubError past it) and renew its presence now and then. */
+  admit(caller: Caller): void;
+  send(caller: Caller, text: string): Promise<Answer>;
+  ack(caller: Caller, id: string): Promise<Answer>;
+  acks(caller: Caller, text: string): Promise<Answer>;
+  reply(caller: Caller, id: string, text: string): Promise<Answer>;
+  /** Run an agent's event stream until the client goes away. */
+  events(caller: Caller, lastEventId: string | undefined, sink: EventSink): Promise<void>;
+  /** A refusal: audited (callers without a key up to a rate), as its JSON answer. */
+  refuse(method: string, pathname: string, err: HubError, who?: Partial<Caller>): Promise<Answer>;
 }
 
 export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
+  return createHub(opts).app;
+}
+
+/** The hub's hono app, and the hot routes it serves, for a faster way in to share. */
+export function createHub(opts: HubAppOptions): { app: Hono<HubEnv>; hot: HotRoutes } {
   const { hub, wakeups } = opts;
   const app = new Hono<HubEnv>();
   const touched = new Map<string, number>();
@@ -120,24 +173,85 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
   // refusals of callers without a key are audited up to a rate, so a flood of bad tokens cannot fill the store
   const anonymous = new RateLimit(ANONYMOUS_AUDITS_PER_S);
   let unaudited = 0;
-  const refuse = async (
-    c: { req: { method: string; url: string } },
+  const refuseAnswer = async (
+    method: string,
+    pathname: string,
     err: HubError,
     who: Partial<Caller> = {},
-  ) => {
+  ): Promise<Answer> => {
     if (!who.agentId && !anonymous.take('')) {
       unaudited++;
-      return answer(err);
+      return { status: err.status, body: errorBody(err) };
     }
     await hub
       .audit({
         ...(who.projectId ? { projectId: who.projectId } : {}),
         ...(who.agentId ? { agentId: who.agentId } : {}),
         code: err.code,
-        detail: `${c.req.method} ${new URL(c.req.url).pathname}: ${err.message}`,
+        detail: `${method} ${pathname}: ${err.message}`,
       })
       .catch(() => undefined);
-    return answer(err);
+    return { status: err.status, body: errorBody(err) };
+  };
+  const refuse = async (
+    c: { req: { method: string; url: string } },
+    err: HubError,
+    who: Partial<Caller> = {},
+  ): Promise<Response> => {
+    const a = await refuseAnswer(c.req.method, new URL(c.req.url).pathname, err, who);
+    return new Response(JSON.stringify(a.body), {
+      status: a.status,
+      headers: { 'content-type': 'application/json' },
+    });
+  };
+  const json = (c: Context<HubEnv>, a: Answer) => c.json(a.body, a.status as 200);
+
+  const agent = async (authorization: string | undefined): Promise<Caller> => {
+    const caller = await hub.agentOf(bearer(authorization));
+    if (!caller)
+      throw new HubError(
+        401,
+        'UNAUTHORIZED',
+        'this route needs Authorization: Bearer <an agent key> (POST /v1/agents with a project token gives one)',
+      );
+    return caller;
+  };
+  // the rate and presence after the caller is known (a 429 is audited as the caller's)
+  const admit = (caller: Caller): void => {
+    if (!opts.rate.take(caller.agentId))
+      throw new HubError(429, 'RATE_LIMITED', `agent ${caller.name} is over its rate limit: slow down`);
+    const now = hub.now();
+    if ((touched.get(caller.agentId) ?? 0) < now - TOUCH_EVERY_MS) {
+      touched.set(caller.agentId, now);
+      void hub.touch(caller.agentId).catch(() => undefined);
+    }
+  };
+
+  const hot: HotRoutes = {
+    agent,
+    admit,
+    async send(caller, text) {
+      const input = parseBody(text, SendBody);
+      checkBody(input.body);
+      checkTtl(input.ttl_s);
+      const sent = await hub.send(caller, input);
+      return { status: sent.created ? 201 : 200, body: sent };
+    },
+    async ack(caller, id) {
+      return { status: 200, body: { message: await hub.ack(caller, id) } };
+    },
+    async acks(caller, text) {
+      const input = parseBody(text, AcksBody);
+      return { status: 200, body: await hub.ackMany(caller, input.ids) };
+    },
+    async reply(caller, id, text) {
+      const input = parseBody(text, ReplyBody);
+      checkBody(input.body);
+      const sent = await hub.reply(caller, id, input);
+      return { status: sent.created ? 201 : 200, body: sent };
+    },
+    events: (caller, lastEventId, sink) => runEvents(hub, wakeups, caller, lastEventId, sink),
+    refuse: refuseAnswer,
   };
 
   app.onError(async (err, c) => {
@@ -146,8 +260,7 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
       const project = c.get('project') as ProjectAuth | undefined;
       return refuse(c, err, caller ?? (project ? { projectId: project.projectId } : {}));
     }
-    const message = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? 'error';
-    return c.json({ code: 'INTERNAL', error: message }, 500);
+    return c.json(internal(err).body, 500);
   });
   app.notFound((c) =>
     c.json({ code: 'NOT_FOUND', error: `no route ${c.req.method} ${new URL(c.req.url).pathname}` }, 404),
@@ -175,21 +288,9 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
       c.set('project', project);
       return next();
     }
-    const caller = await hub.agentOf(token);
-    if (!caller)
-      throw new HubError(
-        401,
-        'UNAUTHORIZED',
-        'this route needs Authorization: Bearer <an agent key> (POST /v1/agents with a project token gives one)',
-      );
+    const caller = await agent(header(c, 'authorization'));
     c.set('caller', caller);
-    if (!opts.rate.take(caller.agentId))
-      throw new HubError(429, 'RATE_LIMITED', `agent ${caller.name} is over its rate limit: slow down`);
-    const now = hub.now();
-    if ((touched.get(caller.agentId) ?? 0) < now - TOUCH_EVERY_MS) {
-      touched.set(caller.agentId, now);
-      void hub.touch(caller.agentId).catch(() => undefined);
-    }
+    admit(caller);
     return next();
   });
   const tooLarge = (c: Context<HubEnv>) => {
@@ -266,13 +367,7 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
 
   // ---- an agent's ----
   app.get('/v1/agents', async (c) => c.json({ agents: await hub.peers(c.get('caller').projectId) }));
-  app.post('/v1/messages', async (c) => {
-    const input = await readBody(c, SendBody);
-    checkBody(input.body);
-    checkTtl(input.ttl_s);
-    const sent = await hub.send(c.get('caller'), input);
-    return c.json(sent, sent.created ? 201 : 200);
-  });
+  app.post('/v1/messages', async (c) => json(c, await hot.send(c.get('caller'), await bodyText(c))));
   app.get('/v1/messages/:id', async (c) => {
     const caller = c.get('caller');
     const id = c.req.param('id');
@@ -294,15 +389,11 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
       waiter.close();
     }
   });
-  app.post('/v1/messages/:id/ack', async (c) =>
-    c.json({ message: await hub.ack(c.get('caller'), c.req.param('id')) }),
+  app.post('/v1/messages/:id/ack', async (c) => json(c, await hot.ack(c.get('caller'), c.req.param('id'))));
+  app.post('/v1/acks', async (c) => json(c, await hot.acks(c.get('caller'), await bodyText(c))));
+  app.post('/v1/messages/:id/reply', async (c) =>
+    json(c, await hot.reply(c.get('caller'), c.req.param('id'), await bodyText(c))),
   );
-  app.post('/v1/messages/:id/reply', async (c) => {
-    const input = await readBody(c, ReplyBody);
-    checkBody(input.body);
-    const sent = await hub.reply(c.get('caller'), c.req.param('id'), input);
-    return c.json(sent, sent.created ? 201 : 200);
-  });
   app.post('/v1/messages/:id/cancel', async (c) =>
     c.json({ message: await hub.cancel(c.get('caller'), c.req.param('id')) }),
   );
@@ -318,62 +409,88 @@ export function createHubApp(opts: HubAppOptions): Hono<HubEnv> {
   });
   app.get('/v1/events', (c) => {
     const caller = c.get('caller');
-    const last = c.req.header('last-event-id') ?? '';
-    let cursor = /^\d+$/.test(last) ? Number(last) : 0;
-    return streamSSE(c, async (stream) => {
-      const waiter = wakeups.subscribe(caller.agentId);
-      let open = true;
-      stream.onAbort(() => {
-        open = false;
-        waiter.close();
-      });
-      let first = true;
-      let beat = Date.now();
-      // when the earliest delivered message falls due again: read from the rows after a wait that
-      // timed out, and between those only brought forward by what this stream delivers (a value
-      // too early costs one read more; one too late is bounded by POLL_MS, after which it is read again)
-      let next: number | undefined;
-      let stale = true;
-      try {
-        while (open) {
-          let until: number;
-          try {
-            // on (re)connect every message not acked; then the new ones and those due again
-            const due = await hub.due(caller.agentId, { all: first, after: cursor });
-            first = false;
-            // one write for all of them (JSON has no line break, so each is one data line)
-            let frames = '';
-            for (const m of due) {
-              frames += `event: message\ndata: ${JSON.stringify(m)}\nid: ${m.seq}\n\n`;
-              cursor = Math.max(cursor, m.seq);
-            }
-            if (frames) await stream.write(frames);
-            await hub.markDelivered(
-              caller.agentId,
-              due.map((m) => m.id),
-            );
-            if (due.length >= 500) continue;
-            const now = Date.now();
-            if (stale) next = await hub.nextRedelivery(caller.agentId);
-            else if (due.length) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + REDELIVER_MS);
-            if (now - beat >= HEARTBEAT_MS) {
-              beat = now;
-              await stream.write(': ping\n\n');
-              await hub.touch(caller.agentId);
-            }
-            until = Math.min(next ?? Number.POSITIVE_INFINITY, beat + HEARTBEAT_MS, now + POLL_MS);
-          } catch {
-            // the store failed for a moment (a deadlock retried out, a lost connection): what was not
-            // marked delivered is sent again, and the stream goes on
-            until = Date.now() + 250;
-          }
-          stale = !(await waiter.wait(until - Date.now()));
-        }
-      } finally {
-        waiter.close();
-      }
-    });
+    return streamSSE(c, (stream) =>
+      hot.events(caller, c.req.header('last-event-id'), {
+        write: async (text) => {
+          await stream.write(text);
+        },
+        onAbort: (fn) => stream.onAbort(fn),
+      }),
+    );
   });
   opts.mount?.(app);
-  return app;
+  return { app, hot };
+}
+
+/** The answer to an error no route expected: its first line, as a 500. */
+export function internal(err: unknown): Answer {
+  const message = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? 'error';
+  return { status: 500, body: { code: 'INTERNAL', error: message } };
+}
+
+/**
+ * An agent's event stream: on (re)connect every message not acked, then the new ones and those due
+ * again, each as `event: message` with the recipient's sequence as its `id:`; a ping and a presence
+ * renewal every HEARTBEAT_MS.
+ */
+async function runEvents(
+  hub: HubStore,
+  wakeups: Wakeups,
+  caller: Caller,
+  lastEventId: string | undefined,
+  sink: EventSink,
+): Promise<void> {
+  const last = lastEventId ?? '';
+  let cursor = /^\d+$/.test(last) ? Number(last) : 0;
+  const waiter = wakeups.subscribe(caller.agentId);
+  let open = true;
+  sink.onAbort(() => {
+    open = false;
+    waiter.close();
+  });
+  let first = true;
+  let beat = Date.now();
+  // when the earliest delivered message falls due again: read from the rows after a wait that
+  // timed out, and between those only brought forward by what this stream delivers (a value
+  // too early costs one read more; one too late is bounded by POLL_MS, after which it is read again)
+  let next: number | undefined;
+  let stale = true;
+  try {
+    while (open) {
+      let until: number;
+      try {
+        // on (re)connect every message not acked; then the new ones and those due again
+        const due = await hub.due(caller.agentId, { all: first, after: cursor });
+        first = false;
+        // one write for all of them (JSON has no line break, so each is one data line)
+        let frames = '';
+        for (const m of due) {
+          frames += `event: message\ndata: ${JSON.stringify(m)}\nid: ${m.seq}\n\n`;
+          cursor = Math.max(cursor, m.seq);
+        }
+        if (frames) await sink.write(frames);
+        await hub.markDelivered(
+          caller.agentId,
+          due.map((m) => m.id),
+        );
+        if (due.length >= 500) continue;
+        const now = Date.now();
+        if (stale) next = await hub.nextRedelivery(caller.agentId);
+        else if (due.length) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + REDELIVER_MS);
+        if (now - beat >= HEARTBEAT_MS) {
+          beat = now;
+          await sink.write(': ping\n\n');
+          await hub.touch(caller.agentId);
+        }
+        until = Math.min(next ?? Number.POSITIVE_INFINITY, beat + HEARTBEAT_MS, now + POLL_MS);
+      } catch {
+        // the store failed for a moment (a deadlock retried out, a lost connection): what was not
+        // marked delivered is sent again, and the stream goes on
+        until = Date.now() + 250;
+      }
+      stale = !(await waiter.wait(until - Date.now()));
+    }
+  } finally {
+    waiter.close();
+  }
 }

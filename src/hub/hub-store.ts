@@ -34,6 +34,14 @@ export const LIMITS = {
 export const REDELIVER_MS = 30_000;
 /** An agent is online while it was seen within this. */
 export const PRESENCE_MS = 60_000;
+/**
+ * How long a checked agent key is taken on this process's word without its row read again. A key
+ * revoked here (or, on PostgreSQL, by another hub process: a hint) is refused from the next request;
+ * revoked by another process with no hint heard (SQLite: hints do not cross processes), within this.
+ */
+export const KEY_CACHE_MS = 1000;
+/** The channel a revocation is hinted on, so other hub processes forget the keys they checked. */
+export const REVOKED_CHANNEL = 'keel_hub_revoked';
 
 export type MessageState = 'queued' | 'delivered' | 'acked' | 'replied' | 'cancelled' | 'expired';
 
@@ -151,11 +159,43 @@ interface MessageRow {
   reply_id: string | null;
 }
 
-const MESSAGE = `SELECT m.*, s.name AS sender_name, r.name AS recipient_name FROM hub_messages m
+/** The columns a MessageRow reads, named (a `*` would change its rows' shape under a prepared statement when a column is added). */
+const COLUMNS = [
+  'id',
+  'project_id',
+  'sender_id',
+  'recipient_id',
+  'seq',
+  'state',
+  'body',
+  'body_sha256',
+  'reply_to',
+  'hop',
+  'idempotency_key',
+  'request_sha256',
+  'created_at',
+  'expires_at',
+  'delivered_at',
+  'deliveries',
+  'reply_id',
+];
+const ROW = COLUMNS.join(', ');
+
+const MESSAGE = `SELECT ${COLUMNS.map((c) => `m.${c}`).join(', ')}, s.name AS sender_name, r.name AS recipient_name FROM hub_messages m
   JOIN hub_agents s ON s.id = m.sender_id JOIN hub_agents r ON r.id = m.recipient_id`;
 
+// ids come from the CSPRNG in blocks: a call for every 12 bytes cost 5 % of a busy hub's time (ids name
+// rows, they open nothing: each route checks whose a message is; tokens take their own randomBytes)
+let random = Buffer.alloc(0);
+let used = 0;
+
 function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
+  if (used + 12 > random.length) {
+    random = randomBytes(4096);
+    used = 0;
+  }
+  used += 12;
+  return `${prefix}_${random.toString('hex', used - 12, used)}`;
 }
 
 /** The state a reader sees: a message past its TTL and not yet taken is expired, swept or not. */
@@ -203,6 +243,10 @@ export class HubStore {
   private readonly names = new Map<string, string>();
   /** Project id and name → agent id: an agent keeps its id, and is never deleted (bounded). */
   private readonly ids = new Map<string, string>();
+  /** Agent key id → its hash and caller, as read within KEY_CACHE_MS (bounded; emptied by a revocation). */
+  private readonly keys = new Map<string, { hash: string; caller: Caller; until: number }>();
+  /** Bumped by every revocation: a key check read before one is not remembered after it. */
+  private revocations = 0;
 
   constructor(
     readonly store: Store,
@@ -276,7 +320,18 @@ export class HubStore {
         [tokenId, now],
       );
       return { token_id: tokenId, agent_keys_revoked: keys };
+    }).then((revoked) => {
+      // committed: no key of this process outlives it, and the other processes are told (a hint)
+      this.forgetKeys();
+      this.store.hint(REVOKED_CHANNEL);
+      return revoked;
     });
+  }
+
+  /** Forget every agent key checked so far: the next request of each reads its row again. */
+  forgetKeys(): void {
+    this.revocations++;
+    this.keys.clear();
   }
 
   // ---- who is calling ----
@@ -297,6 +352,11 @@ export class HubStore {
   async agentOf(key: string): Promise<Caller | undefined> {
     const parsed = parseToken('agent', key);
     if (!parsed) return undefined;
+    const now = Date.now();
+    const known = this.keys.get(parsed.id);
+    // the secret is compared on every request, remembered or not
+    if (known && known.until > now) return sameHash(known.hash, parsed.hash) ? known.caller : undefined;
+    const generation = this.revocations;
     const [row] = await this.store.query<{
       hash: string;
       agent_id: string;
@@ -313,7 +373,13 @@ export class HubStore {
     // a key's agent is committed (read outside any transaction): its id may be remembered by name too
     if (this.ids.size >= 10_000) this.ids.clear();
     this.ids.set(`${row.project_id}\0${row.name}`, row.agent_id);
-    return { agentId: row.agent_id, projectId: row.project_id, name: row.name };
+    const caller = { agentId: row.agent_id, projectId: row.project_id, name: row.name };
+    // a revocation while this row was read: the row may predate it, so it is not remembered
+    if (generation === this.revocations) {
+      if (this.keys.size >= 10_000) this.keys.clear();
+      this.keys.set(parsed.id, { hash: row.hash, caller, until: now + KEY_CACHE_MS });
+    }
+    return caller;
   }
 
   // ---- agents ----
@@ -387,14 +453,14 @@ export class HubStore {
       JSON.stringify(['send', input.to, input.body, ttl, input.reply_to ?? null, input.hop ?? 0]),
     );
     const result = await this.write(async (tx) => {
-      const earlier = await this.idempotent(tx, caller, input.idempotency_key, requestHash, now);
-      if (earlier) return earlier;
+      // a key used before shows at the insert (ON CONFLICT): the usual send reads nothing for it first.
+      // A refusal is answered as the key's original when there is one, as if that were read first.
+      const refuse = async (err: HubError) =>
+        (await this.idempotent(tx, caller, input.idempotency_key, requestHash, now)) ?? err;
       const recipient = await this.agentNamed(tx, caller.projectId, input.to);
       if (!recipient)
-        return new HubError(
-          404,
-          'UNKNOWN_AGENT',
-          `no agent named ${JSON.stringify(input.to)} in this project`,
+        return refuse(
+          new HubError(404, 'UNKNOWN_AGENT', `no agent named ${JSON.stringify(input.to)} in this project`),
         );
       let hop = input.hop ?? 0;
       if (input.reply_to !== undefined) {
@@ -403,10 +469,10 @@ export class HubStore {
           [input.reply_to, caller.projectId],
         );
         if (!parent || (parent.sender_id !== caller.agentId && parent.recipient_id !== caller.agentId))
-          return new HubError(404, 'NOT_FOUND', `reply_to: no message ${input.reply_to} of yours`);
+          return refuse(new HubError(404, 'NOT_FOUND', `reply_to: no message ${input.reply_to} of yours`));
         hop = Math.max(hop, parent.hop + 1);
       }
-      if (hop > LIMITS.maxHop) return hopLimit(hop);
+      if (hop > LIMITS.maxHop) return refuse(hopLimit(hop));
       const sent = await this.insert(
         tx,
         caller,
@@ -421,15 +487,14 @@ export class HubStore {
           ttlS: ttl,
         },
       );
-      // the same key committed meanwhile by another hub process: its message is the answer
+      // the key was used (by this request before, or by another one): its message is the answer
       if (sent === undefined)
-        return (
-          (await this.idempotent(tx, caller, input.idempotency_key, requestHash, now)) ??
+        return refuse(
           new HubError(
             409,
             'IDEMPOTENCY_CONFLICT',
             `idempotency key ${JSON.stringify(input.idempotency_key)} is in use`,
-          )
+          ),
         );
       return { id: sent.id, created: true as const, recipientId: recipient.id, message: sent };
     });
@@ -461,18 +526,23 @@ export class HubStore {
       // the message's lock first: a reply retried through another process waits here, then finds its twin
       const original = await this.lockOwn(tx, caller, messageId, 'recipient');
       if (original instanceof HubError) return original;
-      const earlier = await this.idempotent(tx, caller, key, requestHash, now);
-      if (earlier) return earlier;
       const state = effectiveState(original, now);
+      // the key shows at the insert (ON CONFLICT) when the message is open; a refusal is answered as
+      // the key's original when there is one (a retried reply finds its twin), as if that were read first
+      const refuse = async (err: HubError) =>
+        (await this.idempotent(tx, caller, key, requestHash, now)) ?? err;
       if (state === 'replied')
-        return new HubError(409, 'ALREADY_REPLIED', `message ${messageId} has a reply already`, {
-          reply_id: original.reply_id,
-        });
-      if (state === 'cancelled') return new HubError(409, 'CANCELLED', `message ${messageId} was cancelled`);
+        return refuse(
+          new HubError(409, 'ALREADY_REPLIED', `message ${messageId} has a reply already`, {
+            reply_id: original.reply_id,
+          }),
+        );
+      if (state === 'cancelled')
+        return refuse(new HubError(409, 'CANCELLED', `message ${messageId} was cancelled`));
       if (state === 'expired')
-        return new HubError(410, 'EXPIRED', `message ${messageId} expired before it was taken`);
+        return refuse(new HubError(410, 'EXPIRED', `message ${messageId} expired before it was taken`));
       const hop = original.hop + 1;
-      if (hop > LIMITS.maxHop) return hopLimit(hop);
+      if (hop > LIMITS.maxHop) return refuse(hopLimit(hop));
       const inserted = await this.insert(
         tx,
         caller,
@@ -489,10 +559,12 @@ export class HubStore {
       );
       // under the message's lock no twin can have taken the key: a conflict here is another request's
       if (inserted === undefined)
-        return new HubError(
-          409,
-          'IDEMPOTENCY_CONFLICT',
-          `idempotency key ${JSON.stringify(key)} was used for another request`,
+        return refuse(
+          new HubError(
+            409,
+            'IDEMPOTENCY_CONFLICT',
+            `idempotency key ${JSON.stringify(key)} was used for another request`,
+          ),
         );
       const id = inserted.id;
       await tx.run(
@@ -522,7 +594,7 @@ export class HubStore {
       const [acked] = await tx.query<MessageRow>(
         `UPDATE hub_messages SET state = 'acked', acked_at = $3
          WHERE id = $1 AND project_id = $2 AND recipient_id = $4 AND state IN ('queued', 'delivered') AND expires_at > $3
-         RETURNING *`,
+         RETURNING ${ROW}`,
         [messageId, caller.projectId, now, caller.agentId],
       );
       if (acked)
@@ -549,6 +621,38 @@ export class HubStore {
       );
     });
     return check(result);
+  }
+
+  /**
+   * Ack several of the caller's messages in one write: `acked` lists those now acked, or acked or
+   * replied before (acking twice is no error); `skipped` the rest: not the caller's (or no such
+   * message: which, is not told), cancelled or expired.
+   */
+  async ackMany(
+    caller: Caller,
+    messageIds: readonly string[],
+  ): Promise<{ acked: string[]; skipped: string[] }> {
+    const ids = [...new Set(messageIds)];
+    const now = this.now();
+    const marks = ids.map((_, i) => `$${i + 4}`).join(', ');
+    const acked = await this.write(async (tx) => {
+      // the usual case, one statement: each message the caller's, not yet acked, not expired
+      const rows = await tx.query<{ id: string }>(
+        `UPDATE hub_messages SET state = 'acked', acked_at = $3
+         WHERE project_id = $2 AND recipient_id = $1 AND state IN ('queued', 'delivered') AND expires_at > $3
+         AND id IN (${marks}) RETURNING id`,
+        [caller.agentId, caller.projectId, now, ...ids],
+      );
+      if (rows.length === ids.length) return rows;
+      const before = await tx.query<{ id: string }>(
+        `SELECT id FROM hub_messages WHERE project_id = $2 AND recipient_id = $1 AND state IN ('acked', 'replied')
+         AND id IN (${ids.map((_, i) => `$${i + 3}`).join(', ')})`,
+        [caller.agentId, caller.projectId, ...ids],
+      );
+      return [...rows, ...before];
+    });
+    const done = new Set(acked.map((r) => r.id));
+    return { acked: ids.filter((id) => done.has(id)), skipped: ids.filter((id) => !done.has(id)) };
   }
 
   /** The sender withdraws a message not yet replied to. */
@@ -737,7 +841,7 @@ export class HubStore {
     role: 'sender' | 'recipient',
   ): Promise<MessageRow | HubError> {
     const [row] = await tx.query<MessageRow>(
-      `SELECT * FROM hub_messages WHERE id = $1 AND project_id = $2${forUpdate(tx)}`,
+      `SELECT ${ROW} FROM hub_messages WHERE id = $1 AND project_id = $2${forUpdate(tx)}`,
       [messageId, caller.projectId],
     );
     const owner = role === 'sender' ? row?.sender_id : row?.recipient_id;
@@ -795,31 +899,48 @@ export class HubStore {
     },
   ): Promise<MessageView | undefined> {
     const id = newId('m');
-    const seq = await nextSeq(tx, `hub:${recipient.id}`);
     const bodyHash = sha256(m.body);
     const expiresAt = m.now + m.ttlS * 1000;
-    const inserted = await tx.run(
-      `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256, reply_to, hop,
-         idempotency_key, request_sha256, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13)
-       ON CONFLICT (sender_id, idempotency_key) DO NOTHING`,
-      [
-        id,
-        caller.projectId,
-        caller.agentId,
-        recipient.id,
-        seq,
-        m.body,
-        bodyHash,
-        m.replyTo,
-        m.hop,
-        m.key,
-        m.requestHash,
-        m.now,
-        expiresAt,
-      ],
-    );
-    if (!inserted) return undefined;
+    const values = [
+      id,
+      caller.projectId,
+      caller.agentId,
+      recipient.id,
+      `hub:${recipient.id}`,
+      m.body,
+      bodyHash,
+      m.replyTo,
+      m.hop,
+      m.key,
+      m.requestHash,
+      m.now,
+      expiresAt,
+    ];
+    const columns = `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256,
+         reply_to, hop, idempotency_key, request_sha256, created_at, expires_at)`;
+    const rest = `'queued', $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (sender_id, idempotency_key) DO NOTHING`;
+    let seq: number | undefined;
+    if (tx.dialect === 'postgres') {
+      // the stream's number and the row in one round trip (the stream row is locked until commit all the
+      // same: store/streams.ts); every statement of a group commit waits for the one before it
+      const [row] = await tx.query<{ seq: number }>(
+        `WITH n AS (INSERT INTO streams (name, last_seq) VALUES ($5, 1)
+           ON CONFLICT (name) DO UPDATE SET last_seq = streams.last_seq + 1 RETURNING last_seq)
+         ${columns} VALUES ($1, $2, $3, $4, (SELECT last_seq FROM n), ${rest} RETURNING seq`,
+        values,
+      );
+      seq = row && Number(row.seq);
+    } else {
+      const next = await nextSeq(tx, values[4] as string);
+      seq = (await tx.run(`${columns} VALUES ($1, $2, $3, $4, $5, ${rest}`, [
+        ...values.slice(0, 4),
+        next,
+        ...values.slice(5),
+      ]))
+        ? next
+        : undefined;
+    }
+    if (seq === undefined) return undefined;
     return {
       id,
       from: caller.name,

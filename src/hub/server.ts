@@ -3,14 +3,16 @@
  * expiry sweep, and the HTTP listener. Nothing that matters lives only in this process: due times
  * and expiries are columns, so another hub process (or this one restarted) carries on from the rows.
  */
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Store } from '../store/engine.js';
-import { createHubApp, type HubEnv } from './app.js';
+import { createHub, type HubEnv } from './app.js';
 import { mountApprovalRoute } from './approval-route.js';
+import { fastPath } from './fast-path.js';
 import { GroupCommit } from './group-commit.js';
-import { HubError, HubStore } from './hub-store.js';
+import { HubError, HubStore, REVOKED_CHANNEL } from './hub-store.js';
 import { projectAgents } from './outbox.js';
 import { RateLimit } from './rate-limit.js';
 import { ForeignAuditKey } from './runs-chain.js';
@@ -95,6 +97,9 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
       : {}),
   });
   await wakeups.start((agentIds) => hub.queuedAmong(agentIds));
+  // a token revoked by another hub process: the keys this one checked are read again (without the hint,
+  // within KEY_CACHE_MS)
+  const stopRevocations = await store.listen(REVOKED_CHANNEL, () => hub.forgetKeys());
   const audits = new RateLimit(WEBHOOK_AUDITS_PER_S);
   // the requests a step wrote are new messages: wake their recipients' streams now
   const onRunMoved = (runId: string) =>
@@ -141,7 +146,7 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
           });
         }
       : undefined;
-  const app = createHubApp({
+  const { app, hot } = createHub({
     version: opts.version,
     hub,
     adminToken: opts.adminToken,
@@ -159,7 +164,13 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
         '',
       ].join('\n'),
   });
-  const server = serve({ fetch: app.fetch, hostname: opts.host, port: opts.port });
+  // the hot routes of every message cycle straight from node:http, the rest (and anything unusual) through hono
+  const viaHono = getRequestListener(app.fetch, { hostname: opts.host });
+  const viaFast = fastPath(hot);
+  const server = createServer((req, res) => {
+    if (!viaFast(req, res)) void viaHono(req, res);
+  });
+  server.listen(opts.port, opts.host);
   const failed = await new Promise<string | undefined>((resolve) => {
     server.once('listening', () => resolve(undefined));
     server.once('error', (err: NodeJS.ErrnoException) =>
@@ -171,6 +182,7 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
     );
   });
   if (failed) {
+    await stopRevocations();
     await wakeups.close();
     return failed;
   }
@@ -193,6 +205,7 @@ export async function startHub(opts: HubOptions): Promise<RunningHub | string> {
       // open event streams never end by themselves
       if ('closeAllConnections' in server) server.closeAllConnections();
       await group.drain();
+      await stopRevocations();
       await wakeups.close();
     },
   };

@@ -117,6 +117,62 @@ describe.each(engines)('hub store on $name', (engine) => {
     expect((await again.message(agents.b as Caller, sent.message.id)).message.deliveries).toBe(2);
   });
 
+  test('fewer requests per message: a reply acks what it answers; ackMany acks only the caller’s live messages', async () => {
+    const hub = await open();
+    const { agents } = await project(hub, 'a', 'b', 'c');
+    const a = agents.a as Caller;
+    const b = agents.b as Caller;
+    // replied without an ack first: acked by the reply, never delivered again
+    const asked = await hub.send(a, { to: 'b', body: 'q', idempotency_key: 'q' });
+    await hub.markDelivered(b.agentId, [asked.message.id]);
+    const reply = await hub.reply(b, asked.message.id, { body: 'r' });
+    c.advance(REDELIVER_MS);
+    expect(await hub.due(b.agentId, { all: true })).toEqual([]);
+    expect(await hub.nextRedelivery(b.agentId)).toBeUndefined();
+
+    const send = (from: Caller, to: string, key: string, ttl_s?: number) =>
+      hub.send(from, { to, body: key, idempotency_key: key, ...(ttl_s ? { ttl_s } : {}) });
+    const one = await send(b, 'a', 'one');
+    const two = await send(b, 'a', 'two');
+    const acked = await send(b, 'a', 'acked');
+    await hub.ack(a, acked.message.id);
+    const cancelled = await send(b, 'a', 'cancelled');
+    await hub.cancel(b, cancelled.message.id);
+    const stale = await send(b, 'a', 'stale', 1);
+    const others = await send(b, 'c', 'for-c');
+    c.advance(1000);
+    const ids = [
+      one.message.id,
+      two.message.id,
+      reply.message.id,
+      acked.message.id,
+      asked.message.id, // a's own message to b: not a's to ack
+      others.message.id, // c's
+      cancelled.message.id,
+      stale.message.id,
+      'm_nosuchmessage',
+      one.message.id, // twice is once
+    ];
+    expect(await hub.ackMany(a, ids)).toEqual({
+      acked: [one.message.id, two.message.id, reply.message.id, acked.message.id],
+      skipped: [
+        asked.message.id,
+        others.message.id,
+        cancelled.message.id,
+        stale.message.id,
+        'm_nosuchmessage',
+      ],
+    });
+    const state = async (who: Caller, id: string) => (await hub.message(who, id)).message.state;
+    expect(await state(a, one.message.id)).toBe('acked');
+    expect(await state(a, reply.message.id)).toBe('acked');
+    expect(await state(agents.c as Caller, others.message.id)).toBe('queued');
+    expect(await state(a, cancelled.message.id)).toBe('cancelled');
+    expect(await state(a, stale.message.id)).toBe('expired');
+    expect(await state(a, asked.message.id)).toBe('replied');
+    expect(await hub.due(a.agentId, { all: true })).toEqual([]);
+  });
+
   test('idempotency: the same request is the original back, another request under the key is 409', async () => {
     const hub = await open();
     const { agents } = await project(hub, 'a', 'b');
