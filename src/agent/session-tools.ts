@@ -25,7 +25,10 @@ export async function sessionTools(
   ];
 }
 
-/** The configured MCP servers' tools: the MCP client (and its JSON-schema checker) is loaded only when a server is configured. */
+/**
+ * The configured MCP servers' tools: the MCP client (and its JSON-schema checker) is loaded only when a server
+ * is configured.
+ */
 export function mcpToolsWhenConfigured(warn: (line: string) => void): ToolFactory {
   return async (deps) =>
     deps.loaded.config.mcp_servers.length === 0 ? [] : (await import('../tools/mcp.js')).mcpTools(warn)(deps);
