@@ -89,10 +89,14 @@ export function runNode(nodeArgs, { cwd, home, rss = false }) {
   });
 }
 
-/** Run `node ...args` with the caller's own spawn options (cwd, env), untimed; resolves with { status, stdout, stderr }. */
-export function runNodeWith(args, options) {
+/** Run `node ...args` with the caller's own spawn options (cwd, env; `input` is written to its stdin), untimed; resolves with { status, stdout, stderr }. */
+export function runNodeWith(args, { input, ...options }) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      ...options,
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    if (input !== undefined) child.stdin.end(input);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {

@@ -9,9 +9,10 @@
  * Rows: `node -e ""` (the floor: Node starting and exiting), `keel --version`, `keel --help`,
  * `keel __complete sessions` (what a completion script runs on Tab), and `keel ask "hi"` against the
  * scripted model on 127.0.0.1 answering "OK" (wall, and launch → the first chat request reaching the
- * server). Runs are interleaved round by round (each build, each row), so background load lands on
- * every row alike; one warm-up round is dropped; the medians and p10–p90 are of BENCH_RUNS rounds
- * (default 15). CPU is the process's user + system time (all its threads), steadier than wall time
+ * server), and `keel chat` with "hi" piped in against the same model (one turn, then end of input; wall,
+ * and launch → its first chat request). Runs are interleaved round by round (each build, each row), so
+ * background load lands on every row alike; one warm-up round is dropped; the medians and p10–p90 are of
+ * BENCH_RUNS rounds (default 15). CPU is the process's user + system time (all its threads), steadier than wall time
  * when other work shares the cores. The load average is printed before and after: on a shared machine
  * it is what to read next to the milliseconds. "loaded" is what one run of each row loaded from
  * dist/bundle (files, KB).
@@ -52,7 +53,7 @@ async function main() {
   // loaded here, not at the top: a `--child` measuring an import alone must not have loaded it already
   const { serve } = await import('./serve.mjs');
   const { BIN, keelEnv, runNodeWith } = await import('./spawn-timed.mjs');
-  const runNode = (args, { cwd, home }) => timedNode(args, { cwd, env: keelEnv(home) });
+  const runNode = (args, { cwd, home, input }) => timedNode(args, { cwd, env: keelEnv(home), input });
   const builds = [['keel', BIN]];
   if (process.env.KEEL_BASELINE) builds.push(['baseline', resolve(process.env.KEEL_BASELINE)]);
   const scratch = mkdtempSync(join(tmpdir(), 'keel-startup-'));
@@ -90,11 +91,28 @@ async function main() {
       await server.close();
       if (ask.stdout.trim() !== 'OK')
         throw new Error(`${build}: keel ask printed ${JSON.stringify(ask.stdout)}`);
-      const chat = arrivals.find((a) => a.method === 'POST' && a.path === '/v1/chat/completions');
-      if (!chat) throw new Error(`${build}: keel ask sent no chat request`);
+      const first = arrivals.find((a) => a.method === 'POST' && a.path === '/v1/chat/completions');
+      if (!first) throw new Error(`${build}: keel ask sent no chat request`);
       if (keep) {
         add('`keel ask "hi"`, wall', build, ask.ms, ask.cpu);
-        add('… launch → first chat request', build, Number(chat.at - ask.t0) / 1e6);
+        add('… launch → first chat request', build, Number(first.at - ask.t0) / 1e6);
+      }
+      const piped = await serve(TRIVIAL, MODEL);
+      const chat = ok(
+        await runNode(
+          [bin, 'chat', '--provider', 'openai', '--base-url', piped.server.url, '--model', MODEL],
+          { cwd, home, input: 'hi\n' },
+        ),
+        `${build} keel chat`,
+      );
+      await piped.server.close();
+      if (!chat.stdout.includes('OK'))
+        throw new Error(`${build}: keel chat printed ${JSON.stringify(chat.stdout)}`);
+      const chatFirst = piped.arrivals.find((a) => a.method === 'POST' && a.path === '/v1/chat/completions');
+      if (!chatFirst) throw new Error(`${build}: keel chat sent no chat request`);
+      if (keep) {
+        add('`keel chat`, "hi" piped in, wall', build, chat.ms, chat.cpu);
+        add('… launch → its first chat request', build, Number(chatFirst.at - chat.t0) / 1e6);
       }
       // after the ask, so the store has a session to complete
       const complete = ok(await runNode([bin, '__complete', 'sessions'], { cwd, home }), `${build} complete`);
@@ -107,7 +125,7 @@ async function main() {
   const loaded = {};
   for (const [build, bin] of builds) {
     const { server } = await serve(TRIVIAL, MODEL);
-    for (const [row, args] of [
+    for (const [row, args, input] of [
       ['`keel --version`', ['--version']],
       ['`keel --help`', ['--help']],
       ['`keel __complete sessions`', ['__complete', 'sessions']],
@@ -115,11 +133,16 @@ async function main() {
         '`keel ask "hi"`, wall',
         ['ask', '--provider', 'openai', '--base-url', server.url, '--model', MODEL, 'hi'],
       ],
+      [
+        '`keel chat`, "hi" piped in, wall',
+        ['chat', '--provider', 'openai', '--base-url', server.url, '--model', MODEL],
+        'hi\n',
+      ],
     ])
       loaded[`${row}\u0000${build}`] = await loads(
         bin,
         args,
-        { cwd, env: { ...keelEnv(homes[build]) } },
+        { cwd, env: { ...keelEnv(homes[build]) }, input },
         runNodeWith,
       );
     await server.close();
@@ -168,15 +191,16 @@ async function main() {
  * few ms, is in every row's wall time alike, the floor's too). CPU time is the steadier figure when other
  * work shares the cores.
  */
-function timedNode(args, { cwd, env }) {
+function timedNode(args, { cwd, env, input }) {
   const script = '"$@"; code=$?; times >&2; exit $code';
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
     const child = spawn('bash', ['-c', script, 'bash', process.execPath, ...args], {
       cwd,
       env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
+    if (input !== undefined) child.stdin.end(input);
     let stdout = '';
     let stderr = '';
     let ms = 0;
@@ -208,12 +232,13 @@ function ok(run, what) {
 }
 
 /** What one run of `bin args` loaded from its build's dist/bundle: files and kilobytes (async: the model is in this process). */
-async function loads(bin, args, { cwd, env }, runNodeWith) {
+async function loads(bin, args, { cwd, env, input }, runNodeWith) {
   const bundle = join(dirname(bin), '..', 'dist', 'bundle');
   const log = join(mkdtempSync(join(tmpdir(), 'keel-loads-')), 'loads');
   await runNodeWith([`--import=${RECORDER}`, bin, ...args], {
     cwd,
     env: { ...env, KEEL_TEST_LOADS: log },
+    input,
   });
   let urls = [];
   try {

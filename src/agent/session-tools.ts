@@ -17,17 +17,26 @@ export async function sessionTools(
     agentTools,
     graphTools,
     memoryTools,
-    // the MCP client (and its JSON-schema checker) is loaded only when a server is configured
-    async (deps: Parameters<ToolFactory>[0]) =>
-      deps.loaded.config.mcp_servers.length === 0
-        ? []
-        : (await import('../tools/mcp.js')).mcpTools(warn)(deps),
-    // A2A agents and the hub client are loaded only when configured, as the MCP client is
+    mcpToolsWhenConfigured(warn),
+    // A2A agents are loaded only when configured, as the MCP client is
     async (deps: Parameters<ToolFactory>[0]) =>
       deps.loaded.config.a2a_agents.length === 0 ? [] : (await import('../tools/a2a.js')).a2aTools(deps),
-    // hub_* only when the environment names a hub (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME; hubTools
-    // checks all three): without a URL there is nothing to load
-    async (deps: Parameters<ToolFactory>[0]) =>
-      deps.env.KEEL_HUB_URL?.trim() ? (await import('../tools/hub.js')).hubTools(deps) : [],
+    hubToolsWhenNamed,
   ];
 }
+
+/**
+ * The configured MCP servers' tools: the MCP client (and its JSON-schema checker) is loaded only when a server
+ * is configured.
+ */
+export function mcpToolsWhenConfigured(warn: (line: string) => void): ToolFactory {
+  return async (deps) =>
+    deps.loaded.config.mcp_servers.length === 0 ? [] : (await import('../tools/mcp.js')).mcpTools(warn)(deps);
+}
+
+/**
+ * hub_* only when the environment names a hub (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME; hubTools checks
+ * all three): without a URL there is nothing to load.
+ */
+export const hubToolsWhenNamed: ToolFactory = async (deps) =>
+  deps.env.KEEL_HUB_URL?.trim() ? (await import('../tools/hub.js')).hubTools(deps) : [];

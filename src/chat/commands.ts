@@ -42,7 +42,7 @@ export async function runCommand(
   switch (name) {
     case 'help': {
       // plugin text: the description is one plain line already, and inert here again as everything shown is
-      const plugins = approvedPluginCommands();
+      const plugins = await approvedPluginCommands();
       screen.lines([
         style.bold('commands'),
         ...COMMANDS.map((c) => `  /${`${c.name} ${c.args}`.trim().padEnd(28)} ${style.dim(c.summary)}`),

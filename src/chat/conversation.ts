@@ -313,15 +313,19 @@ export class Conversation {
     this.controller = controller;
     view.turnStart(prompt);
     view.status();
-    const [{ newSessionId }, { agentTools }, { graphTools }, { memoryTools }, { mcpTools }, { hubTools }] =
-      await Promise.all([
-        import('../agent/session.js'),
-        import('../agent/subagents.js'),
-        import('../graph/tools.js'),
-        import('../memory/tools.js'),
-        import('../tools/mcp.js'),
-        import('../tools/hub.js'),
-      ]);
+    const [
+      { newSessionId },
+      { agentTools },
+      { graphTools },
+      { memoryTools },
+      { mcpToolsWhenConfigured, hubToolsWhenNamed },
+    ] = await Promise.all([
+      import('../agent/session.js'),
+      import('../agent/subagents.js'),
+      import('../graph/tools.js'),
+      import('../memory/tools.js'),
+      import('../agent/session-tools.js'),
+    ]);
     if (!this.sessionId) this.sessionId = newSessionId();
     const options: StartOptions = {
       mode: once?.mode ?? this.mode,
@@ -331,8 +335,15 @@ export class Conversation {
       loaded: once?.loaded ?? this.loaded,
       cwd: this.opts.cwd,
       signal: controller.signal,
-      // the same tools as a one-shot session: memory, the code graph, configured MCP servers, the hub's
-      tools: [agentTools, graphTools, memoryTools, mcpTools((line) => view.notice(line, 'error')), hubTools],
+      // the same tools as a one-shot session: memory, the code graph, configured MCP servers, the hub's (the
+      // MCP client and the hub's tools loaded only when configured)
+      tools: [
+        agentTools,
+        graphTools,
+        memoryTools,
+        mcpToolsWhenConfigured((line) => view.notice(line, 'error')),
+        hubToolsWhenNamed,
+      ],
       ...(this.stored ? { resume: this.sessionId } : { id: this.sessionId }),
       onText: (chunk) => view.text(chunk),
       onReasoning: (chunk) => view.reasoning(chunk),

@@ -272,7 +272,7 @@ export async function runPlainChat(setup: ChatSetup): Promise<number> {
     if (parsed.kind === 'plugin') {
       // a plugin's command is a prompt like any typed one: the mode and the gate decide what it may do
       try {
-        const prompt = pluginPrompt(parsed.plugin, parsed.command, parsed.args);
+        const prompt = await pluginPrompt(parsed.plugin, parsed.command, parsed.args);
         if (!conv.running) lastSent = prompt;
         conv.send(prompt);
       } catch (err) {

@@ -66,7 +66,7 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
       [
         ...COMMANDS.map((c) => ({ name: c.name, description: c.summary })),
         // the approved plugins' commands, as they stand when the chat starts
-        ...approvedPluginCommands().map((c) => ({
+        ...(await approvedPluginCommands()).map((c) => ({
           name: `${c.plugin}:${c.name}`,
           ...(c.description ? { description: c.description } : {}),
         })),
@@ -228,16 +228,22 @@ export async function runTuiChat(setup: ChatSetup): Promise<number> {
     }
     if (parsed.kind === 'plugin') {
       // a plugin's command is a prompt like any typed one: the mode and the gate decide what it may do
-      let prompt: string;
-      try {
-        prompt = pluginPrompt(parsed.plugin, parsed.command, parsed.args);
-      } catch (err) {
-        if (err instanceof PluginCommandError) return view.notice(inertLine(err.message), 'error');
-        throw err;
-      }
-      if (!conv.running) transcript.user(submitted, prompt);
-      conv.send(prompt);
-      tui.requestRender();
+      void pluginPrompt(parsed.plugin, parsed.command, parsed.args).then(
+        (prompt) => {
+          if (!conv.running) transcript.user(submitted, prompt);
+          conv.send(prompt);
+          tui.requestRender();
+        },
+        (err) =>
+          view.notice(
+            inertLine(
+              err instanceof PluginCommandError
+                ? err.message
+                : `/${parsed.plugin}:${parsed.command}: ${String((err as Error).message ?? err)}`,
+            ),
+            'error',
+          ),
+      );
       return;
     }
     let message: string;

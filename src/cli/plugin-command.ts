@@ -240,7 +240,7 @@ export async function runPluginCommand(
     return usageError(flags.json, `--mode must be one of ${MODES.join(', ')}, not ${JSON.stringify(mode)}`);
   let prompt: string;
   try {
-    prompt = pluginPrompt(name, command, args);
+    prompt = await pluginPrompt(name, command, args);
   } catch (err) {
     if (err instanceof PluginCommandError) return reportError(flags.json, 'CONFIG_ERROR', err.message);
     throw err;

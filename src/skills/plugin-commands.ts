@@ -5,12 +5,13 @@
  * again, as for its hooks). Running one is a session with that prompt: the gate and
  * the session's policy decide everything it does, as for a prompt typed by hand. Nothing in the file runs or
  * narrows anything: Claude Code's `!`command`` lines and `allowed-tools` stay text and are not applied.
+ * The YAML parser (front-matter.ts) is loaded only when a command file has front matter: a chat with no
+ * plugin never loads it.
  */
 import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { keelPaths } from '../config/paths.js';
 import { type InstalledPlugin, installedPlugins } from '../config/plugins.js';
-import { parseSkillFile } from './front-matter.js';
 import { oneLine } from './text.js';
 
 /** A command file is read up to this many bytes; a longer one is refused, not cut. */
@@ -33,7 +34,7 @@ export class PluginCommandError extends Error {
 }
 
 /** Read one command of an installed plugin: a regular file inside its folder, never through a link. */
-export function readPluginCommand(plugin: InstalledPlugin, name: string): PluginCommand {
+export async function readPluginCommand(plugin: InstalledPlugin, name: string): Promise<PluginCommand> {
   const entry = plugin.manifest.commands.find((c) => c.name === name);
   if (!entry) {
     const names = plugin.manifest.commands.map((c) => c.name);
@@ -72,6 +73,7 @@ export function readPluginCommand(plugin: InstalledPlugin, name: string): Plugin
   let template = text;
   let description: string | undefined;
   if (/^---[ \t]*\r?\n/.test(text)) {
+    const { parseSkillFile } = await import('./front-matter.js');
     const parsed = parseSkillFile(text);
     if (!parsed.ok) throw new PluginCommandError(`${where}: ${parsed.error}`);
     template = parsed.body;
@@ -96,14 +98,14 @@ export interface ListedCommand {
  * The commands chat offers (`/help`, completion): those of the plugins whose folder is still the one the person
  * approved (hashed again now, as `pluginUnapproved` does); a command whose file cannot be read is listed bare.
  */
-export function approvedPluginCommands(env: NodeJS.ProcessEnv = process.env): ListedCommand[] {
+export async function approvedPluginCommands(env: NodeJS.ProcessEnv = process.env): Promise<ListedCommand[]> {
   const listed: ListedCommand[] = [];
   for (const plugin of installedPlugins(keelPaths(env).pluginsDir).plugins) {
     if (!plugin.approved) continue;
     for (const { name } of plugin.manifest.commands) {
       let description: string | undefined;
       try {
-        const read = readPluginCommand(plugin, name).description;
+        const read = (await readPluginCommand(plugin, name)).description;
         description = read ? oneLine(read, MAX_LISTED_DESCRIPTION) : undefined;
       } catch (err) {
         if (!(err instanceof PluginCommandError)) throw err;
@@ -118,12 +120,12 @@ export function approvedPluginCommands(env: NodeJS.ProcessEnv = process.env): Li
  * The prompt `/PLUGIN:COMMAND ARGS` (chat) or `keel plugin run PLUGIN COMMAND ARGS` stands for; throws
  * PluginCommandError, also for a plugin whose folder is not the one the person approved (hashed again now).
  */
-export function pluginPrompt(
+export async function pluginPrompt(
   plugin: string,
   command: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
-): string {
+): Promise<string> {
   const found = installedPlugins(keelPaths(env).pluginsDir).plugins.find((p) => p.name === plugin);
   if (!found)
     throw new PluginCommandError(
@@ -134,7 +136,7 @@ export function pluginPrompt(
     throw new PluginCommandError(
       `plugin ${found.name} is not approved: ${found.unapproved ?? 'it was never approved'}; its commands do not run and nothing was sent to the model: run \`keel plugin approve ${found.name}\` to review and approve it`,
     );
-  return expandCommand(readPluginCommand(found, command).template, args);
+  return expandCommand((await readPluginCommand(found, command)).template, args);
 }
 
 /**

@@ -24,7 +24,7 @@ const BUNDLE = fileURLToPath(new URL('../../dist/bundle/', import.meta.url));
 const RECORDER = fileURLToPath(new URL('../helpers/record-loads.mjs', import.meta.url));
 
 /** The sources (node_modules/… and dist/… paths) in the bundle chunks a run of `args` loaded. */
-async function loadedSources(args: string[], opts: { cwd: string; home: string }) {
+async function loadedSources(args: string[], opts: { cwd: string; home: string; input?: string }) {
   const meta = JSON.parse(readFileSync(join(BUNDLE, 'meta.json'), 'utf8')) as {
     outputs: Record<string, { inputs: Record<string, unknown> }>;
   };
@@ -52,7 +52,7 @@ const matching = (sources: string[], patterns: RegExp[]) =>
   sources.filter((s) => patterns.some((p) => p.test(s)));
 
 describe('launch: only what the first request needs', () => {
-  it('--version loads nothing of the bundle, --help no config or zod, ask no other verb’s code, a completion no config', async () => {
+  it('--version loads nothing of the bundle, --help no config or zod, ask no other verb’s code, a completion no config, a piped chat no YAML, MCP or TUI', async () => {
     const cwd = gitRepo();
     const home = keelHome();
     const version = await loadedSources(['--version'], { cwd, home });
@@ -71,7 +71,7 @@ describe('launch: only what the first request needs', () => {
       ]),
     ).toEqual([]);
 
-    const server = await model([{ text: 'OK' }]);
+    const server = await model([{ text: 'OK' }, { text: 'OK' }]);
     const ask = await loadedSources(['ask', ...modelFlags(server), 'hi'], { cwd, home });
     expect(ask.run.code).toBe(0);
     expect(ask.run.stdout.trim()).toBe('OK');
@@ -95,6 +95,25 @@ describe('launch: only what the first request needs', () => {
         /node_modules\/(picomatch|ignore)\//,
         // zod's parts keel never calls (its compiler, deep partials): one `import { z }` keeps all of zod
         /node_modules\/zod\/v4\/(core\/(compile|json-schema-generator)|classic\/deep-partial)\.js$/,
+      ]),
+    ).toEqual([]);
+
+    // a piped chat with no plugin installed: /help lists the plugins' commands (there are none) and a turn runs
+    const chat = await loadedSources(['chat', ...modelFlags(server)], { cwd, home, input: '/help\nhi\n' });
+    expect(chat.run.code, chat.run.stderr).toBe(0);
+    expect(chat.run.stdout).toContain('OK');
+    expect(chat.sources).toContain('dist/chat/plain-app.js');
+    expect(
+      matching(chat.sources, [
+        // the YAML parser of plugin commands' front matter: no plugin, no parser
+        /node_modules\/yaml\//,
+        /^dist\/skills\/front-matter\.js$/,
+        // the MCP client and its JSON-schema checker, the hub's tools: none is configured
+        /node_modules\/(@modelcontextprotocol|ajv|ajv-formats|zod-to-json-schema)\//,
+        /^dist\/tools\/(mcp|mcp-connect|hub|hub-client)\.js$/,
+        // the full-screen chat: stdin is not a terminal
+        /node_modules\/@mariozechner\//,
+        /^dist\/chat\/tui-app\.js$/,
       ]),
     ).toEqual([]);
 
