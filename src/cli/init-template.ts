@@ -29,6 +29,7 @@ export const PROJECT_TEMPLATE = `# keel.toml: keel's settings for this project (
 #   e.g. profile = "fast"                   # use [profiles.fast] over these settings (see the end of the file)
 #   e.g. store = "postgres://keel@db/keel"  # your own config or KEEL_STORE only, never a project's: the run queue and ledger on PostgreSQL; default: sqlite (KEEL_HOME/keel.db)
 #   e.g. hub_project = "team"               # your own config only, never a project's: the hub project keel serve's Hub page shows
+#   e.g. hub_audit_key_file = "/home/me/.keel-hub.key"  # your own config only, never a project's: the audit key several hubs share (a private file; KEEL_HUB_AUDIT_KEY_FILE wins)
 
 # --- what a session may do ---
 # permission = "ask"                        # [trust] mode when no verb picks one: ask | plan (read-only), edit, auto
