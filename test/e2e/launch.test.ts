@@ -108,9 +108,9 @@ describe('launch: only what the first request needs', () => {
         // the YAML parser of plugin commands' front matter: no plugin, no parser
         /node_modules\/yaml\//,
         /^dist\/skills\/front-matter\.js$/,
-        // the MCP client and its JSON-schema checker, the hub's tools: none is configured
-        /node_modules\/(@modelcontextprotocol|ajv|ajv-formats|zod-to-json-schema)\//,
-        /^dist\/tools\/(mcp|mcp-connect|hub|hub-client)\.js$/,
+        // the MCP client and its JSON-schema checker, A2A agents, the hub's tools: none is configured
+        /node_modules\/(@modelcontextprotocol|ajv|ajv-formats|zod-to-json-schema|@a2a-js)\//,
+        /^dist\/tools\/(mcp|mcp-connect|a2a|hub|hub-client)\.js$/,
         // the full-screen chat: stdin is not a terminal
         /node_modules\/@mariozechner\//,
         /^dist\/chat\/tui-app\.js$/,
