@@ -52,7 +52,7 @@ const matching = (sources: string[], patterns: RegExp[]) =>
   sources.filter((s) => patterns.some((p) => p.test(s)));
 
 describe('launch: only what the first request needs', () => {
-  it('--version loads nothing of the bundle, --help no config or zod, ask no other verb’s code, a completion no config, a piped chat no YAML, MCP or TUI', async () => {
+  it('--version loads nothing of the bundle, --help no config or zod, ask no other verb’s code, a completion no config, a piped chat no YAML, MCP, A2A or TUI', async () => {
     const cwd = gitRepo();
     const home = keelHome();
     const version = await loadedSources(['--version'], { cwd, home });
