@@ -1,6 +1,7 @@
 /**
  * The tools a person's session gets beside the built-in ones (subagents, the code graph, memory, MCP
- * servers when configured, A2A, the hub when the environment names one): one list for `keel ask|plan|edit|run` and for a hub worker's sessions.
+ * servers, A2A agents and the hub when configured or named): one list for `keel ask|plan|edit|run`, each turn of
+ * `keel chat` and a hub worker's sessions.
  */
 import type { ToolFactory } from '../tools/types.js';
 import { agentTools } from './subagents.js';
@@ -29,7 +30,7 @@ export async function sessionTools(
  * The configured MCP servers' tools: the MCP client (and its JSON-schema checker) is loaded only when a server
  * is configured.
  */
-export function mcpToolsWhenConfigured(warn: (line: string) => void): ToolFactory {
+function mcpToolsWhenConfigured(warn: (line: string) => void): ToolFactory {
   return async (deps) =>
     deps.loaded.config.mcp_servers.length === 0 ? [] : (await import('../tools/mcp.js')).mcpTools(warn)(deps);
 }
@@ -38,5 +39,5 @@ export function mcpToolsWhenConfigured(warn: (line: string) => void): ToolFactor
  * hub_* only when the environment names a hub (KEEL_HUB_URL, KEEL_HUB_TOKEN, KEEL_AGENT_NAME; hubTools checks
  * all three): without a URL there is nothing to load.
  */
-export const hubToolsWhenNamed: ToolFactory = async (deps) =>
+const hubToolsWhenNamed: ToolFactory = async (deps) =>
   deps.env.KEEL_HUB_URL?.trim() ? (await import('../tools/hub.js')).hubTools(deps) : [];

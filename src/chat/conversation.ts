@@ -313,17 +313,8 @@ export class Conversation {
     this.controller = controller;
     view.turnStart(prompt);
     view.status();
-    const [
-      { newSessionId },
-      { agentTools },
-      { graphTools },
-      { memoryTools },
-      { mcpToolsWhenConfigured, hubToolsWhenNamed },
-    ] = await Promise.all([
+    const [{ newSessionId }, { sessionTools }] = await Promise.all([
       import('../agent/session.js'),
-      import('../agent/subagents.js'),
-      import('../graph/tools.js'),
-      import('../memory/tools.js'),
       import('../agent/session-tools.js'),
     ]);
     if (!this.sessionId) this.sessionId = newSessionId();
@@ -335,15 +326,8 @@ export class Conversation {
       loaded: once?.loaded ?? this.loaded,
       cwd: this.opts.cwd,
       signal: controller.signal,
-      // the same tools as a one-shot session: memory, the code graph, configured MCP servers, the hub's (the
-      // MCP client and the hub's tools loaded only when configured)
-      tools: [
-        agentTools,
-        graphTools,
-        memoryTools,
-        mcpToolsWhenConfigured((line) => view.notice(line, 'error')),
-        hubToolsWhenNamed,
-      ],
+      // a one-shot session's own list (subagents, the code graph, memory; MCP, A2A and the hub's when configured)
+      tools: await sessionTools((line) => view.notice(line, 'error')),
       ...(this.stored ? { resume: this.sessionId } : { id: this.sessionId }),
       onText: (chunk) => view.text(chunk),
       onReasoning: (chunk) => view.reasoning(chunk),

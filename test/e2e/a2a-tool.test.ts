@@ -16,7 +16,16 @@ import {
 } from '@a2a-js/sdk/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gitRepo } from '../helpers/tmp.js';
-import { catalogueOf, chatBodies, keel, keelHome, model, modelFlags, requestMessages } from './harness.js';
+import {
+  catalogueOf,
+  chatBodies,
+  keel,
+  keelHome,
+  model,
+  modelFlags,
+  offeredTools,
+  requestMessages,
+} from './harness.js';
 
 const TOKEN = 'agent-secret-token';
 
@@ -205,6 +214,43 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     expect(agent.auth.length).toBeGreaterThan(0);
     expect(agent.auth.every((a) => a === `Bearer ${TOKEN}`)).toBe(true);
   }, 90_000);
+
+  it('a piped keel chat offers the same tools as keel run, and its call reaches the agent and comes back', async () => {
+    const agent = await startAgent();
+    agents.push(agent);
+    const repo = gitRepo({ 'README.md': '# demo\n' });
+    const home = keelHome(config(agent.cardUrl));
+    const server = await model([
+      // keel run's first request: only its offer is compared
+      { text: 'nothing to do' },
+      { tool_calls: [{ name: 'a2a__helper', arguments: { message: 'what is 6 times 7?' } }] },
+      { text: 'The helper said forty-two.' },
+    ]);
+    const run = await keel(['run', '--json', ...modelFlags(server), 'ask the helper'], {
+      cwd: repo,
+      home,
+      env: { HELPER_TOKEN: TOKEN },
+      timeoutMs: 60_000,
+    });
+    expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED' });
+    const chat = await keel(['chat', '--mode', 'auto', ...modelFlags(server)], {
+      cwd: repo,
+      home,
+      env: { HELPER_TOKEN: TOKEN },
+      input: 'ask the helper\n',
+      timeoutMs: 60_000,
+    });
+    expect(chat.code, chat.stderr).toBe(0);
+    const [runFirst, chatFirst, chatSecond] = chatBodies(server);
+    // the same mode and config offer the same tools, and the catalogue lists the same rest
+    expect(catalogueOf(runFirst)).toContain('a2a__helper');
+    expect(catalogueOf(chatFirst)).toEqual(catalogueOf(runFirst));
+    expect(offeredTools(chatFirst)).toEqual(offeredTools(runFirst));
+    expect(lastToolResult(chatSecond)).toBe('agent says: what is 6 times 7?');
+    expect(chat.stdout).toContain('The helper said forty-two.');
+    expect(agent.auth.length).toBeGreaterThan(0);
+    expect(agent.auth.every((a) => a === `Bearer ${TOKEN}`)).toBe(true);
+  }, 120_000);
 
   it('a dead card URL, a refused token and a failed task are tool errors; the session still completes', async () => {
     const agent = await startAgent();

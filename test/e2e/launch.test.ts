@@ -52,7 +52,7 @@ const matching = (sources: string[], patterns: RegExp[]) =>
   sources.filter((s) => patterns.some((p) => p.test(s)));
 
 describe('launch: only what the first request needs', () => {
-  it('--version loads nothing of the bundle, --help no config or zod, ask no other verb’s code, a completion no config, a piped chat no YAML, MCP or TUI', async () => {
+  it('--version loads nothing of the bundle, --help no config or zod, ask no other verb’s code, a completion no config, a piped chat no YAML, MCP, A2A or TUI', async () => {
     const cwd = gitRepo();
     const home = keelHome();
     const version = await loadedSources(['--version'], { cwd, home });
@@ -108,9 +108,9 @@ describe('launch: only what the first request needs', () => {
         // the YAML parser of plugin commands' front matter: no plugin, no parser
         /node_modules\/yaml\//,
         /^dist\/skills\/front-matter\.js$/,
-        // the MCP client and its JSON-schema checker, the hub's tools: none is configured
-        /node_modules\/(@modelcontextprotocol|ajv|ajv-formats|zod-to-json-schema)\//,
-        /^dist\/tools\/(mcp|mcp-connect|hub|hub-client)\.js$/,
+        // the MCP client and its JSON-schema checker, A2A agents, the hub's tools: none is configured
+        /node_modules\/(@modelcontextprotocol|ajv|ajv-formats|zod-to-json-schema|@a2a-js)\//,
+        /^dist\/tools\/(mcp|mcp-connect|a2a|hub|hub-client)\.js$/,
         // the full-screen chat: stdin is not a terminal
         /node_modules\/@mariozechner\//,
         /^dist\/chat\/tui-app\.js$/,
