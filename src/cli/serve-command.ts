@@ -8,11 +8,10 @@ import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { openRuntime } from '../agent/runtime.js';
+import { sessionTools } from '../agent/session-tools.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { packageRoot } from '../config/package-root.js';
 import { keelPaths } from '../config/paths.js';
-import { graphTools } from '../graph/tools.js';
-import { memoryTools } from '../memory/tools.js';
 import { LedgerStoreError, openRunLedger, PER_SESSION, type RunLedger } from '../model/open-ledger.js';
 import { mountServeA2a } from '../server/a2a/routes.js';
 import { createApp } from '../server/app.js';
@@ -26,8 +25,6 @@ import { storeTarget } from '../store/engine.js';
 import { EXIT } from '../term/exit-codes.js';
 import { inertLine } from '../term/inert.js';
 import { type CommonFlags, flagLayer } from '../term/options.js';
-import { a2aTools } from '../tools/a2a.js';
-import { mcpTools } from '../tools/mcp.js';
 import { reportError } from './errors.js';
 import { hubAuditKey } from './hub-audit-key.js';
 import { servedFolders } from './serve-projects.js';
@@ -85,6 +82,11 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
   // one runtime for the server's life: every session, fix run and A2A task of every project runs in it
   const runtime = openRuntime(env, { calls: runLedger.calls });
   const names = projectNames(folders);
+  // every session (and A2A task) gets what a one-shot session of its mode and config gets: subagents, the
+  // code graph, memory, MCP servers, A2A agents and the hub, each loaded only when configured or named
+  const tools = await sessionTools((line) =>
+    process.stderr.write(`keel serve: warning: ${inertLine(line)}\n`),
+  );
   // each project its own sessions and fix runs: one project's ids are unknown to another's
   const projects: ServedProject[] = folders.map((cwd, i) => {
     const configFor = (request: { model?: string; profile?: string } = {}) =>
@@ -99,12 +101,7 @@ export async function runServe(flags: ServeFlags, version: string): Promise<numb
       cwd,
       runtime,
       approvalTimeoutS: flags.approvalTimeout ?? 600,
-      tools: [
-        graphTools,
-        memoryTools,
-        mcpTools((line) => process.stderr.write(`keel serve: warning: ${inertLine(line)}\n`)),
-        a2aTools,
-      ],
+      tools,
       onEvent: (event) => metrics.event(event),
       configFor: () => configFor(),
       // a build's fix run works in its tests' worktree: its log streams here as a fix run's does

@@ -11,13 +11,12 @@ import { distinctCallIds } from '../agent/call-ids.js';
 import type { SessionEvent } from '../agent/events.js';
 import type { Runtime } from '../agent/runtime.js';
 import { alive, newSessionId, type SessionOutcome } from '../agent/session.js';
-import { agentTools } from '../agent/subagents.js';
+import type { SessionToolFactory } from '../agent/tool-deps.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Mode } from '../config/schema.js';
 import type { AuditEntry } from '../store/audit.js';
 import { auditEntryFor } from '../store/audit-entries.js';
 import type { EventLog, SessionRow, StoredEvent } from '../store/event-log.js';
-import type { ToolFactory } from '../tools/types.js';
 
 /** How often a stream reads a log that is written elsewhere (a fix run's, another process's session). */
 const FOLLOW_MS = 400;
@@ -130,8 +129,8 @@ export class SessionManager {
       runtime: Runtime;
       /** Seconds a question waits for a person before it is a no. */
       approvalTimeoutS: number;
-      /** More tools for every session (memory, graph, MCP), as the CLI gives them. */
-      tools?: ToolFactory[];
+      /** The tools every session gets beside the built-in ones: the list a one-shot session gets (agent/session-tools.ts). */
+      tools?: SessionToolFactory[];
       /** The config for a turn of a session this process did not start (before a restart, from the CLI). */
       configFor(): LoadedConfig;
       /** A run recorded in another folder that is still this server's own (a build's fix run, in its tests' worktree). */
@@ -490,7 +489,7 @@ export class SessionManager {
           loaded: req.loaded,
           cwd: this.opts.cwd,
           signal: controller.signal,
-          tools: [agentTools, ...(this.opts.tools ?? [])],
+          tools: this.opts.tools ?? [],
           ...(req.fresh ? { id } : { resume: id }),
           ...(req.parent ? { parentId: req.parent } : {}),
           onText: (text) => this.emit(id, { kind: 'delta', data: { kind: 'text', text } }),

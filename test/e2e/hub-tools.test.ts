@@ -7,7 +7,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HUB_TOOLS } from '../../src/tools/hub.js';
+import { HUB_TOOLS, sessionKey } from '../../src/tools/hub.js';
 import { gitRepo } from '../helpers/tmp.js';
 import {
   baseEnv,
@@ -20,6 +20,7 @@ import {
   requestMessages,
 } from './harness.js';
 import { startHub } from './hub-harness.js';
+import { readStream, startServe } from './serve-harness.js';
 
 const clients: Client[] = [];
 afterEach(async () => {
@@ -172,5 +173,66 @@ describe('hub tools: one catalog for sessions, keel mcp and the CLI', () => {
       expect(Object.keys(tool.cli.args).sort()).toEqual(Object.keys(tool.schema.shape).sort());
       for (const flag of Object.values(tool.cli.args)) expect(verb.stdout, tool.name).toContain(flag);
     }
+  }, 180_000);
+
+  it("keel serve's sessions get the hub tools a one-shot session of the same mode gets: hub_peers and hub_send reach the hub", async () => {
+    const repo = gitRepo({ 'README.md': '# demo\n' });
+    const hub = await startHub({ home: keelHome(), cwd: repo });
+    const created = await hub.cli(['token', 'create', '--project', 'demo', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    const { token } = JSON.parse(created.stdout);
+    const lead = { KEEL_HUB_URL: hub.url, KEEL_HUB_TOKEN: token, KEEL_AGENT_NAME: 'lead' };
+    // the recipient exists on the hub before the session sends to it
+    const reviewer = await hub.cli(['peers', '--json'], { agent: 'reviewer', token });
+    expect(reviewer.code, reviewer.stderr).toBe(0);
+
+    const home = keelHome();
+    const server = await model([
+      { tool_calls: [{ name: 'tools', arguments: {} }] },
+      { tool_calls: [{ name: 'tools', arguments: { activate: ['hub_peers', 'hub_send'] } }] },
+      { tool_calls: [{ name: 'hub_peers', arguments: {} }] },
+      { tool_calls: [{ name: 'hub_send', arguments: { to: 'reviewer', text: 'review the served change' } }] },
+      { text: 'sent', expect: { last_tool_result_contains: '"created":true' } },
+    ]);
+    const s = await startServe({ cwd: repo, home, args: modelFlags(server), env: lead });
+    const started = await s.api('POST', '/v1/sessions', { prompt: 'ask the reviewer', mode: 'auto' });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    const id = started.body.session_id as string;
+    const stream = `${s.url}v1/sessions/${id}/events`;
+    // the send leaves the machine: the server's person is asked, as for a command outside the sandbox
+    const asked = (
+      await readStream(stream, (f) => f.event === 'approval' || f.event === 'end', { token: s.token })
+    ).at(-1);
+    expect(asked?.event, JSON.stringify(asked?.data)).toBe('approval');
+    expect(asked?.data.tool).toBe('hub_send');
+    const answered = await s.api('POST', `/v1/sessions/${id}/approvals/${asked?.data.id}`, {
+      decision: 'allow',
+    });
+    expect(answered.status).toBe(200);
+    const all = await readStream(stream, (f) => f.event === 'end', { token: s.token });
+    expect(all.at(-1)?.data.code).toBe('COMPLETED');
+
+    // hub_peers reached the hub: its answer names the reviewer
+    const bodies = chatBodies(server);
+    expect(requestMessages(bodies[3]).pop()?.content).toContain('"reviewer"');
+    // hub_send reached it: the message is in the reviewer's inbox, from the server's agent
+    const inbox = await hub.cli(['inbox', '--json'], { agent: 'reviewer', token });
+    expect(inbox.code, inbox.stderr).toBe(0);
+    const messages = JSON.parse(inbox.stdout).messages;
+    expect(messages).toEqual([expect.objectContaining({ from: 'lead', body: 'review the served change' })]);
+    // its idempotency key is the session's and the call's, so a resumed session cannot send it twice
+    expect(messages[0].idempotency_key).toBe(sessionKey(id, asked?.data.call_id));
+
+    // the tools it could activate are those of a one-shot session of the same mode and config
+    const oneShot = await model([{ tool_calls: [{ name: 'tools', arguments: {} }] }, { text: 'listed' }]);
+    const run = await keel(['run', '--json', ...modelFlags(oneShot), 'list the tools'], {
+      cwd: repo,
+      home,
+      env: lead,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const listed = (body: unknown) => requestMessages(body).at(-1)?.content ?? '';
+    expect(listed(bodies[1])).toContain('hub_send');
+    expect(listed(bodies[1])).toBe(listed(chatBodies(oneShot)[1]));
   }, 180_000);
 });
