@@ -32,6 +32,7 @@ import { Agent, request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { findBinaries, startCluster } from '../test/helpers/pg-cluster.mjs';
 
 const KEEL = process.env.KEEL_BIN ?? fileURLToPath(new URL('../bin/keel.js', import.meta.url));
@@ -260,6 +261,24 @@ function serverCpuMs(postmaster) {
     if (pid === postmaster) total += Number(fields[13]) + Number(fields[14]);
   }
   return (total * 1000) / 100;
+}
+
+/**
+ * PostgreSQL's deadlocks and rolled-back transactions in the database at `url` so far (a group commit
+ * that deadlocks with another process's is rolled back and retried). A backend reports its counts
+ * when it goes idle or exits, so read this after the hubs stopped for a whole run's.
+ */
+async function pgConflicts(url) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      'SELECT deadlocks, xact_rollback FROM pg_stat_database WHERE datname = current_database()',
+    );
+    return { deadlocks: Number(rows[0].deadlocks), rollbacks: Number(rows[0].xact_rollback) };
+  } finally {
+    await client.end();
+  }
 }
 
 function percentile(sorted, p) {
@@ -654,6 +673,7 @@ async function measure(engine) {
     );
   const { port } = hubs[0];
   const db = cluster && (() => cluster.pid());
+  const conflicts0 = env.KEEL_STORE ? await pgConflicts(env.KEEL_STORE) : undefined;
   const { token } = await call(port, 'POST', '/v1/projects/bench/tokens', 'bench-admin-token');
   const keys = [];
   for (let i = 0; i < AGENTS; i++)
@@ -714,12 +734,20 @@ async function measure(engine) {
       return gone;
     }),
   );
+  const conflicts1 = conflicts0 && (await pgConflicts(env.KEEL_STORE));
   await cluster?.stop();
   rmSync(home, { recursive: true, force: true });
   return {
     engine,
     hub_processes: PROCESSES,
     ...saturated,
+    // the whole run's, every phase (PostgreSQL): deadlocked group commits are rolled back and retried
+    ...(conflicts1
+      ? {
+          pg_deadlocks: conflicts1.deadlocks - conflicts0.deadlocks,
+          pg_rollbacks: conflicts1.rollbacks - conflicts0.rollbacks,
+        }
+      : {}),
     ops_per_commit: Number(((m1.ops - m0.ops) / (m1.commits - m0.commits)).toFixed(1)),
     light: {
       cycles_per_s: light.cycles_per_s,
@@ -802,4 +830,9 @@ for (const r of results) {
       : `| ${label(r)} | ${f.messages_per_s} | ${f.p50_ms} / ${f.p99_ms} | ${cpuCell(f)} | ${f.client_cpu_ms_per_cycle} | ${f.ops_per_commit} | ${f.light.messages_per_s}, ${f.light.p50_ms} / ${f.light.p99_ms} | ${f.errors + f.light.errors} |`,
   );
 }
+for (const r of results)
+  if (r.pg_deadlocks !== undefined)
+    console.log(
+      `${label(r)}: PostgreSQL deadlocks over the run ${r.pg_deadlocks}, transactions rolled back ${r.pg_rollbacks}`,
+    );
 console.log(JSON.stringify(results));
