@@ -14,6 +14,12 @@
 //                               is started from /usr/lib/postgresql when there is one)
 //   HUB_SECONDS=10 HUB_WINDOW=16 HUB_AGENTS=8 HUB_ENGINES=sqlite,postgres HUB_FANOUT=100
 //   HUB_FANOUT_ROUNDS=20 HUB_WEBHOOKS=200 KEEL_BIN=/other/build/bin/keel.js (an older build)
+//   HUB_PROCESSES=2             that many `keel hub start` processes on one store (PostgreSQL only: on
+//                               SQLite another process's write wakes a stream only at its 5 s poll), agent
+//                               i on hub i mod N for its stream and every request, so in the ring each
+//                               message is written by one process and woken on the other's stream by
+//                               LISTEN/NOTIFY; the fan-out's recipients spread the same way (the sender on
+//                               hub 0), and the webhook's agent listens on the last hub
 //
 // The bench client (8 agents) and the hub run on the same machine and share its cores: the numbers
 // are the whole loop's, client included. Writes are durable as configured: SQLite in WAL with
@@ -21,11 +27,12 @@
 // fsync and synchronous_commit on (the private cluster's defaults).
 import { execFileSync, spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { findBinaries, startCluster } from '../test/helpers/pg-cluster.mjs';
 
 const KEEL = process.env.KEEL_BIN ?? fileURLToPath(new URL('../bin/keel.js', import.meta.url));
@@ -38,6 +45,7 @@ const LIGHT_S = Number(process.env.HUB_LIGHT_SECONDS ?? 5);
 const FANOUT = Number(process.env.HUB_FANOUT ?? 100);
 const FANOUT_ROUNDS = Number(process.env.HUB_FANOUT_ROUNDS ?? 20);
 const WEBHOOKS = Number(process.env.HUB_WEBHOOKS ?? 200);
+const PROCESSES = Number(process.env.HUB_PROCESSES ?? 1);
 // the workflow the webhook rows start: its first stage asks one agent
 const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 const WORKFLOW = `version: 1
@@ -144,6 +152,8 @@ async function privateCluster() {
   const cluster = await startCluster(found.bin, dir);
   return {
     url: cluster.url,
+    // the postmaster's pid heads its pid file (as root it runs as postgres under runuser)
+    pid: () => Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]),
     stop: async () => {
       await cluster.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -230,6 +240,47 @@ function cpuMs(pid) {
   }
 }
 
+/**
+ * The PostgreSQL server's CPU so far, in ms: the postmaster and its children (backends, writers),
+ * plus what its children that already ended used (cutime/cstime once reaped). Linux /proc.
+ */
+function serverCpuMs(postmaster) {
+  if (!postmaster) return Number.NaN;
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let fields;
+    try {
+      fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+    } catch {
+      continue;
+    }
+    const pid = Number(entry);
+    if (pid !== postmaster && Number(fields[1]) !== postmaster) continue;
+    total += Number(fields[11]) + Number(fields[12]);
+    if (pid === postmaster) total += Number(fields[13]) + Number(fields[14]);
+  }
+  return (total * 1000) / 100;
+}
+
+/**
+ * PostgreSQL's deadlocks and rolled-back transactions in the database at `url` so far (a group commit
+ * that deadlocks with another process's is rolled back and retried). A backend reports its counts
+ * when it goes idle or exits, so read this after the hubs stopped for a whole run's.
+ */
+async function pgConflicts(url) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      'SELECT deadlocks, xact_rollback FROM pg_stat_database WHERE datname = current_database()',
+    );
+    return { deadlocks: Number(rows[0].deadlocks), rollbacks: Number(rows[0].xact_rollback) };
+  } finally {
+    await client.end();
+  }
+}
+
 function percentile(sorted, p) {
   return sorted.length
     ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
@@ -251,8 +302,9 @@ function latencyStats(values) {
  * contract allows: the reply acks the request it answers (no ack before it), and the replies one
  * stream read brings are acked together (`POST /v1/acks`): send → deliver → reply → deliver → acks.
  */
-async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
-  const { port } = hub;
+async function cycles(hubs, keys, { window, seconds, warmupS, folded = false, db }) {
+  // agent i's stream and every request of its own go to hub i mod N
+  const portOf = (i) => hubs[i % hubs.length].port;
   const agents = keys.length;
   const started = new Map(); // request id → send start (ms)
   const latencies = [];
@@ -268,7 +320,7 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
     const t0 = performance.now();
     const n = seq++;
     try {
-      const sent = await call(port, 'POST', '/v1/messages', keys[i], {
+      const sent = await call(portOf(i), 'POST', '/v1/messages', keys[i], {
         to: `agent-${(i + 1) % agents}`,
         body: `job ${n}`,
         idempotency_key: `${tag}-${n}`,
@@ -289,6 +341,7 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
     return sendOne(i);
   };
   const onChunk = (key, i) => (batch) => {
+    const port = portOf(i);
     const replies = [];
     for (const m of batch) {
       if (m.reply_to === null)
@@ -305,8 +358,9 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
       })
       .catch((err) => running && errors.push(err.message));
   };
-  const closers = keys.map((key, i) =>
-    stream(
+  const closers = keys.map((key, i) => {
+    const port = portOf(i);
+    return stream(
       port,
       key,
       (m) => {
@@ -324,20 +378,23 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
       },
       undefined,
       folded ? onChunk(key, i) : undefined,
-    ),
-  );
+    );
+  });
   await new Promise((r) => setTimeout(r, 300));
   for (let i = 0; i < agents; i++) for (let w = 0; w < window; w++) void sendOne(i);
   await new Promise((r) => setTimeout(r, warmupS * 1000));
   measuring = true;
   const tcp0 = tcpCounters();
-  const cpu0 = cpuMs(hub.child.pid);
+  const cpu0 = hubs.map((h) => cpuMs(h.child.pid));
+  const db0 = serverCpuMs(db?.());
   const own0 = process.cpuUsage();
   const t = performance.now();
   await new Promise((r) => setTimeout(r, seconds * 1000));
   measuring = false;
   const elapsed = (performance.now() - t) / 1000;
-  const hubCpuMs = cpuMs(hub.child.pid) - cpu0;
+  const hubCpus = hubs.map((h, j) => cpuMs(h.child.pid) - cpu0[j]);
+  const hubCpuMs = hubCpus.reduce((a, b) => a + b, 0);
+  const dbCpuMs = serverCpuMs(db?.()) - db0;
   const own = process.cpuUsage(own0);
   const tcp = counterDelta(tcp0, tcpCounters());
   running = false;
@@ -349,8 +406,19 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
     // each cycle is two messages (the request and its reply)
     messages_per_s: Math.round((2 * completed) / elapsed),
     ...latencyStats(latencies),
-    // the hub process's own CPU per cycle: what the numbers would scale by on an unshared core
+    // the hub processes' own CPU per cycle, summed: what the numbers would scale by on an unshared core
     hub_cpu_ms_per_cycle: completed ? Number((hubCpuMs / completed).toFixed(3)) : null,
+    // each hub process's share, when there are several
+    ...(hubs.length > 1
+      ? {
+          hub_cpu_ms_per_cycle_each: hubCpus.map((c) =>
+            completed ? Number((c / completed).toFixed(3)) : null,
+          ),
+        }
+      : {}),
+    // the PostgreSQL server's (its backends, WAL writer, checkpointer), when the bench started it
+    db_cpu_ms_per_cycle:
+      completed && Number.isFinite(dbCpuMs) ? Number((dbCpuMs / completed).toFixed(3)) : null,
     // the bench client's (8 agents in this process), on the same two cores
     client_cpu_ms_per_cycle: completed
       ? Number(((own.user + own.system) / 1000 / completed).toFixed(3))
@@ -363,8 +431,9 @@ async function cycles(hub, keys, { window, seconds, warmupS, folded = false }) {
 }
 
 /** One sender, FANOUT recipients on open streams: each round sends one message to every one of them at once. */
-async function fanout(hub, token) {
-  const { port } = hub;
+async function fanout(hubs, token) {
+  // the sender on hub 0; recipient i's stream on hub i mod N
+  const { port } = hubs[0];
   const sender = (await call(port, 'POST', '/v1/agents', token, { name: 'fan-sender' })).agent_key;
   const keys = [];
   for (let i = 0; i < FANOUT; i++)
@@ -379,16 +448,16 @@ async function fanout(hub, token) {
   const open = new Promise((r) => {
     allOpen = r;
   });
-  const closers = keys.map((key) =>
+  const closers = keys.map((key, i) =>
     stream(
-      port,
+      hubs[i % hubs.length].port,
       key,
       (m) => {
         const at = performance.now();
         const sent = sentAt.get(m.idempotency_key);
         if (!sent || sent.seen) return;
         sent.seen = at;
-        void call(port, 'POST', `/v1/messages/${m.id}/ack`, key).catch(() => undefined);
+        void call(hubs[i % hubs.length].port, 'POST', `/v1/messages/${m.id}/ack`, key).catch(() => undefined);
         if (--waiting === 0) roundDone();
       },
       () => {
@@ -444,8 +513,10 @@ async function fanout(hub, token) {
 }
 
 /** Signed generic deliveries, one after another; each run's first stage asks `worker`. */
-async function webhooks(hub, token) {
-  const { port } = hub;
+async function webhooks(hubs, token) {
+  // posted to hub 0; the stage's agent listens on the last hub (hub 0 when there is one)
+  const { port } = hubs[0];
+  const own = hubs.at(-1).port;
   const key = (await call(port, 'POST', '/v1/agents', token, { name: 'worker' })).agent_key;
   const waiting = new Map(); // run id → resolve
   const early = new Map(); // run id → when its event came before the receipt
@@ -454,11 +525,11 @@ async function webhooks(hub, token) {
     opened = r;
   });
   const close = stream(
-    port,
+    own,
     key,
     (m) => {
       const at = performance.now();
-      void call(port, 'POST', `/v1/messages/${m.id}/ack`, key).catch(() => undefined);
+      void call(own, 'POST', `/v1/messages/${m.id}/ack`, key).catch(() => undefined);
       let run;
       try {
         run = JSON.parse(m.body).workflow_run;
@@ -567,6 +638,14 @@ async function measure(engine) {
   const home = mkdtempSync(join(tmpdir(), 'keel-bench-hub-'));
   let cluster;
   const env = { HOME: home, KEEL_HOME: home };
+  if (engine !== 'postgres' && PROCESSES > 1) {
+    rmSync(home, { recursive: true, force: true });
+    // the store's hint is an in-process event on SQLite (engine.ts); app.ts re-reads every 5 s
+    return {
+      engine,
+      skipped: `${PROCESSES} hub processes: on SQLite a write in one process wakes a stream in another only at that stream's 5 s poll`,
+    };
+  }
   if (engine === 'postgres') {
     if (!process.env.KEEL_BENCH_PG) cluster = await privateCluster();
     const url = process.env.KEEL_BENCH_PG ?? cluster?.url;
@@ -581,66 +660,101 @@ async function measure(engine) {
     env: { PATH: process.env.PATH, ...env },
     stdio: 'ignore',
   });
-  const hub = await startHub(
-    { ...env, KEEL_HUB_ADMIN_TOKEN: 'bench-admin-token', KEEL_WH_BENCH: WEBHOOK_SECRET },
-    ['--workflows', project, '--workflow-project', 'bench'],
-  );
-  const { port } = hub;
+  // one after another (the first migrates the store); the same KEEL_HOME, so the same audit key
+  const hubs = [];
+  for (let j = 0; j < PROCESSES; j++)
+    hubs.push(
+      await startHub({ ...env, KEEL_HUB_ADMIN_TOKEN: 'bench-admin-token', KEEL_WH_BENCH: WEBHOOK_SECRET }, [
+        '--workflows',
+        project,
+        '--workflow-project',
+        'bench',
+      ]),
+    );
+  const { port } = hubs[0];
+  const db = cluster && (() => cluster.pid());
+  const conflicts0 = env.KEEL_STORE ? await pgConflicts(env.KEEL_STORE) : undefined;
   const { token } = await call(port, 'POST', '/v1/projects/bench/tokens', 'bench-admin-token');
   const keys = [];
   for (let i = 0; i < AGENTS; i++)
     keys.push((await call(port, 'POST', '/v1/agents', token, { name: `agent-${i}` })).agent_key);
 
+  // every hub's group commits, summed
   const commitsOf = async () => {
-    const text = await new Promise((resolve) => {
-      request(
-        { host: '127.0.0.1', port, path: '/metrics', headers: { authorization: 'Bearer bench-admin-token' } },
-        (res) => {
-          let t = '';
-          res.on('data', (c) => {
-            t += c;
-          });
-          res.on('end', () => resolve(t));
-        },
-      ).end();
-    });
+    const texts = await Promise.all(
+      hubs.map(
+        (h) =>
+          new Promise((resolve) => {
+            request(
+              {
+                host: '127.0.0.1',
+                port: h.port,
+                path: '/metrics',
+                headers: { authorization: 'Bearer bench-admin-token' },
+              },
+              (res) => {
+                let t = '';
+                res.on('data', (c) => {
+                  t += c;
+                });
+                res.on('end', () => resolve(t));
+              },
+            ).end();
+          }),
+      ),
+    );
+    const sum = (re) => texts.reduce((a, t) => a + Number(re.exec(t)?.[1]), 0);
     return {
-      commits: Number(/keel_hub_commits_total (\d+)/.exec(text)?.[1]),
-      ops: Number(/keel_hub_committed_ops_total (\d+)/.exec(text)?.[1]),
+      commits: sum(/keel_hub_commits_total (\d+)/),
+      ops: sum(/keel_hub_committed_ops_total (\d+)/),
     };
   };
   const m0 = await commitsOf();
-  const saturated = await cycles(hub, keys, { window: WINDOW, seconds: SECONDS, warmupS: WARMUP_S });
+  const saturated = await cycles(hubs, keys, { window: WINDOW, seconds: SECONDS, warmupS: WARMUP_S, db });
   const m1 = await commitsOf();
-  const light = await cycles(hub, keys, { window: 1, seconds: LIGHT_S, warmupS: 1 });
+  const light = await cycles(hubs, keys, { window: 1, seconds: LIGHT_S, warmupS: 1, db });
   // the folded cycle needs POST /v1/acks: an older build without it is measured on the explicit cycle only
   const doc = await call(port, 'GET', '/v1/openapi.json', 'none');
   const canFold = Boolean(doc.paths['/v1/acks']);
   const m2 = await commitsOf();
   const folded = canFold
-    ? await cycles(hub, keys, { window: WINDOW, seconds: SECONDS, warmupS: WARMUP_S, folded: true })
+    ? await cycles(hubs, keys, { window: WINDOW, seconds: SECONDS, warmupS: WARMUP_S, folded: true, db })
     : undefined;
   const m3 = await commitsOf();
   const foldedLight = canFold
-    ? await cycles(hub, keys, { window: 1, seconds: LIGHT_S, warmupS: 1, folded: true })
+    ? await cycles(hubs, keys, { window: 1, seconds: LIGHT_S, warmupS: 1, folded: true, db })
     : undefined;
-  const fan = await fanout(hub, token);
-  const hooks = await webhooks(hub, token);
+  const fan = await fanout(hubs, token);
+  const hooks = await webhooks(hubs, token);
 
-  const hubGone = new Promise((r) => hub.child.once('exit', r));
-  hub.child.kill('SIGTERM');
-  await hubGone;
+  await Promise.all(
+    hubs.map((h) => {
+      const gone = new Promise((r) => h.child.once('exit', r));
+      h.child.kill('SIGTERM');
+      return gone;
+    }),
+  );
+  const conflicts1 = conflicts0 && (await pgConflicts(env.KEEL_STORE));
   await cluster?.stop();
   rmSync(home, { recursive: true, force: true });
   return {
     engine,
+    hub_processes: PROCESSES,
     ...saturated,
+    // the whole run's, every phase (PostgreSQL): deadlocked group commits are rolled back and retried
+    ...(conflicts1
+      ? {
+          pg_deadlocks: conflicts1.deadlocks - conflicts0.deadlocks,
+          pg_rollbacks: conflicts1.rollbacks - conflicts0.rollbacks,
+        }
+      : {}),
     ops_per_commit: Number(((m1.ops - m0.ops) / (m1.commits - m0.commits)).toFixed(1)),
     light: {
       cycles_per_s: light.cycles_per_s,
       p50_ms: light.p50_ms,
       p99_ms: light.p99_ms,
       hub_cpu_ms_per_cycle: light.hub_cpu_ms_per_cycle,
+      db_cpu_ms_per_cycle: light.db_cpu_ms_per_cycle,
       errors: light.errors,
     },
     folded: folded && {
@@ -648,6 +762,10 @@ async function measure(engine) {
       p50_ms: folded.p50_ms,
       p99_ms: folded.p99_ms,
       hub_cpu_ms_per_cycle: folded.hub_cpu_ms_per_cycle,
+      ...(folded.hub_cpu_ms_per_cycle_each
+        ? { hub_cpu_ms_per_cycle_each: folded.hub_cpu_ms_per_cycle_each }
+        : {}),
+      db_cpu_ms_per_cycle: folded.db_cpu_ms_per_cycle,
       client_cpu_ms_per_cycle: folded.client_cpu_ms_per_cycle,
       tcp: folded.tcp,
       ops_per_commit: Number(((m3.ops - m2.ops) / (m3.commits - m2.commits)).toFixed(1)),
@@ -658,6 +776,7 @@ async function measure(engine) {
         p50_ms: foldedLight.p50_ms,
         p99_ms: foldedLight.p99_ms,
         hub_cpu_ms_per_cycle: foldedLight.hub_cpu_ms_per_cycle,
+        db_cpu_ms_per_cycle: foldedLight.db_cpu_ms_per_cycle,
         errors: foldedLight.errors,
       },
     },
@@ -667,6 +786,7 @@ async function measure(engine) {
   };
 }
 
+const loadAtStart = loadavg();
 const results = [];
 for (const engine of ENGINES) {
   results.push(await measure(engine));
@@ -674,13 +794,17 @@ for (const engine of ENGINES) {
 }
 agent.destroy();
 console.log(
-  `hub (${KEEL}): ${AGENTS} agents, ${WINDOW} requests in flight each (saturated) then 1 (light), ${SECONDS} s after ${WARMUP_S} s warm-up; fan-out to ${FANOUT} streams × ${FANOUT_ROUNDS - 1} rounds; ${WEBHOOKS} webhooks one by one; ${cpus().length} cores (${cpus()[0]?.model ?? '?'})`,
+  `hub (${KEEL}): ${AGENTS} agents, ${WINDOW} requests in flight each (saturated) then 1 (light), ${SECONDS} s after ${WARMUP_S} s warm-up; fan-out to ${FANOUT} streams × ${FANOUT_ROUNDS - 1} rounds; ${WEBHOOKS} webhooks one by one; ${PROCESSES} hub process${PROCESSES === 1 ? '' : 'es'}; ${cpus().length} cores (${cpus()[0]?.model ?? '?'})`,
 );
 console.log(
-  `load average at the end: ${loadavg()
+  `load average at the start: ${loadAtStart.map((l) => l.toFixed(1)).join(' ')}; at the end: ${loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')}`,
 );
+// several hubs: the engine cell says how many; a private cluster's own CPU follows the hubs' (+ db)
+const label = (r) => (r.hub_processes > 1 ? `${r.engine} ×${r.hub_processes} hubs` : r.engine);
+const cpuCell = (c) =>
+  `${c.hub_cpu_ms_per_cycle}${c.db_cpu_ms_per_cycle == null ? '' : ` + db ${c.db_cpu_ms_per_cycle}`}`;
 console.log(
   '| engine | messages/s (saturated) | p50 / p99 ms | hub CPU ms per cycle | client CPU ms per cycle | writes per commit | light: messages/s, p50 / p99 ms | fan-out 100: send→event p50 / p99 ms | webhook→stage p50 / p99 ms | errors |',
 );
@@ -689,7 +813,7 @@ for (const r of results)
   console.log(
     r.skipped
       ? `| ${r.engine} | skipped: ${r.skipped} | | | | | | | | |`
-      : `| ${r.engine} | ${r.messages_per_s} | ${r.p50_ms} / ${r.p99_ms} | ${r.hub_cpu_ms_per_cycle} | ${r.client_cpu_ms_per_cycle} | ${r.ops_per_commit} | ${2 * r.light.cycles_per_s}, ${r.light.p50_ms} / ${r.light.p99_ms} | ${r.send_to_event_p50_ms} / ${r.send_to_event_p99_ms} | ${r.webhook_to_stage_p50_ms} / ${r.webhook_to_stage_p99_ms} | ${r.errors + r.light.errors + r.fanout_missed + r.webhook_errors} |`,
+      : `| ${label(r)} | ${r.messages_per_s} | ${r.p50_ms} / ${r.p99_ms} | ${cpuCell(r)} | ${r.client_cpu_ms_per_cycle} | ${r.ops_per_commit} | ${2 * r.light.cycles_per_s}, ${r.light.p50_ms} / ${r.light.p99_ms} | ${r.send_to_event_p50_ms} / ${r.send_to_event_p99_ms} | ${r.webhook_to_stage_p50_ms} / ${r.webhook_to_stage_p99_ms} | ${r.errors + r.light.errors + r.fanout_missed + r.webhook_errors} |`,
   );
 console.log(
   '\nfolded cycle (send → SSE → reply, which acks the request → SSE → POST /v1/acks of the replies one read brought; the same two messages in 3 requests or fewer):',
@@ -703,7 +827,12 @@ for (const r of results) {
   console.log(
     r.skipped || !f
       ? `| ${r.engine} | ${r.skipped ? `skipped: ${r.skipped}` : 'not measured: this build has no POST /v1/acks'} | | | | | | |`
-      : `| ${r.engine} | ${f.messages_per_s} | ${f.p50_ms} / ${f.p99_ms} | ${f.hub_cpu_ms_per_cycle} | ${f.client_cpu_ms_per_cycle} | ${f.ops_per_commit} | ${f.light.messages_per_s}, ${f.light.p50_ms} / ${f.light.p99_ms} | ${f.errors + f.light.errors} |`,
+      : `| ${label(r)} | ${f.messages_per_s} | ${f.p50_ms} / ${f.p99_ms} | ${cpuCell(f)} | ${f.client_cpu_ms_per_cycle} | ${f.ops_per_commit} | ${f.light.messages_per_s}, ${f.light.p50_ms} / ${f.light.p99_ms} | ${f.errors + f.light.errors} |`,
   );
 }
+for (const r of results)
+  if (r.pg_deadlocks !== undefined)
+    console.log(
+      `${label(r)}: PostgreSQL deadlocks over the run ${r.pg_deadlocks}, transactions rolled back ${r.pg_rollbacks}`,
+    );
 console.log(JSON.stringify(results));
