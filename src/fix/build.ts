@@ -14,15 +14,9 @@ import type { CallLedger } from '../model/call-ledger.js';
 import { createModelClient } from '../model/create.js';
 import { gitTry } from '../policy/git.js';
 import { isTestFile, TEST_DIRS } from '../verify/test-files.js';
+import { testsSlug } from './build-leftovers.js';
 import { type FixResult, runFix } from './run.js';
-import {
-  attemptDiff,
-  commitAttempt,
-  createSnapshot,
-  discardSnapshot,
-  type Snapshot,
-  slugify,
-} from './snapshot.js';
+import { attemptDiff, commitAttempt, createSnapshot, discardSnapshot, type Snapshot } from './snapshot.js';
 import { type FrozenTest, sha256 } from './test-guard.js';
 import { worktreeJournal } from './worktree-journal.js';
 
@@ -47,6 +41,8 @@ export interface BuildOptions {
     /** The session that wrote them (where a person's answer is logged). */
     session: string;
   }): Promise<boolean | { approved: boolean; reason: string }>;
+  /** The id of the tests' snapshot, known before it is made (keel serve records it: `testsSnapshot`). */
+  testsId?: string;
   /** The fix run's id, known before it starts (keel serve names the build by it). */
   runId?: string;
   /** A runtime to run in (keel serve's); by default the build opens its own and closes it. */
@@ -74,7 +70,7 @@ export async function runBuild(opts: BuildOptions): Promise<BuildResult> {
   const env = opts.env ?? process.env;
   const progress = opts.onProgress ?? (() => {});
   const runtime = opts.runtime ?? openRuntime(env);
-  const id = newSessionId();
+  const id = opts.testsId ?? newSessionId();
   let snapshot: Snapshot | undefined;
   const end = (
     r: Omit<BuildResult, 'tests' | 'testsSession' | 'fix'> & Partial<BuildResult>,
@@ -85,7 +81,7 @@ export async function runBuild(opts: BuildOptions): Promise<BuildResult> {
     ...r,
   });
   try {
-    snapshot = createSnapshot(opts.repo, id, `tests-${slugify(opts.feature)}`, runtime.paths.worktreesDir);
+    snapshot = createSnapshot(opts.repo, id, testsSlug(opts.feature), runtime.paths.worktreesDir);
     const dirs = testDirs(snapshot);
     progress(`tests: the model writes acceptance tests; it may write only in ${dirs.join(', ')}`);
     const config = {

@@ -67,6 +67,11 @@ export function slugify(text: string): string {
   return slug || 'issue';
 }
 
+/** The branch a snapshot of run `runId` is made on, in a git repository. */
+export function snapshotBranch(slug: string, runId: string): string {
+  return `keel/fix-${slug}-${runId.slice(-6)}`;
+}
+
 /** Create the snapshot for a fix of the project at `source`. */
 export function createSnapshot(
   given: string,
@@ -106,8 +111,7 @@ export function createSnapshot(
       'ENVIRONMENT_ERROR',
       `${repo} has no commits yet: keel fix works on a branch from HEAD; commit your work first (git add -A && git commit)`,
     );
-  const short = runId.slice(-6);
-  const branch = `keel/fix-${slug}-${short}`;
+  const branch = snapshotBranch(slug, runId);
   // the runner's overrides keep the repository's post-checkout hook and smudge filters from running here
   git(repo, ['worktree', 'add', '-q', '-b', branch, dir, base]);
   if (!openRepoAt(dir)) throw new GitError(`git worktree add made no worktree at ${dir}`, ['worktree'], null);

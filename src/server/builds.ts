@@ -5,7 +5,9 @@
  * What a build is before its fix run starts (writing tests, waiting, rejected) is known here, in this
  * process; from then on the fix run's own log says the rest. Until it ends, a build also has a record on disk
  * (KEEL_HOME/builds/RUN.json): a server killed mid-build leaves it, and the next server of the project lists
- * that build as interrupted (nothing built; start it again) instead of losing it.
+ * that build as interrupted (nothing built; start it again) instead of losing it, and removes the worktree
+ * and branch its tests were written in (the record names them; fix/build-leftovers.ts checks they are a
+ * keel tests worktree of this project's repository before anything goes).
  */
 import {
   mkdirSync,
@@ -23,6 +25,7 @@ import { newSessionId } from '../agent/session.js';
 import type { LoadedConfig } from '../config/load.js';
 import { keelPaths } from '../config/paths.js';
 import { type BuildResult, runBuild } from '../fix/build.js';
+import { discardLeftTests, type TestsSnapshotNames, testsSnapshotNames } from '../fix/build-leftovers.js';
 import { appendAudited } from '../store/audit-entries.js';
 import type { Approval } from './sessions.js';
 
@@ -47,6 +50,8 @@ export interface BuildState {
   error: string | null;
   /** The server running it stopped before it ended (a crash, kill -9): read back from its record, with why. */
   interrupted: string | null;
+  /** The worktree and branch its tests are written in. */
+  testsSnapshot?: TestsSnapshotNames;
 }
 
 /** What is on disk of a build not ended yet; `interrupted_at` once a later server found it left over. */
@@ -58,6 +63,8 @@ interface BuildRecord {
   phase: BuildState['phase'];
   tests: string[];
   tests_session: string | null;
+  /** Where its tests are written (named before the worktree is made): what a later server removes. */
+  tests_snapshot?: TestsSnapshotNames;
   /** The server running it: a record of a server still alive (another serve of the project) is its own. */
   pid: number;
   interrupted_at?: string;
@@ -89,6 +96,7 @@ export class BuildRuns {
 
   start(req: BuildStart): { runId: string; done: Promise<BuildResult> } {
     const runId = newSessionId();
+    const testsId = newSessionId();
     const controller = new AbortController();
     const state: BuildState = {
       runId,
@@ -102,6 +110,7 @@ export class BuildRuns {
       result: null,
       error: null,
       interrupted: null,
+      testsSnapshot: testsSnapshotNames(req.feature, testsId, this.opts.runtime.paths.worktreesDir),
     };
     this.builds.set(runId, state);
     this.record(state);
@@ -114,6 +123,7 @@ export class BuildRuns {
       env: this.opts.runtime.env,
       runtime: this.opts.runtime,
       runId,
+      testsId,
       signal: controller.signal,
       approve: (tests) => this.ask(state, tests, controller.signal),
       ...(this.opts.onEvent ? { onEvent: this.opts.onEvent } : {}),
@@ -194,6 +204,7 @@ export class BuildRuns {
       phase: state.phase,
       tests: state.tests,
       tests_session: state.testsSession,
+      ...(state.testsSnapshot ? { tests_snapshot: state.testsSnapshot } : {}),
       pid: process.pid,
       ...(interruptedAt ? { interrupted_at: interruptedAt } : {}),
     };
@@ -224,6 +235,8 @@ export class BuildRuns {
       }
       if (r.project !== this.root || `${r.run_id}.json` !== name) continue;
       if (!r.interrupted_at && alive(r.pid)) continue;
+      // its tests' worktree and branch went with no one to remove them: removed here, once they are checked
+      discardLeftTests(this.root, this.opts.runtime.paths.worktreesDir, r.tests_snapshot);
       const endedAt = r.interrupted_at ?? new Date().toISOString();
       const doing =
         r.phase === 'building'

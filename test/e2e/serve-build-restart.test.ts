@@ -1,9 +1,11 @@
 /**
  * A build waiting for its tests' approval is on disk, not only in keel serve's memory: after the server is
  * killed (-9, no chance to clean up) and started again, GET /v1/runs still lists it, as `interrupted`, with
- * no question waiting and a reason that says what happened and how to go on; nothing was built.
+ * no question waiting and a reason that says what happened and how to go on; nothing was built. The
+ * worktree and branch its tests were written in are removed by the restart: they do not pile up.
  */
 import { describe, expect, it } from 'vitest';
+import { git } from '../helpers/tmp.js';
 import { TESTS_TURNS, tinyProject } from './build-harness.js';
 import { modelPosts } from './fix-harness.js';
 import { keelHome, model, modelFlags } from './harness.js';
@@ -20,11 +22,25 @@ describe('keel serve: a build across a crash', () => {
       .run_id as string;
     const waiting = await runUntil(first, id, (r) => r.status === 'waiting');
     const question = waiting.pending_approvals[0].id as string;
+    // the tests' worktree (under KEEL_HOME) and its branch, as the killed server leaves them
+    const keelTrees = () =>
+      git(repo, 'worktree', 'list', '--porcelain')
+        .split('\n')
+        .filter((l) => l.startsWith('worktree ') && l.includes(home));
+    const keelBranches = () => git(repo, 'branch', '--list', 'keel/*').trim();
+    expect(keelTrees()).toHaveLength(1);
+    expect(keelBranches()).toContain('keel/fix-tests-add-a-median-function-');
     const exited = new Promise((resolve) => first.child.once('exit', resolve));
     first.child.kill('SIGKILL');
     await exited;
 
+    expect(keelTrees()).toHaveLength(1);
+
     const second = await startServe({ cwd: repo, home, args: modelFlags(server) });
+    // the restart removed what the killed build was writing its tests in
+    expect(keelTrees()).toEqual([]);
+    expect(keelBranches()).toBe('');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
     const listed = (await second.api('GET', '/v1/runs')).body.runs as Array<Record<string, unknown>>;
     const build = listed.find((r) => r.run_id === id);
     expect(build).toMatchObject({
