@@ -555,6 +555,7 @@ export class HubStore {
           requestHash,
           now,
           ttlS: LIMITS.defaultTtlS,
+          answers: true,
         },
       );
       // under the message's lock no twin can have taken the key: a conflict here is another request's
@@ -567,11 +568,6 @@ export class HubStore {
           ),
         );
       const id = inserted.id;
-      await tx.run(
-        `UPDATE hub_messages SET state = 'replied', replied_at = $2, reply_id = $3, acked_at = COALESCE(acked_at, $2)
-         WHERE id = $1`,
-        [messageId, now, id],
-      );
       // only the hub's own requests belong to runs, and their sender is a system agent ("@hub": a name
       // no one can register); a reply to a peer's message is no run's business
       if (inserted.to.startsWith('@'))
@@ -883,7 +879,11 @@ export class HubStore {
     this.names.set(agentId, name);
   }
 
-  /** Insert a message; its view as committed, or undefined when the sender's key is taken. */
+  /**
+   * Insert a message; its view as committed, or undefined when the sender's key is taken. With
+   * `answers`, the message is the reply to `replyTo` (locked by the caller), which is marked replied
+   * (and acked) when the reply's row goes in, and left as it was when the key is taken.
+   */
   private async insert(
     tx: Sql,
     caller: Caller,
@@ -896,6 +896,7 @@ export class HubStore {
       requestHash: string;
       now: number;
       ttlS: number;
+      answers?: boolean;
     },
   ): Promise<MessageView | undefined> {
     const id = newId('m');
@@ -919,14 +920,23 @@ export class HubStore {
     const columns = `INSERT INTO hub_messages (id, project_id, sender_id, recipient_id, seq, state, body, body_sha256,
          reply_to, hop, idempotency_key, request_sha256, created_at, expires_at)`;
     const rest = `'queued', $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (sender_id, idempotency_key) DO NOTHING`;
+    // the answered message ($8): replied by the reply ($1), acked if it was not, at its time ($12)
+    const answered = `UPDATE hub_messages SET state = 'replied', replied_at = $12, reply_id = $1,
+         acked_at = COALESCE(acked_at, $12) WHERE id = $8`;
     let seq: number | undefined;
     if (tx.dialect === 'postgres') {
-      // the stream's number and the row in one round trip (the stream row is locked until commit all the
-      // same: store/streams.ts); every statement of a group commit waits for the one before it
+      // the stream's number, the row and, for a reply, the answered message's mark in one round trip
+      // (the stream row is locked until commit all the same: store/streams.ts); every statement of a
+      // group commit waits for the one before it. SQLite has no data-modifying WITH: three statements.
+      const inserting = `${columns} VALUES ($1, $2, $3, $4, (SELECT last_seq FROM n), ${rest} RETURNING seq`;
       const [row] = await tx.query<{ seq: number }>(
         `WITH n AS (INSERT INTO streams (name, last_seq) VALUES ($5, 1)
            ON CONFLICT (name) DO UPDATE SET last_seq = streams.last_seq + 1 RETURNING last_seq)
-         ${columns} VALUES ($1, $2, $3, $4, (SELECT last_seq FROM n), ${rest} RETURNING seq`,
+         ${
+           m.answers
+             ? `, i AS (${inserting}), a AS (${answered} AND EXISTS (SELECT 1 FROM i)) SELECT seq FROM i`
+             : inserting
+         }`,
         values,
       );
       seq = row && Number(row.seq);
@@ -939,6 +949,7 @@ export class HubStore {
       ]))
         ? next
         : undefined;
+      if (seq !== undefined && m.answers) await tx.run(answered, values);
     }
     if (seq === undefined) return undefined;
     return {

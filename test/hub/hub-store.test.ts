@@ -187,6 +187,11 @@ describe.each(engines)('hub store on $name', (engine) => {
     // another sender's key space is its own
     const b = await hub.send(agents.b as Caller, { to: 'a', body: 'same', idempotency_key: 'key' });
     expect(b.created).toBe(true);
+    // a reply under a key b used for that send is refused, and leaves the message unanswered
+    expect(
+      await refusal(hub.reply(agents.b as Caller, one.message.id, { body: 'ok', idempotency_key: 'key' })),
+    ).toEqual({ status: 409, code: 'IDEMPOTENCY_CONFLICT' });
+    expect((await hub.message(a, one.message.id)).message).toMatchObject({ state: 'queued', reply_id: null });
     // one reply per message: a retry returns it, a second different reply is refused
     const r1 = await hub.reply(agents.b as Caller, one.message.id, { body: 'ok' });
     const r2 = await hub.reply(agents.b as Caller, one.message.id, { body: 'ok' });
