@@ -28,6 +28,8 @@ import {
 } from './harness.js';
 
 const TOKEN = 'agent-secret-token';
+/** How each keel run here is started: the agent's token in the environment its config names, a minute's time. */
+const WITH_TOKEN = { env: { HELPER_TOKEN: TOKEN }, timeoutMs: 60_000 };
 
 interface Agent {
   cardUrl: string;
@@ -204,8 +206,7 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     const run = await keel(['run', '--json', ...modelFlags(server), 'ask the helper'], {
       cwd: repo,
       home,
-      env: { HELPER_TOKEN: TOKEN },
-      timeoutMs: 60_000,
+      ...WITH_TOKEN,
     });
     expect(run.stderr).toBe('');
     expect(catalogueOf(chatBodies(server)[0])).toContain('a2a__helper');
@@ -229,16 +230,14 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     const run = await keel(['run', '--json', ...modelFlags(server), 'ask the helper'], {
       cwd: repo,
       home,
-      env: { HELPER_TOKEN: TOKEN },
-      timeoutMs: 60_000,
+      ...WITH_TOKEN,
     });
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED' });
     const chat = await keel(['chat', '--mode', 'auto', ...modelFlags(server)], {
       cwd: repo,
       home,
-      env: { HELPER_TOKEN: TOKEN },
+      ...WITH_TOKEN,
       input: 'ask the helper\n',
-      timeoutMs: 60_000,
     });
     expect(chat.code, chat.stderr).toBe(0);
     const [runFirst, chatFirst, chatSecond] = chatBodies(server);
@@ -266,8 +265,7 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     const run = await keel(['run', '--json', ...modelFlags(server), 'ask the helpers'], {
       cwd: repo,
       home,
-      env: { HELPER_TOKEN: TOKEN },
-      timeoutMs: 60_000,
+      ...WITH_TOKEN,
     });
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED', exit_code: 0 });
     const bodies = chatBodies(server);
@@ -302,8 +300,7 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     const run = await keel(['run', '--json', ...modelFlags(server), 'ask the helper'], {
       cwd: repo,
       home,
-      env: { HELPER_TOKEN: TOKEN },
-      timeoutMs: 60_000,
+      ...WITH_TOKEN,
     });
     expect(JSON.parse(run.stdout)).toMatchObject({ code: 'COMPLETED' });
     const tools = (
@@ -318,8 +315,7 @@ describe('a2a__<name>: a remote A2A agent as a tool', () => {
     await keel(['ask', '--json', ...modelFlags(ask), 'ask the helper'], {
       cwd: gitRepo(),
       home: askHome,
-      env: { HELPER_TOKEN: TOKEN },
-      timeoutMs: 60_000,
+      ...WITH_TOKEN,
     });
     const offered = (
       (chatBodies(ask)[0] as { tools?: Array<{ function: { name: string } }> }).tools ?? []
