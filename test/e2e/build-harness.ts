@@ -42,6 +42,13 @@ export const TESTS_TURNS: ScriptTurn[] = [
   { text: 'The test checks median([3, 1, 2]) is 2.' },
 ];
 
+/** The fix run's turns once the tests are approved: a plan, median written, the model's account. */
+export const BUILD_TURNS: ScriptTurn[] = [
+  { text: '1. Add median to src/stats.js.' },
+  { tool_calls: [{ name: 'write_file', arguments: { path: 'src/stats.js', content: SUM + MEDIAN } }] },
+  { text: 'Added median.' },
+];
+
 export const MEDIAN_TEST_SHA = createHash('sha256').update(MEDIAN_TEST).digest('hex');
 
 export interface BuildDoc extends Omit<FixDoc, 'status'> {

@@ -8,7 +8,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { MEDIAN, SUM, TESTS_TURNS, tinyProject } from './build-harness.js';
+import { BUILD_TURNS, TESTS_TURNS, tinyProject } from './build-harness.js';
 import { fingerprint, leftovers, modelPosts } from './fix-harness.js';
 import { type KeelRun, keel, keelHome, model, modelFlags } from './harness.js';
 import { projectWithAgents, type RunningHub, startHub } from './hub-harness.js';
@@ -107,12 +107,7 @@ describe('keel build approved by a hub quorum of reviewers', () => {
     );
 
     // both reviewers reply APPROVE through the CLI: the tests are frozen and the feature is built
-    const server = await model([
-      ...TESTS_TURNS,
-      { text: '1. Add median to src/stats.js.' },
-      { tool_calls: [{ name: 'write_file', arguments: { path: 'src/stats.js', content: SUM + MEDIAN } }] },
-      { text: 'Added median.' },
-    ]);
+    const server = await model([...TESTS_TURNS, ...BUILD_TURNS]);
     const building = build(server, ['--review-timeout', '60']);
     for (const agent of ['rev-a', 'rev-b']) {
       const request = await requestFor(hub, token, agent);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { git } from '../helpers/tmp.js';
 import {
+  BUILD_TURNS,
   build,
   MEDIAN,
   MEDIAN_TEST,
@@ -18,12 +19,7 @@ import { Pane } from './pane.js';
 describe('keel build', () => {
   it('writes the tests first, freezes them, then builds the feature until they pass', async () => {
     const repo = tinyProject();
-    const server = await model([
-      ...TESTS_TURNS,
-      { text: '1. Add median to src/stats.js.' },
-      { tool_calls: [{ name: 'write_file', arguments: { path: 'src/stats.js', content: SUM + MEDIAN } }] },
-      { text: 'Added median.' },
-    ]);
+    const server = await model([...TESTS_TURNS, ...BUILD_TURNS]);
     const { run, doc } = await build(repo, server, ['add a median function to src/stats.js']);
     expect(run.code, run.stderr).toBe(0);
     expect(doc).toMatchObject({ mode: 'build', code: 'COMPLETED', status: 'verified', attempts: 1 });

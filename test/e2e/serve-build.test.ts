@@ -1,7 +1,7 @@
 /** `POST /v1/build` on keel serve: the written tests wait as a run's pending question a person answers over HTTP. */
 import { describe, expect, it } from 'vitest';
 import { git } from '../helpers/tmp.js';
-import { MEDIAN, MEDIAN_TEST, SUM, TESTS_TURNS, tinyProject } from './build-harness.js';
+import { BUILD_TURNS, MEDIAN, MEDIAN_TEST, SUM, TESTS_TURNS, tinyProject } from './build-harness.js';
 import { leftovers, modelPosts } from './fix-harness.js';
 import { keelHome, model, modelFlags, withEventLog } from './harness.js';
 import { runUntil } from './serve-build-harness.js';
@@ -12,9 +12,7 @@ describe('keel serve: keel build approved over HTTP', () => {
     const repo = tinyProject();
     const server = await model([
       ...TESTS_TURNS,
-      { text: '1. Add median to src/stats.js.' },
-      { tool_calls: [{ name: 'write_file', arguments: { path: 'src/stats.js', content: SUM + MEDIAN } }] },
-      { text: 'Added median.' },
+      ...BUILD_TURNS,
       ...TESTS_TURNS,
       { text: 'this turn must never be asked for' },
     ]);

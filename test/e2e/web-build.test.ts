@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { git } from '../helpers/tmp.js';
-import { MEDIAN, SUM, TESTS_TURNS, tinyProject } from './build-harness.js';
+import { BUILD_TURNS, MEDIAN, SUM, TESTS_TURNS, tinyProject } from './build-harness.js';
 import { keelHome, model, modelFlags, withEventLog } from './harness.js';
 import { startServe } from './serve-harness.js';
 import { axe, CHROMIUM, signedInPage, spyOnNotifications } from './web-harness.js';
@@ -16,12 +16,7 @@ describe.skipIf(!existsSync(CHROMIUM))(
   'the web workspace: a build run approved on the page (chromium)',
   () => {
     it('tells of the waiting tests in the title and a notification, shows their diff with Approve / Reject; Approve builds the feature and the page follows it to verified', async () => {
-      const server = await model([
-        ...TESTS_TURNS,
-        { text: '1. Add median to src/stats.js.' },
-        { tool_calls: [{ name: 'write_file', arguments: { path: 'src/stats.js', content: SUM + MEDIAN } }] },
-        { text: 'Added median.' },
-      ]);
+      const server = await model([...TESTS_TURNS, ...BUILD_TURNS]);
       const home = keelHome();
       const repo = tinyProject();
       const s = await startServe({ cwd: repo, home, args: modelFlags(server) });
